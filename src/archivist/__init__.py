@@ -1,0 +1,1 @@
+"""archivist: long-term, speaker-attributed memory for LLM assistants."""

@@ -1,0 +1,35 @@
+"""``archivist stats``: what the store holds."""
+
+from __future__ import annotations
+
+import click
+
+from .main import Context, emit_json, pass_ctx
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+def stats(ctx: Context, as_json: bool) -> None:
+    """Counts of conversations, sessions, messages, people and vectors."""
+    s = ctx.memory.stats()
+    s["conversation_list"] = ctx.memory.conversations()
+    if as_json:
+        emit_json(s)
+        return
+    click.echo(f"store:         {s['path']} ({s['bytes'] / 1e6:.1f} MB)")
+    for key in ("conversations", "sessions", "messages", "people"):
+        click.echo(f"{key + ':':<15}{s[key]}")
+    click.echo(f"embed model:   {s['embed_model'] or '(none yet)'}")
+    for model, n in s["vectors"].items():
+        click.echo(f"vectors:       {n} ({model})")
+    click.echo("llm:           none configured (heuristic mode)")
+    for c in s["conversation_list"]:
+        click.echo(
+            f"  {c['id']}: {c['messages']} messages, {c['sessions']} sessions, "
+            f"{', '.join(c['participants'])}"
+        )
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(stats)

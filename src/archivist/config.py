@@ -1,0 +1,84 @@
+"""One frozen Settings object; the environment is read only by ``Settings.from_env``.
+
+Library code receives a Settings and never looks at ``os.environ`` itself, so
+constructing a Memory has no hidden inputs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+from .errors import ConfigError
+
+ENV_PREFIX = "ARCHIVIST_"
+EMBEDDERS = ("local", "openai", "fake")
+
+
+def default_db_path() -> Path:
+    """A file under the user's data dir (platform-specific), e.g. ~/.local/share/archivist."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("archivist")) / "memory.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, with embedded defaults that need no network."""
+
+    db_path: Path | None = None
+    embedder: str = "local"  # one of EMBEDDERS
+    embed_model: str = ""  # OpenAI-compatible model name; ignored by "local"
+    embed_base_url: str = ""
+    embed_api_key: str = ""
+    embed_dim: int = 0  # optional: expected dimension for remote models
+    embed_timeout: float = 30.0
+    embed_batch_size: int = 64
+    embed_threads: int = 0  # onnxruntime intra-op threads; 0 = library default
+    search_preset: str = "archivist"
+
+    def __post_init__(self) -> None:
+        if self.embedder not in EMBEDDERS:
+            raise ConfigError(
+                f"embedder must be one of {', '.join(EMBEDDERS)}; got {self.embedder!r}"
+            )
+        if self.embedder == "openai" and not (self.embed_model and self.embed_base_url):
+            raise ConfigError(
+                "embedder 'openai' needs embed_model and embed_base_url "
+                f"(env {ENV_PREFIX}EMBED_MODEL, {ENV_PREFIX}EMBED_BASE_URL)"
+            )
+
+    def with_(self, **changes: object) -> Settings:
+        """A copy with some fields changed (Settings are never mutated)."""
+        return replace(self, **changes)
+
+    def resolved_db_path(self) -> Path:
+        return Path(self.db_path) if self.db_path else default_db_path()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Read ARCHIVIST_* variables (the only place the environment is consulted)."""
+        env = os.environ if env is None else env
+        kw: dict[str, object] = {}
+        if v := env.get(ENV_PREFIX + "DB"):
+            kw["db_path"] = Path(v)
+        for name in ("embedder", "embed_model", "embed_base_url", "embed_api_key", "search_preset"):
+            if v := env.get(ENV_PREFIX + name.upper()):
+                kw[name] = v
+        for name, conv in (
+            ("embed_dim", int),
+            ("embed_timeout", float),
+            ("embed_batch_size", int),
+            ("embed_threads", int),
+        ):
+            if v := env.get(ENV_PREFIX + name.upper()):
+                try:
+                    kw[name] = conv(v)
+                except ValueError as e:
+                    raise ConfigError(f"{ENV_PREFIX}{name.upper()}={v!r} is not a number") from e
+        if not kw.get("embed_api_key") and env.get("OPENAI_API_KEY"):
+            kw["embed_api_key"] = env["OPENAI_API_KEY"]
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kw)

@@ -1,0 +1,61 @@
+"""Embedding providers behind one small interface, chosen by name in one registry.
+
+Each provider module is imported only when chosen, so onnxruntime and openai
+stay optional at import time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from ..errors import ConfigError
+from .base import Embedder, embed_one, l2_normalise
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+__all__ = ["PROVIDERS", "Embedder", "embed_one", "get_embedder", "l2_normalise"]
+
+
+def _local(settings: Settings) -> Embedder:
+    from .local import MiniLMEmbedder
+
+    return MiniLMEmbedder(threads=settings.embed_threads, batch_size=settings.embed_batch_size)
+
+
+def _openai(settings: Settings) -> Embedder:
+    from .openai_compat import OpenAIEmbedder
+
+    return OpenAIEmbedder(
+        model=settings.embed_model,
+        base_url=settings.embed_base_url,
+        api_key=settings.embed_api_key,
+        dim=settings.embed_dim,
+        timeout=settings.embed_timeout,
+        batch_size=settings.embed_batch_size,
+    )
+
+
+def _fake(settings: Settings) -> Embedder:
+    from ..testing import FakeEmbedder
+
+    return FakeEmbedder(dim=settings.embed_dim or 64)
+
+
+#: The one place a provider name maps to its implementation.
+PROVIDERS: dict[str, Callable[[Settings], Embedder]] = {
+    "local": _local,
+    "openai": _openai,
+    "fake": _fake,
+}
+
+
+def get_embedder(settings: Settings) -> Embedder:
+    """The embedder ``settings.embedder`` names; constructing it loads and sends nothing."""
+    try:
+        factory = PROVIDERS[settings.embedder]
+    except KeyError:
+        raise ConfigError(
+            f"unknown embedder {settings.embedder!r}; choose one of {', '.join(PROVIDERS)}"
+        ) from None
+    return factory(settings)

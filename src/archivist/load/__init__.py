@@ -1,0 +1,100 @@
+"""File loaders: LoCoMo, LongMemEval, generic JSON Lines and OpenAI chat transcripts.
+
+Every loader is all or nothing: it returns every conversation in the file or
+raises :class:`~archivist.errors.LoadError` naming file, record and field.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from typing import Any
+
+from archivist.errors import LoadError
+from archivist.load import jsonl, locomo, longmemeval, openai_chat
+from archivist.load._common import decode, load_json, read_text
+from archivist.model import Conversation
+
+__all__ = ["FORMATS", "detect_format", "load_file", "parse"]
+
+FORMATS: tuple[str, ...] = ("locomo", "longmemeval", "jsonl", "openai")
+
+_JSONL_SUFFIXES = (".jsonl", ".ndjson")
+
+
+def load_file(
+    path: str | Path,
+    format: str | None = None,
+    *,
+    now: datetime | None = None,
+    default_tz: tzinfo = UTC,
+) -> list[Conversation]:
+    """Read, detect and parse one file; ``now`` (default: the current time) dates OpenAI chats."""
+    source = str(path)
+    if format is not None and format not in FORMATS:
+        raise _unknown_format(format, source)
+    text = read_text(path)
+    if format is None and Path(path).suffix.lower() in _JSONL_SUFFIXES:
+        format = "jsonl"
+    if format == "jsonl":
+        return parse(text, "jsonl", source=source, now=now, default_tz=default_tz)
+    data = load_json(text, source)
+    if format is None:
+        format = detect_format(path, data)
+    return parse(data, format, source=source, now=now, default_tz=default_tz)
+
+
+def detect_format(path: str | Path, data: Any) -> str:
+    """Guess the format from the file name (.jsonl) or the shape of its decoded JSON."""
+    if Path(path).suffix.lower() in _JSONL_SUFFIXES:
+        return "jsonl"
+    first = data[0] if isinstance(data, list) and data else data
+    if isinstance(first, dict):
+        if isinstance(data, list) and "conversation" in first and "qa" in first:
+            return "locomo"
+        if "haystack_sessions" in first:
+            return "longmemeval"
+        if isinstance(data, list) and "role" in first and "content" in first:
+            return "openai"
+        if data is first and isinstance(first.get("messages"), list):
+            return "openai"
+    raise LoadError(
+        str(path),
+        None,
+        None,
+        f"cannot tell the format; pass one of {', '.join(FORMATS)}",
+    )
+
+
+def parse(
+    data: Any,
+    format: str,
+    *,
+    source: str,
+    now: datetime | None = None,
+    default_tz: tzinfo = UTC,
+) -> list[Conversation]:
+    """Parse already-read data: JSONL as text, the others as decoded JSON (or its text)."""
+    if format not in FORMATS:
+        raise _unknown_format(format, source)
+    if isinstance(data, bytes | bytearray):
+        data = decode(bytes(data), source)
+    if format == "jsonl":
+        if not isinstance(data, str):
+            raise LoadError(source, None, None, "JSON Lines data must be text")
+        return jsonl.parse(data, source=source, default_tz=default_tz)
+    if isinstance(data, str):
+        data = load_json(data, source)
+    if format == "locomo":
+        return locomo.parse(data, source=source, default_tz=default_tz)
+    if format == "longmemeval":
+        return longmemeval.parse(data, source=source, default_tz=default_tz)
+    now = now if now is not None else datetime.now(UTC)
+    return openai_chat.parse(data, source=source, now=now, default_tz=default_tz)
+
+
+def _unknown_format(format: object, source: str) -> LoadError:
+    """Name the accepted formats when the caller asks for another."""
+    return LoadError(
+        source, None, None, f"unknown format {format!r}; expected one of {', '.join(FORMATS)}"
+    )

@@ -1,0 +1,146 @@
+"""Generic JSON Lines: the format to use for your own conversations.
+
+One JSON object per line, UTF-8; blank lines are skipped. Fields:
+
+============== ======================================== =========================
+field          type                                     required / default
+============== ======================================== =========================
+conversation   string, non-empty                        required
+id             string, non-empty, unique within its     required
+               conversation
+speaker        string, non-empty                        required
+text           string (at most 1 MB UTF-8)              required
+timestamp      ISO 8601 string, e.g.                    required; a time without
+               "2023-05-08T13:56:00+02:00"              offset gets the default
+                                                        zone (UTC unless set)
+session        integer >= 1                             1
+role           "user", "assistant" or "system"          "user"
+addressees     list of strings                          []
+attachments    list of {"kind": str, "caption": str,    []
+               "url": str} (caption and url optional)
+============== ======================================== =========================
+
+Other fields are ignored. Lines are grouped into conversations by
+``conversation`` in first-seen order. Within a conversation messages are
+ordered by session, then by line, and numbered in that order; a session's
+start is the earliest timestamp among its messages. Errors name the line
+(1-based) and the field, and nothing is loaded from a file with any error.
+
+Example line::
+
+    {"conversation": "trip", "id": "m1", "speaker": "Ana", "text": "Booked Lisbon!",
+     "timestamp": "2024-03-02T09:15:00Z", "addressees": ["Ben"]}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, tzinfo
+
+from archivist.errors import LoadError
+from archivist.load._common import (
+    claim_id,
+    conversation,
+    expect_dict,
+    expect_list,
+    get_str,
+    get_text,
+    parse_iso,
+    type_name,
+)
+from archivist.model import ROLES, Attachment, Conversation, Message
+
+
+def parse(text: str, *, source: str, default_tz: tzinfo) -> list[Conversation]:
+    """Parse JSON Lines text into conversations, all or nothing."""
+    grouped: dict[str, list[Message]] = {}
+    ids: dict[str, set[str]] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        msg = _line(line, number, source, default_tz)
+        claim_id(ids.setdefault(msg.conversation, set()), msg.id, source, number, "id")
+        grouped.setdefault(msg.conversation, []).append(msg)
+    if not grouped:
+        raise LoadError(source, None, None, "file is empty")
+    return [_finish(conv_id, msgs, source) for conv_id, msgs in grouped.items()]
+
+
+def _line(line: str, number: int, source: str, default_tz: tzinfo) -> Message:
+    """Parse one line into a Message whose seq and session_start are filled in later."""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise LoadError(source, number, None, f"invalid JSON at column {e.colno}: {e.msg}") from e
+    except RecursionError as e:
+        raise LoadError(source, number, None, "JSON is nested too deeply") from e
+    obj = expect_dict(raw, source, number, None)
+    role = get_str(obj, "role", source, number, default="user")
+    if role not in ROLES:
+        raise LoadError(source, number, "role", f"expected one of {', '.join(ROLES)}, got {role!r}")
+    return Message(
+        id=get_str(obj, "id", source, number, nonempty=True),
+        conversation=get_str(obj, "conversation", source, number, nonempty=True),
+        session=_session(obj, source, number),
+        speaker=get_str(obj, "speaker", source, number, nonempty=True),
+        text=get_text(obj, "text", source, number),
+        timestamp=_timestamp(obj, source, number, default_tz),
+        role=role,  # type: ignore[arg-type]  # checked against ROLES above
+        addressees=_addressees(obj, source, number),
+        attachments=_attachments(obj, source, number),
+    )
+
+
+def _timestamp(obj: dict, source: str, number: int, default_tz: tzinfo) -> datetime:
+    """Every message needs an explicit time: it is what makes recall temporal."""
+    if obj.get("timestamp") is None:
+        raise LoadError(source, number, "timestamp", "missing")
+    return parse_iso(obj["timestamp"], source, number, "timestamp", default_tz)
+
+
+def _session(obj: dict, source: str, number: int) -> int:
+    """Read the optional session number, a positive integer."""
+    value = obj.get("session", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        shown = value if isinstance(value, int) else type_name(value)
+        raise LoadError(source, number, "session", f"expected an integer >= 1, got {shown}")
+    return value
+
+
+def _addressees(obj: dict, source: str, number: int) -> tuple[str, ...]:
+    """Read the optional list of people the message was said to."""
+    value = expect_list(obj.get("addressees") or [], source, number, "addressees")
+    if not all(isinstance(a, str) and a.strip() for a in value):
+        raise LoadError(source, number, "addressees", "expected a list of non-empty strings")
+    return tuple(value)
+
+
+def _attachments(obj: dict, source: str, number: int) -> tuple[Attachment, ...]:
+    """Read the optional attachments; their captions get indexed with the text."""
+    value = expect_list(obj.get("attachments") or [], source, number, "attachments")
+    result = []
+    for i, raw in enumerate(value):
+        field = f"attachments[{i}]"
+        item = expect_dict(raw, source, number, field)
+        parts = {}
+        for key, default in (("kind", None), ("caption", ""), ("url", "")):
+            try:
+                parts[key] = get_str(
+                    item, key, source, number, default=default, nonempty=key == "kind"
+                )
+            except LoadError as e:
+                raise LoadError(source, number, f"{field}.{key}", e.problem) from None
+        result.append(Attachment(**parts))
+    return tuple(result)
+
+
+def _finish(conv_id: str, msgs: list[Message], source: str) -> Conversation:
+    """Order one conversation's messages by session and fill in seq and session_start."""
+    ordered = sorted(msgs, key=lambda m: m.session)  # stable: line order within a session
+    starts: dict[int, datetime | None] = {}
+    for m in ordered:
+        start = starts.get(m.session)
+        starts[m.session] = m.timestamp if start is None else min(start, m.timestamp)
+    final = [replace(m, seq=seq, session_start=starts[m.session]) for seq, m in enumerate(ordered)]
+    return conversation(conv_id, source, final, starts)

@@ -1,0 +1,225 @@
+"""MemoryService: the one core every front end (Python API, CLI, later servers) calls.
+
+It wires a Store, an Embedder and the retrieval presets together; it holds no
+SQL and no provider names of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from .config import Settings
+from .embed.base import Embedder
+from .errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound
+from .model import Conversation, Hit, Message
+from .read.search import SearchConfig, SearchTrace, get_preset, search
+from .store.base import AddResult, IndexedMessage, Store
+from .store.sql import Filters
+from .write.index_text import DEFAULT_INDEX, IndexOptions, index_rows, text_hash
+
+Progress = Callable[[int], None]
+
+
+class MemoryService:
+    """Long-term memory over a message log: add conversations, search them, delete them."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        settings: Settings | None = None,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+        index_options: IndexOptions = DEFAULT_INDEX,
+    ) -> None:
+        self.settings = settings or Settings()
+        if path is not None:
+            self.settings = self.settings.with_(db_path=Path(path))
+        if store is None:
+            from .store.sqlite import SQLiteStore
+
+            store = SQLiteStore(self.settings.resolved_db_path())
+        self.store = store
+        self._embedder = embedder
+        self.index_options = index_options
+        self._people: list[str] | None = None
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        """The configured embedder, created on first use (the local model loads lazily)."""
+        if self._embedder is None:
+            from .embed import get_embedder
+
+            self._embedder = get_embedder(self.settings)
+        return self._embedder
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> MemoryService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writes ---------------------------------------------------------------------
+
+    def add(
+        self,
+        data: Conversation | Iterable[Conversation] | str | Path,
+        *,
+        format: str | None = None,
+        progress: Progress | None = None,
+    ) -> list[AddResult]:
+        """Store conversations (objects, or a file path to load); only new messages are written.
+
+        Each conversation is one transaction: an interrupted run leaves whole
+        conversations or nothing, and re-running it completes the rest.
+        """
+        if isinstance(data, (str, Path)):
+            from .load import load_file
+
+            convs: list[Conversation] = load_file(data, format)
+        elif isinstance(data, Conversation):
+            convs = [data]
+        else:
+            convs = list(data)
+            if not all(isinstance(c, Conversation) for c in convs):
+                raise InputError("add() takes Conversation objects or a file path")
+        self._check_embed_model(self.embedder)
+        results = [self._add_one(c, progress) for c in convs]
+        self._people = None
+        return results
+
+    def _add_one(self, conv: Conversation, progress: Progress | None) -> AddResult:
+        if not conv.id:
+            raise InputError("a conversation needs an id")
+        existing = self.store.existing_hashes(conv.id)
+        fresh = [m for m in conv.messages if existing.get(m.id) != m.hash]
+        if not fresh:
+            if progress:
+                progress(len(conv.messages))
+            return AddResult(conversation=conv.id, unchanged=len(conv.messages))
+        context = list(conv.messages)
+        if existing:  # earlier turns stored before: they are this batch's context
+            batch_ids = {m.id for m in conv.messages}
+            stored = [m for _, m in self.store.conversation_messages(conv.id)]
+            context = [m for m in stored if m.id not in batch_ids] + context
+        texts = dict(zip((m.id for m in context), index_rows(context, self.index_options)))
+        rows = [
+            IndexedMessage(m, texts[m.id][0], text_hash(texts[m.id][1]))
+            for m in conv.messages
+        ]
+        fresh_ids = {m.id for m in fresh}
+        wanted = {r.embed_hash: texts[r.message.id][1] for r in rows if r.message.id in fresh_ids}
+        vectors, embedded = self._embed_missing(wanted, progress)
+        result = self.store.add_conversation(conv, rows, self.embedder.name, vectors)
+        if progress:
+            progress(len(conv.messages) - embedded)
+        return result
+
+    def _embed_missing(
+        self, texts: dict[str, str], progress: Progress | None
+    ) -> tuple[dict[str, np.ndarray], int]:
+        """Vectors for text hashes, reusing the store's cache; only misses hit the model."""
+        model = self.embedder.name
+        have = self.store.cached_vectors(model, texts)
+        todo = [(h, t) for h, t in texts.items() if h not in have]
+        out = dict(have)
+        step = max(1, self.settings.embed_batch_size)
+        for i in range(0, len(todo), step):
+            chunk = todo[i : i + step]
+            vecs = self.embedder.embed_batch([t for _, t in chunk])
+            if vecs.shape[0] != len(chunk):
+                raise EmbeddingError(
+                    f"{model} returned {vecs.shape[0]} vectors for {len(chunk)} texts"
+                )
+            out.update(zip((h for h, _ in chunk), vecs))
+            if progress:
+                progress(len(chunk))
+        return out, len(todo)
+
+    def delete(self, *, conversation: str | None = None, person: str | None = None) -> int:
+        """Remove a conversation or everything a person sent or received, from every index."""
+        if (conversation is None) == (person is None):
+            raise InputError("delete() takes exactly one of conversation= or person=")
+        n = (
+            self.store.delete_conversation(conversation)
+            if conversation is not None
+            else self.store.delete_person(person)  # type: ignore[arg-type]
+        )
+        self._people = None
+        return n
+
+    # -- reads ----------------------------------------------------------------------
+
+    def people(self) -> list[str]:
+        if self._people is None:
+            self._people = [p for p, _ in self.store.people()]
+        return self._people
+
+    def search(
+        self,
+        query: str,
+        *,
+        person: str | None = None,
+        conversation: str | Sequence[str] | None = None,
+        speaker: str | None = None,
+        session: int | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        k: int = 10,
+        preset: str | SearchConfig | None = None,
+        trace: SearchTrace | None = None,
+    ) -> list[Hit]:
+        """The k messages that best answer ``query``, with scores and provenance."""
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("search query must be a non-empty string")
+        if not isinstance(k, int) or not 1 <= k <= 1000:
+            raise InputError(f"k must be an integer between 1 and 1000; got {k!r}")
+        for name, when in (("since", since), ("until", until)):
+            if when is not None and when.tzinfo is None:
+                raise InputError(f"{name} must be timezone-aware")
+        config = (
+            preset
+            if isinstance(preset, SearchConfig)
+            else get_preset(preset or self.settings.search_preset)
+        )
+        conv = conversation if conversation is None or isinstance(conversation, str) else tuple(
+            conversation
+        )
+        filters = Filters(conv, person, speaker, session, since, until)
+        embedder = self.embedder if "dense" in config.rankers else None
+        if embedder is not None:
+            self._check_embed_model(embedder)
+        return search(self.store, embedder, query, filters, k, config, self.people(), trace)
+
+    def _check_embed_model(self, embedder: Embedder) -> None:
+        """Refuse to query one model's index with another model's vectors."""
+        stored = self.store.embed_model()
+        if stored is not None and stored != embedder.name:
+            raise EmbeddingMismatch(
+                f"this store's vectors were made by {stored!r} but the embedder is "
+                f"{embedder.name!r}; use the same embedder or a new store"
+            )
+
+    def get(self, conversation: str, message_id: str) -> Message:
+        m = self.store.get_message(conversation, message_id)
+        if m is None:
+            raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")
+        return m
+
+    def conversations(self) -> list[dict]:
+        return self.store.conversations()
+
+    def stats(self) -> dict:
+        return self.store.stats()
+
+
+Memory = MemoryService

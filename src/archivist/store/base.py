@@ -1,0 +1,75 @@
+"""The domain-level Store protocol every backend implements.
+
+Callers speak in messages, filters and rowids; SQL dialects stay inside the
+backends. ``rowid`` is the store's internal integer key for a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..model import Conversation, Message
+from .sql import Filters
+
+
+@dataclass(frozen=True)
+class IndexedMessage:
+    """A message plus what the indexes need: keyword text and the hash of its embedded text."""
+
+    message: Message
+    search_text: str
+    embed_hash: str
+
+
+@dataclass
+class AddResult:
+    """Outcome of adding one conversation."""
+
+    conversation: str
+    added: int = 0
+    unchanged: int = 0
+    vectors_added: int = 0
+    added_ids: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable message log with keyword and vector indexes."""
+
+    def add_conversation(
+        self,
+        conv: Conversation,
+        rows: Sequence[IndexedMessage],
+        model: str,
+        vectors: dict[str, np.ndarray],
+    ) -> AddResult: ...
+
+    def existing_hashes(self, conversation: str) -> dict[str, str]: ...
+
+    def embed_model(self) -> str | None: ...
+
+    def cached_vectors(self, model: str, hashes: Iterable[str]) -> dict[str, np.ndarray]: ...
+
+    def keyword_search(self, text: str, filters: Filters, limit: int) -> list[tuple[int, float]]: ...
+
+    def vector_search(
+        self, model: str, query: np.ndarray, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def messages_by_rowid(self, rowids: Iterable[int]) -> dict[int, Message]: ...
+
+    def neighbours(self, rowid: int, before: int, after: int) -> list[tuple[int, Message]]: ...
+
+    def get_message(self, conversation: str, msg_id: str) -> Message | None: ...
+
+    def delete_conversation(self, conversation: str) -> int: ...
+
+    def delete_person(self, person: str) -> int: ...
+
+    def stats(self) -> dict: ...
+
+    def close(self) -> None: ...

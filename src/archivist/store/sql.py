@@ -1,0 +1,121 @@
+"""Pure SQL builders: each returns ``(sql, params)`` and is testable as a string.
+
+User text never reaches FTS5 unquoted: ``fts_query`` turns any input, including
+FTS operators and stray quotes, into a disjunction of quoted terms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+# Words that carry no retrieval signal in conversational questions. Dropping them
+# keeps BM25 from spending its ranking on "what", "did", "the".
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves s t don didn doesn isn wasn weren won
+    ve ll re d m o y also ever really get got like one go going""".split()
+)
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+
+
+def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Lower-cased word tokens of ``text`` (stopwords dropped), in order, deduplicated."""
+    seen: dict[str, None] = {}
+    for m in _WORD.finditer(text.lower()):
+        w = m.group(0).replace("'", "")
+        if w.endswith("s") and m.group(0).endswith("'s"):
+            w = w[:-1]
+        if not keep_stopwords and (w in STOPWORDS or len(w) < 2 and not w.isdigit()):
+            continue
+        seen.setdefault(w, None)
+    return list(seen)
+
+
+def fts_query(text: str) -> str | None:
+    """An FTS5 MATCH expression OR-ing the quoted terms of ``text``; None if no terms."""
+    terms = query_terms(text)
+    if not terms:
+        terms = query_terms(text, keep_stopwords=True)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrictions on which messages a search may return (all optional, AND-ed)."""
+
+    conversation: str | tuple[str, ...] | None = None
+    person: str | None = None  # sent or received by this person
+    speaker: str | None = None  # sent by this person
+    session: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def is_empty(self) -> bool:
+        return all(
+            v is None
+            for v in (
+                self.conversation,
+                self.person,
+                self.speaker,
+                self.session,
+                self.since,
+                self.until,
+            )
+        )
+
+
+def filter_clause(f: Filters, alias: str = "m") -> tuple[str, list]:
+    """WHERE fragment (without WHERE) restricting ``alias`` rows to the filters."""
+    parts: list[str] = []
+    params: list = []
+    if f.conversation is not None:
+        convs = (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
+        parts.append(f"{alias}.conversation IN ({','.join('?' * len(convs))})")
+        params.extend(convs)
+    if f.person is not None:
+        parts.append(
+            f"{alias}.rowid IN (SELECT msg_rowid FROM message_people WHERE person = ?)"
+        )
+        params.append(f.person.strip().lower())
+    if f.speaker is not None:
+        parts.append(f"{alias}.speaker = ? COLLATE NOCASE")
+        params.append(f.speaker.strip())
+    if f.session is not None:
+        parts.append(f"{alias}.session = ?")
+        params.append(int(f.session))
+    if f.since is not None:
+        parts.append(f"{alias}.ts_epoch >= ?")
+        params.append(f.since.timestamp())
+    if f.until is not None:
+        parts.append(f"{alias}.ts_epoch <= ?")
+        params.append(f.until.timestamp())
+    return (" AND ".join(parts) or "1"), params
+
+
+def keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
+    """BM25-ranked message rowids matching ``match`` under the filters."""
+    where, params = filter_clause(f)
+    sql = (
+        "SELECT m.rowid, bm25(messages_fts) AS score FROM messages_fts "
+        "JOIN messages m ON m.rowid = messages_fts.rowid "
+        f"WHERE messages_fts MATCH ? AND {where} "
+        "ORDER BY score LIMIT ?"
+    )
+    return sql, [match, *params, int(limit)]
+
+
+def filtered_rowids_sql(f: Filters) -> tuple[str, list]:
+    """Rowids of the messages the filters admit, ascending (for exact vector search)."""
+    where, params = filter_clause(f)
+    return f"SELECT m.rowid FROM messages m WHERE {where} ORDER BY m.rowid", params

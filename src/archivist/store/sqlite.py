@@ -1,0 +1,423 @@
+"""SQLite backend: one file, WAL, FTS5 kept in sync by triggers, vectors as BLOBs.
+
+Why this layout (measured in shared/research/storage.md): a plain table with a
+float32 BLOB column plus an external-content FTS5 table beat sqlite-vec's vec0
+at 1M rows on load speed, disk and filtered keyword search, and needs no
+extension (this Python's sqlite3 cannot load one). Exact vector search runs
+in numpy over a cached matrix (``vecindex.DenseIndex``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import EmbeddingMismatch, InputError, StoreError
+from ..model import Attachment, Conversation, Message
+from . import sql as q
+from .base import AddResult, IndexedMessage
+from .migrations import LEDGER_DDL, MIGRATIONS
+from .vecindex import DenseIndex, pack, unpack_many
+
+_MSG_COLS = (
+    "rowid, conversation, msg_id, session, seq, speaker, addressees, role, text, "
+    "attachments, ts, session_start"
+)
+
+
+def _row_to_message(r: sqlite3.Row | tuple) -> tuple[int, Message]:
+    (rowid, conv, mid, session, seq, speaker, addr, role, text, att, ts, sstart) = r
+    return rowid, Message(
+        id=mid,
+        conversation=conv,
+        session=session,
+        seq=seq,
+        speaker=speaker,
+        addressees=tuple(json.loads(addr)),
+        role=role,
+        text=text,
+        attachments=tuple(Attachment(**a) for a in json.loads(att)),
+        timestamp=datetime.fromisoformat(ts),
+        session_start=datetime.fromisoformat(sstart) if sstart else None,
+    )
+
+
+class SQLiteStore:
+    """The embedded default Store. Safe to share between threads (one lock per store)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
+            )
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot open store {self.path}: {e}") from e
+        self._lock = threading.RLock()
+        self._index: DenseIndex | None = None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self.migrate()
+        except sqlite3.DatabaseError as e:
+            self._db.close()
+            raise StoreError(f"{self.path} is not a usable archivist store: {e}") from e
+
+    # -- plumbing -------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self):
+        """One IMMEDIATE transaction: all or nothing, readers keep reading (WAL)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations, each with its ledger row in one transaction."""
+        applied: list[str] = []
+        with self._lock:
+            self._db.execute(LEDGER_DDL)
+            done = {r[0] for r in self._db.execute("SELECT name FROM _migrations")}
+            for mig in MIGRATIONS:
+                if mig.name in done:
+                    continue
+                with self._write() as db:
+                    for stmt in mig.statements:
+                        db.execute(stmt)
+                    db.execute(
+                        "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
+                        (mig.name, datetime.now(UTC).isoformat()),
+                    )
+                applied.append(mig.name)
+        return applied
+
+    def migrations(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT name FROM _migrations ORDER BY name")]
+
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def embed_model(self) -> str | None:
+        """The embedding model this store's vector index was built with (None if empty)."""
+        return self.meta("embed_model")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- writes ---------------------------------------------------------------------
+
+    def existing_hashes(self, conversation: str) -> dict[str, str]:
+        """msg_id -> content hash of what is already stored for a conversation."""
+        rows = self._db.execute(
+            "SELECT msg_id, hash FROM messages WHERE conversation = ?", (conversation,)
+        )
+        return dict(rows.fetchall())
+
+    def cached_vectors(self, model: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """Vectors already computed for these text hashes by this model."""
+        hashes = list(dict.fromkeys(hashes))
+        out: dict[str, np.ndarray] = {}
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            rows = self._db.execute(
+                f"SELECT hash, dim, vec FROM vectors WHERE model = ? AND hash IN "
+                f"({','.join('?' * len(chunk))})",
+                (model, *chunk),
+            )
+            for h, dim, blob in rows:
+                out[h] = np.frombuffer(blob, dtype="<f4", count=dim)
+        return out
+
+    def _check_model(self, db: sqlite3.Connection, model: str) -> None:
+        current = self.embed_model()
+        if current is None:
+            db.execute("INSERT INTO meta(key, value) VALUES ('embed_model', ?)", (model,))
+        elif current != model:
+            raise EmbeddingMismatch(
+                f"{self.path} is indexed with embedding model {current!r}, not {model!r}; "
+                "use the same embedder or a new store"
+            )
+
+    def add_conversation(
+        self,
+        conv: Conversation,
+        rows: Sequence[IndexedMessage],
+        model: str,
+        vectors: dict[str, np.ndarray],
+    ) -> AddResult:
+        """Store a conversation's new messages and their vectors in one transaction.
+
+        Messages already stored with the same hash are skipped (idempotent
+        re-ingestion); the same id with different content is refused, since the
+        log is append-only.
+        """
+        result = AddResult(conversation=conv.id)
+        with self._write() as db:
+            self._check_model(db, model)
+            existing = dict(
+                db.execute(
+                    "SELECT msg_id, hash FROM messages WHERE conversation = ?", (conv.id,)
+                ).fetchall()
+            )
+            self._upsert_conversation(db, conv)
+            new_rows = []
+            for r in rows:
+                m = r.message
+                old = existing.get(m.id)
+                if old is None:
+                    new_rows.append(r)
+                    existing[m.id] = m.hash
+                elif old == m.hash:
+                    result.unchanged += 1
+                else:
+                    raise InputError(
+                        f"conversation {conv.id!r}, message {m.id!r}: already stored with "
+                        "different content; the log is append-only (delete the conversation "
+                        "to replace it)"
+                    )
+            self._insert_messages(db, new_rows)
+            vec_rows = [(model, h, int(v.shape[0]), pack(v)) for h, v in vectors.items()]
+            before = db.total_changes
+            db.executemany(
+                "INSERT OR IGNORE INTO vectors(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
+                vec_rows,
+            )
+            result.vectors_added = db.total_changes - before
+            result.added = len(new_rows)
+            result.added_ids = [r.message.id for r in new_rows]
+        return result
+
+    def _upsert_conversation(self, db: sqlite3.Connection, conv: Conversation) -> None:
+        row = db.execute(
+            "SELECT participants FROM conversations WHERE id = ?", (conv.id,)
+        ).fetchone()
+        people = sorted(set(json.loads(row[0]) if row else []) | set(conv.participants))
+        db.execute(
+            "INSERT INTO conversations(id, participants, source, created_at) VALUES (?,?,?,?) "
+            "ON CONFLICT(id) DO UPDATE SET participants = excluded.participants",
+            (conv.id, json.dumps(people), conv.source, datetime.now(UTC).isoformat()),
+        )
+        db.executemany(
+            "INSERT INTO sessions(conversation, number, started_at) VALUES (?,?,?) "
+            "ON CONFLICT DO UPDATE SET started_at = COALESCE(sessions.started_at, "
+            "excluded.started_at)",
+            [
+                (conv.id, s.number, s.started_at.isoformat() if s.started_at else None)
+                for s in conv.sessions
+            ],
+        )
+
+    def _insert_messages(self, db: sqlite3.Connection, rows: Sequence[IndexedMessage]) -> None:
+        for r in rows:
+            m = r.message
+            cur = db.execute(
+                "INSERT INTO messages(conversation, msg_id, session, seq, speaker, addressees, "
+                "role, text, attachments, ts, ts_epoch, session_start, hash, search_text, "
+                "embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    m.conversation,
+                    m.id,
+                    m.session,
+                    m.seq,
+                    m.speaker,
+                    json.dumps(list(m.addressees)),
+                    m.role,
+                    m.text,
+                    json.dumps([a.to_dict() for a in m.attachments]),
+                    m.timestamp.isoformat(),
+                    m.timestamp.timestamp(),
+                    m.session_start.isoformat() if m.session_start else None,
+                    m.hash,
+                    r.search_text,
+                    r.embed_hash,
+                ),
+            )
+            people = {p.strip().lower() for p in (m.speaker, *m.addressees) if p.strip()}
+            db.executemany(
+                "INSERT OR IGNORE INTO message_people(msg_rowid, person) VALUES (?, ?)",
+                [(cur.lastrowid, p) for p in people],
+            )
+
+    # -- deletes --------------------------------------------------------------------
+
+    def _after_delete(self, db: sqlite3.Connection) -> None:
+        """Drop vectors nobody references and invalidate cached vector indexes."""
+        db.execute(
+            "DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages)"
+        )
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    def delete_conversation(self, conversation: str) -> int:
+        """Remove a conversation and everything derived from it; returns messages removed."""
+        with self._write() as db:
+            n = db.execute(
+                "DELETE FROM messages WHERE conversation = ?", (conversation,)
+            ).rowcount
+            db.execute("DELETE FROM sessions WHERE conversation = ?", (conversation,))
+            gone = db.execute("DELETE FROM conversations WHERE id = ?", (conversation,)).rowcount
+            if n or gone:
+                self._after_delete(db)
+        return n
+
+    def delete_person(self, person: str) -> int:
+        """Remove every message the person sent or received, from every index."""
+        key = person.strip().lower()
+        with self._write() as db:
+            n = db.execute(
+                "DELETE FROM messages WHERE rowid IN "
+                "(SELECT msg_rowid FROM message_people WHERE person = ?)",
+                (key,),
+            ).rowcount
+            if n:
+                self._after_delete(db)
+        return n
+
+    # -- reads ----------------------------------------------------------------------
+
+    def keyword_search(self, text: str, filters: q.Filters, limit: int) -> list[tuple[int, float]]:
+        """BM25 over the FTS index; higher score is better."""
+        match = q.fts_query(text)
+        if match is None:
+            return []
+        sql, params = q.keyword_search_sql(match, filters, limit)
+        try:
+            rows = self._db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as e:  # should not happen: terms are quoted
+            raise StoreError(f"keyword search failed for {text!r}: {e}") from e
+        return [(rid, -score) for rid, score in rows]
+
+    def _dense_index(self, model: str) -> DenseIndex:
+        """The cached matrix of ``model``'s vectors, brought up to date with the file."""
+        with self._lock:
+            epoch = self.meta("vector_epoch") or "0"
+            idx = self._index
+            if idx is None or idx.model != model or idx.epoch != epoch:
+                idx = DenseIndex(model)
+                idx.epoch = epoch
+                self._index = idx
+            top = self._db.execute("SELECT max(rowid) FROM messages").fetchone()[0] or 0
+            if top > idx.max_rowid:
+                rows = self._db.execute(
+                    "SELECT m.rowid, v.vec, v.dim FROM messages m JOIN vectors v "
+                    "ON v.model = ? AND v.hash = m.embed_hash WHERE m.rowid > ? "
+                    "ORDER BY m.rowid",
+                    (model, idx.max_rowid),
+                ).fetchall()
+                if rows:
+                    dim = rows[0][2]
+                    idx.append(
+                        np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+                        unpack_many([r[1] for r in rows], dim),
+                    )
+            return idx
+
+    def vector_search(
+        self, model: str, query: np.ndarray, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """Exact cosine search (vectors are normalised) among the filtered messages."""
+        idx = self._dense_index(model)
+        if not len(idx):
+            return []
+        restrict = None
+        if not filters.is_empty():
+            sql, params = q.filtered_rowids_sql(filters)
+            ids = [r[0] for r in self._db.execute(sql, params)]
+            restrict = np.asarray(ids, dtype=np.int64)
+        return idx.search(query, limit, restrict)
+
+    def messages_by_rowid(self, rowids: Iterable[int]) -> dict[int, Message]:
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        out: dict[int, Message] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = self._db.execute(
+                f"SELECT {_MSG_COLS} FROM messages WHERE rowid IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            out.update(_row_to_message(r) for r in rows)
+        return out
+
+    def neighbours(self, rowid: int, before: int, after: int) -> list[tuple[int, Message]]:
+        """Messages around ``rowid`` in the same conversation, in conversation order."""
+        row = self._db.execute(
+            "SELECT conversation, seq FROM messages WHERE rowid = ?", (rowid,)
+        ).fetchone()
+        if row is None:
+            return []
+        conv, seq = row
+        rows = self._db.execute(
+            f"SELECT {_MSG_COLS} FROM messages WHERE conversation = ? AND seq BETWEEN ? AND ? "
+            "ORDER BY seq",
+            (conv, seq - before, seq + after),
+        )
+        return [_row_to_message(r) for r in rows]
+
+    def conversation_messages(self, conversation: str) -> list[tuple[int, Message]]:
+        rows = self._db.execute(
+            f"SELECT {_MSG_COLS} FROM messages WHERE conversation = ? ORDER BY seq",
+            (conversation,),
+        )
+        return [_row_to_message(r) for r in rows]
+
+    def get_message(self, conversation: str, msg_id: str) -> Message | None:
+        row = self._db.execute(
+            f"SELECT {_MSG_COLS} FROM messages WHERE conversation = ? AND msg_id = ?",
+            (conversation, msg_id),
+        ).fetchone()
+        return _row_to_message(row)[1] if row else None
+
+    def conversations(self) -> list[dict]:
+        rows = self._db.execute(
+            "SELECT c.id, c.participants, c.source, "
+            "(SELECT count(*) FROM messages m WHERE m.conversation = c.id), "
+            "(SELECT count(*) FROM sessions s WHERE s.conversation = c.id) "
+            "FROM conversations c ORDER BY c.id"
+        )
+        return [
+            {"id": i, "participants": json.loads(p), "source": s, "messages": n, "sessions": ns}
+            for i, p, s, n, ns in rows
+        ]
+
+    def people(self) -> list[tuple[str, int]]:
+        """Everyone who sent or received a message, with their message counts."""
+        rows = self._db.execute(
+            "SELECT person, count(*) FROM message_people GROUP BY person ORDER BY person"
+        )
+        return [(p, n) for p, n in rows]
+
+    def stats(self) -> dict:
+        one = lambda s: self._db.execute(s).fetchone()[0]  # noqa: E731
+        return {
+            "path": str(self.path),
+            "conversations": one("SELECT count(*) FROM conversations"),
+            "sessions": one("SELECT count(*) FROM sessions"),
+            "messages": one("SELECT count(*) FROM messages"),
+            "people": one("SELECT count(DISTINCT person) FROM message_people"),
+            "vectors": dict(
+                self._db.execute("SELECT model, count(*) FROM vectors GROUP BY model").fetchall()
+            ),
+            "embed_model": self.meta("embed_model"),
+            "migrations": self.migrations(),
+            "bytes": self.path.stat().st_size if self.path.exists() else 0,
+        }

@@ -1,0 +1,129 @@
+"""What the keyword and vector indexes see for a message (pure functions).
+
+A bare chat turn ("I went yesterday, it was so powerful!") names neither who
+spoke, to whom, nor when, and the question that needs it will ("When did
+Caroline go to the support group?"). So each message is indexed as a
+self-contained sentence: speaker and addressee named, first and second person
+resolved to names, the session date spelled out, the image caption attached,
+and (for the vector) the turn it answers. Each choice was measured on LoCoMo
+(see README, "Retrieval choices").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..model import Message, content_hash
+
+_FIRST = {
+    "i": "{s}",
+    "me": "{s}",
+    "myself": "{s}",
+    "my": "{s}'s",
+    "mine": "{s}'s",
+    "i'm": "{s} is",
+    "im": "{s} is",
+    "i've": "{s} has",
+    "i'd": "{s} would",
+    "i'll": "{s} will",
+}
+_SECOND = {
+    "you": "{a}",
+    "your": "{a}'s",
+    "yours": "{a}'s",
+    "yourself": "{a}",
+    "you're": "{a} is",
+    "you've": "{a} has",
+    "you'd": "{a} would",
+    "you'll": "{a} will",
+}
+_PRONOUN = re.compile(
+    r"(?<![\w'’])(i['’]m|i['’]ve|i['’]d|i['’]ll|you['’]re|you['’]ve|you['’]d|you['’]ll|"
+    r"myself|yourself|mine|yours|your|my|me|you|i)(?![\w'’])",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """How messages are turned into index text; frozen so an index is reproducible."""
+
+    speaker_prefix: bool = True
+    resolve_pronouns: bool = True
+    date_words: bool = True
+    embed_context: int = 1  # previous turns included in the embedded text
+    context_chars: int = 300  # cap on each context turn's length
+
+
+DEFAULT_INDEX = IndexOptions()
+
+
+def resolve_pronouns(text: str, speaker: str, addressee: str | None) -> str:
+    """Replace first-person words with the speaker's name, second-person with the addressee's."""
+
+    def sub(m: re.Match) -> str:
+        word = m.group(0).lower().replace("’", "'")
+        if word in _FIRST:
+            return _FIRST[word].format(s=speaker)
+        if addressee and word in _SECOND:
+            return _SECOND[word].format(a=addressee)
+        return m.group(0)
+
+    return _PRONOUN.sub(sub, text)
+
+
+def date_words(m: Message) -> str:
+    """The session date as words ("8 May 2023, Monday") so "in May 2023" can match."""
+    when = m.session_start or m.timestamp
+    return f"{when.day} {when:%B %Y, %A}"
+
+
+def _sentence(m: Message, opts: IndexOptions, limit: int | None = None) -> str:
+    addressee = m.addressees[0] if len(m.addressees) == 1 else None
+    body = m.indexed_text()
+    if limit is not None and len(body) > limit:
+        body = body[:limit] + "…"
+    if opts.resolve_pronouns:
+        body = resolve_pronouns(body, m.speaker, addressee)
+    if not opts.speaker_prefix:
+        return body
+    to = f" to {', '.join(m.addressees)}" if m.addressees else ""
+    return f"{m.speaker}{to}: {body}"
+
+
+def search_text(m: Message, opts: IndexOptions = DEFAULT_INDEX) -> str:
+    """Keyword-index text for ``m``."""
+    text = _sentence(m, opts)
+    if opts.date_words:
+        text += f" ({date_words(m)})"
+    return text
+
+
+def embed_text(
+    m: Message, previous: list[Message], opts: IndexOptions = DEFAULT_INDEX
+) -> str:
+    """Vector-index text: the message, preceded by the turns it answers."""
+    parts = [
+        _sentence(p, opts, opts.context_chars)
+        for p in previous[-opts.embed_context :]
+        if opts.embed_context
+    ]
+    parts.append(_sentence(m, opts))
+    return "\n".join(parts)
+
+
+def index_rows(
+    messages: list[Message], opts: IndexOptions = DEFAULT_INDEX
+) -> list[tuple[str, str]]:
+    """(search_text, embed_text) for each message of one conversation, in order."""
+    ordered = sorted(messages, key=lambda m: m.seq)
+    out: dict[str, tuple[str, str]] = {}
+    for i, m in enumerate(ordered):
+        prev = [p for p in ordered[max(0, i - opts.embed_context) : i] if p.session == m.session]
+        out[m.id] = (search_text(m, opts), embed_text(m, prev, opts))
+    return [out[m.id] for m in messages]
+
+
+def text_hash(text: str) -> str:
+    return content_hash(text)
