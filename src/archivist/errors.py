@@ -1,13 +1,13 @@
 """One rooted exception tree; the CLI maps it to messages and exit codes.
 
-    ArchivistError
-    ├── ConfigError          bad settings or environment
-    ├── InputError           bad data from the caller
-    │   └── LoadError        a malformed file: names file, record and field
-    ├── StoreError           the database refused or is inconsistent
-    │   └── EmbeddingMismatch  index built with another embedding model
-    ├── EmbeddingError       the embedder failed (model missing, endpoint down)
-    └── NotFound             an id, conversation or person that is not stored
+ArchivistError
+├── ConfigError          bad settings or environment
+├── InputError           bad data from the caller
+│   └── LoadError        a malformed file: names file, record and field
+├── StoreError           the database refused or is inconsistent
+│   └── EmbeddingMismatch  index built with another embedding model
+├── EmbeddingError       the embedder failed (model missing, endpoint down)
+└── NotFound             an id, conversation or person that is not stored
 """
 
 from __future__ import annotations

@@ -72,9 +72,7 @@ class Message:
 
     def indexed_text(self) -> str:
         """Text that keyword and vector indexes see: the words plus captions of attachments."""
-        captions = " ".join(
-            f"[{a.kind}: {a.caption}]" for a in self.attachments if a.caption
-        )
+        captions = " ".join(f"[{a.kind}: {a.caption}]" for a in self.attachments if a.caption)
         return f"{self.text} {captions}".strip()
 
 

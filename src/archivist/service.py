@@ -111,11 +111,10 @@ class MemoryService:
             batch_ids = {m.id for m in conv.messages}
             stored = [m for _, m in self.store.conversation_messages(conv.id)]
             context = [m for m in stored if m.id not in batch_ids] + context
-        texts = dict(zip((m.id for m in context), index_rows(context, self.index_options)))
-        rows = [
-            IndexedMessage(m, texts[m.id][0], text_hash(texts[m.id][1]))
-            for m in conv.messages
-        ]
+        texts = dict(
+            zip((m.id for m in context), index_rows(context, self.index_options), strict=True)
+        )
+        rows = [IndexedMessage(m, texts[m.id][0], text_hash(texts[m.id][1])) for m in conv.messages]
         fresh_ids = {m.id for m in fresh}
         wanted = {r.embed_hash: texts[r.message.id][1] for r in rows if r.message.id in fresh_ids}
         vectors, embedded = self._embed_missing(wanted, progress)
@@ -140,7 +139,7 @@ class MemoryService:
                 raise EmbeddingError(
                     f"{model} returned {vecs.shape[0]} vectors for {len(chunk)} texts"
                 )
-            out.update(zip((h for h, _ in chunk), vecs))
+            out.update(zip((h for h, _ in chunk), vecs, strict=True))
             if progress:
                 progress(len(chunk))
         return out, len(todo)
@@ -191,8 +190,10 @@ class MemoryService:
             if isinstance(preset, SearchConfig)
             else get_preset(preset or self.settings.search_preset)
         )
-        conv = conversation if conversation is None or isinstance(conversation, str) else tuple(
+        conv = (
             conversation
+            if conversation is None or isinstance(conversation, str)
+            else tuple(conversation)
         )
         filters = Filters(conv, person, speaker, session, since, until)
         embedder = self.embedder if "dense" in config.rankers else None

@@ -20,7 +20,13 @@ from .metrics import by_category, evidence_recall, mean, percentile
 
 BASELINES = ("bm25", "dense", "rrf")
 RECALL_CATEGORIES = (1, 2, 3, 4)
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+CATEGORY_NAMES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 
 
 def run_locomo(
@@ -51,12 +57,16 @@ def run_locomo(
     added = sum(r.added for r in results)
 
     questions = [
-        (cid, q) for cid, items in qa.items() for q in items
+        (cid, q)
+        for cid, items in qa.items()
+        for q in items
         if q["category"] in RECALL_CATEGORIES and q["evidence"]
     ]
     skipped_adv = sum(1 for items in qa.values() for q in items if q["category"] == 5)
     no_evidence = sum(
-        1 for items in qa.values() for q in items
+        1
+        for items in qa.values()
+        for q in items
         if q["category"] in RECALL_CATEGORIES and not q["evidence"]
     )
     kmax = max(ks)
@@ -74,8 +84,15 @@ def run_locomo(
                 ids = [h.message.id for h in hits]
             else:
                 found = search(
-                    memory.store, embedder, q["question"], Filters(conversation=cid), kmax,
-                    PRESETS[name], people, SearchTrace(), query_vector=qvec,
+                    memory.store,
+                    embedder,
+                    q["question"],
+                    Filters(conversation=cid),
+                    kmax,
+                    PRESETS[name],
+                    people,
+                    SearchTrace(),
+                    query_vector=qvec,
                 )
                 ids = [h.message.id for h in found]
             per_retriever[name].append((q["category"], ids))
@@ -86,7 +103,7 @@ def run_locomo(
         name: {
             f"recall@{k}": by_category(
                 (str(cat), evidence_recall(ids, q["evidence"], k))
-                for (cat, ids), (_, q) in zip(rows, questions)
+                for (cat, ids), (_, q) in zip(rows, questions, strict=True)
             )
             for k in ks
         }

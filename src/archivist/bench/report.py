@@ -32,3 +32,21 @@ def locomo_table(r: dict) -> str:
         f"embedder: {r['embedder']}; llm: {r['llm'] or 'none (heuristic mode)'}",
     ]
     return "\n".join(lines)
+
+
+def scale_table(r: dict) -> str:
+    """Latency per store size, scoped to one conversation and across the whole store."""
+    lines = [
+        f"search latency vs store size ({r['queries_per_size']} queries per size, "
+        f"preset {r['preset']}, query embedding by {r['embedder']} included)",
+        f"{'messages':>10} {'insert/s':>9} {'1st search s':>12} {'conv p50':>9} {'conv p95':>9} "
+        f"{'all p50':>9} {'all p95':>9} {'db MB':>8}",
+    ]
+    for s in r["sizes"]:
+        one, every = s["search_ms"]["one conversation"], s["search_ms"]["whole store"]
+        lines.append(
+            f"{s['messages']:>10} {s['insert_rows_per_s'] or '-':>9} {s['first_search_s']:>12} "
+            f"{one['p50']:>9} {one['p95']:>9} {every['p50']:>9} {every['p95']:>9} "
+            f"{s['db_bytes'] / 1e6:>8.1f}"
+        )
+    return "\n".join(lines)

@@ -50,3 +50,29 @@ def locomo(ctx: Context, path: Path, ks: str, no_llm: bool, as_json: bool) -> No
 
 def register(cli: click.Group) -> None:
     cli.add_command(bench)
+
+
+@bench.command("scale")
+@click.option(
+    "--sizes",
+    default="10000,100000,1000000",
+    show_default=True,
+    help="Comma-separated store sizes (messages) to grow through.",
+)
+@click.option("--queries", default=100, show_default=True, type=click.IntRange(1, 10000))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@pass_ctx
+def scale(ctx: Context, sizes: str, queries: int, as_json: bool) -> None:
+    """Search latency on a synthetic store as it grows (use a fresh --db)."""
+    from ..bench.report import scale_table
+    from ..bench.scale import run_scale
+
+    progress = StagedProgress(enabled=not as_json)
+    try:
+        result = run_scale(ctx.memory, _parse_ks(sizes), queries, progress=progress)
+    finally:
+        progress.close()
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(scale_table(result))

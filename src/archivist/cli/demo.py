@@ -16,7 +16,7 @@ import platformdirs
 
 from ..config import Settings
 from ..service import MemoryService
-from .main import Context, emit_json, pass_ctx
+from .main import Context, emit_json
 from .search import print_hits
 
 DEMO_QUERIES = (
@@ -44,9 +44,7 @@ def demo(click_ctx: click.Context, as_json: bool) -> None:
     ctx: Context = click_ctx.obj
     settings: Settings = ctx.settings
     if click_ctx.parent is None or click_ctx.parent.params.get("db") is None:
-        settings = settings.with_(
-            db_path=Path(platformdirs.user_data_dir("archivist")) / "demo.db"
-        )
+        settings = settings.with_(db_path=Path(platformdirs.user_data_dir("archivist")) / "demo.db")
     with MemoryService(settings=settings) as memory:
         t0 = time.perf_counter()
         results = memory.add(sample_path(), format="jsonl")

@@ -29,7 +29,7 @@ def progress_bar(label: str, total: int, enabled: bool = True) -> Iterator:
 
 
 class StagedProgress:
-    """One bar per named stage, replaced when the stage changes; call as ``(stage, done, total)``."""
+    """One bar per stage, replaced when the stage changes; called as ``(stage, done, total)``."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled

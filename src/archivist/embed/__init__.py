@@ -6,7 +6,8 @@ stay optional at import time.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from .base import Embedder, embed_one, l2_normalise

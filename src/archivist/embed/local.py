@@ -117,9 +117,13 @@ class MiniLMEmbedder:
         try:
             from tokenizers import Tokenizer
         except ImportError as e:
-            raise EmbeddingError("the local embedder needs tokenizers: pip install tokenizers") from e
+            raise EmbeddingError(
+                "the local embedder needs tokenizers: pip install tokenizers"
+            ) from e
         if not TOKENIZER_PATH.is_file():
-            raise EmbeddingError(f"bundled tokenizer missing at {TOKENIZER_PATH}; reinstall archivist")
+            raise EmbeddingError(
+                f"bundled tokenizer missing at {TOKENIZER_PATH}; reinstall archivist"
+            )
         tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
         # The file pads every text to 128 tokens; we pad per batch ourselves instead.
         tokenizer.no_padding()

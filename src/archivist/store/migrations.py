@@ -58,7 +58,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                 session_start TEXT,
                 hash TEXT NOT NULL,
                 search_text TEXT NOT NULL,
+                scope TEXT NOT NULL,
                 embed_hash TEXT NOT NULL,
+                vec_id INTEGER,  -- vectors.id of embed_hash under the store's model
                 UNIQUE (conversation, msg_id)
             )""",
             "CREATE INDEX messages_conv_seq ON messages (conversation, seq)",
@@ -72,33 +74,41 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (person, msg_rowid)
             ) WITHOUT ROWID""",
             "CREATE INDEX message_people_msg ON message_people (msg_rowid)",
+            # ``scope`` holds opaque tokens for the conversation and the people
+            # involved, so a filtered keyword search is one MATCH that intersects
+            # short posting lists instead of ranking the whole store then filtering.
             """CREATE VIRTUAL TABLE messages_fts USING fts5(
                 search_text,
+                scope,
                 content='messages',
                 content_rowid='rowid',
                 tokenize='porter unicode61 remove_diacritics 2'
             )""",
             """CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
-                INSERT INTO messages_fts(rowid, search_text) VALUES (new.rowid, new.search_text);
+                INSERT INTO messages_fts(rowid, search_text, scope)
+                VALUES (new.rowid, new.search_text, new.scope);
             END""",
             """CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
-                INSERT INTO messages_fts(messages_fts, rowid, search_text)
-                VALUES ('delete', old.rowid, old.search_text);
+                INSERT INTO messages_fts(messages_fts, rowid, search_text, scope)
+                VALUES ('delete', old.rowid, old.search_text, old.scope);
             END""",
-            """CREATE TRIGGER messages_au AFTER UPDATE OF search_text ON messages BEGIN
-                INSERT INTO messages_fts(messages_fts, rowid, search_text)
-                VALUES ('delete', old.rowid, old.search_text);
-                INSERT INTO messages_fts(rowid, search_text) VALUES (new.rowid, new.search_text);
+            """CREATE TRIGGER messages_au AFTER UPDATE OF search_text, scope ON messages BEGIN
+                INSERT INTO messages_fts(messages_fts, rowid, search_text, scope)
+                VALUES ('delete', old.rowid, old.search_text, old.scope);
+                INSERT INTO messages_fts(rowid, search_text, scope)
+                VALUES (new.rowid, new.search_text, new.scope);
             END""",
             # Embedding cache keyed by (model, hash of the embedded text): two models'
             # vectors can coexist in the file but an index only ever reads one model.
+            # A rowid table: 1.5 kB rows are too wide for WITHOUT ROWID b-trees.
             """CREATE TABLE vectors (
+                id INTEGER PRIMARY KEY,
                 model TEXT NOT NULL,
                 hash TEXT NOT NULL,
                 dim INTEGER NOT NULL,
                 vec BLOB NOT NULL,
-                PRIMARY KEY (model, hash)
-            ) WITHOUT ROWID""",
+                UNIQUE (model, hash)
+            )""",
         ),
     ),
 )

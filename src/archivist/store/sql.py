@@ -6,7 +6,9 @@ FTS operators and stray quotes, into a disjunction of quoted terms.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -47,7 +49,33 @@ def fts_query(text: str) -> str | None:
         terms = query_terms(text, keep_stopwords=True)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return "search_text : (" + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
+
+
+def scope_token(kind: str, value: str) -> str:
+    """An opaque FTS token for a conversation ("c") or person ("p"): safe for any id."""
+    digest = hashlib.sha1(value.strip().lower().encode("utf-8")).hexdigest()[:16]
+    return f"{kind}{digest}"
+
+
+def scope_text(conversation: str, people: Iterable[str]) -> str:
+    """The ``scope`` column of a message: its conversation token and its people's tokens."""
+    tokens = [scope_token("c", conversation)]
+    tokens += sorted({scope_token("p", p) for p in people if p.strip()})
+    return " ".join(tokens)
+
+
+def scope_match(f: Filters) -> str | None:
+    """The FTS MATCH clause for the conversation/person part of the filters (None if none)."""
+    parts = []
+    if f.conversation is not None:
+        convs = (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
+        parts.append("(" + " OR ".join(scope_token("c", c) for c in convs) + ")")
+    if f.person is not None:
+        parts.append(scope_token("p", f.person))
+    if f.speaker is not None:  # a speaker is one of the message's people
+        parts.append(scope_token("p", f.speaker))
+    return "scope : (" + " AND ".join(parts) + ")" if parts else None
 
 
 @dataclass(frozen=True)
@@ -84,9 +112,7 @@ def filter_clause(f: Filters, alias: str = "m") -> tuple[str, list]:
         parts.append(f"{alias}.conversation IN ({','.join('?' * len(convs))})")
         params.extend(convs)
     if f.person is not None:
-        parts.append(
-            f"{alias}.rowid IN (SELECT msg_rowid FROM message_people WHERE person = ?)"
-        )
+        parts.append(f"{alias}.rowid IN (SELECT msg_rowid FROM message_people WHERE person = ?)")
         params.append(f.person.strip().lower())
     if f.speaker is not None:
         parts.append(f"{alias}.speaker = ? COLLATE NOCASE")
@@ -104,15 +130,22 @@ def filter_clause(f: Filters, alias: str = "m") -> tuple[str, list]:
 
 
 def keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
-    """BM25-ranked message rowids matching ``match`` under the filters."""
+    """BM25-ranked message rowids matching ``match`` under the filters.
+
+    Conversation and person filters go into the MATCH itself (scope tokens);
+    the SQL filters still apply, so the result is exact either way. BM25 weighs
+    only the text column.
+    """
+    scope = scope_match(f)
+    full = f"{scope} AND {match}" if scope else match
     where, params = filter_clause(f)
     sql = (
-        "SELECT m.rowid, bm25(messages_fts) AS score FROM messages_fts "
+        "SELECT m.rowid, bm25(messages_fts, 1.0, 0.0) AS score FROM messages_fts "
         "JOIN messages m ON m.rowid = messages_fts.rowid "
         f"WHERE messages_fts MATCH ? AND {where} "
         "ORDER BY score LIMIT ?"
     )
-    return sql, [match, *params, int(limit)]
+    return sql, [full, *params, int(limit)]
 
 
 def filtered_rowids_sql(f: Filters) -> tuple[str, list]:

@@ -193,7 +193,6 @@ class SQLiteStore:
                         "different content; the log is append-only (delete the conversation "
                         "to replace it)"
                     )
-            self._insert_messages(db, new_rows)
             vec_rows = [(model, h, int(v.shape[0]), pack(v)) for h, v in vectors.items()]
             before = db.total_changes
             db.executemany(
@@ -201,6 +200,7 @@ class SQLiteStore:
                 vec_rows,
             )
             result.vectors_added = db.total_changes - before
+            self._insert_messages(db, new_rows, self._vector_ids(db, model, new_rows))
             result.added = len(new_rows)
             result.added_ids = [r.message.id for r in new_rows]
         return result
@@ -225,13 +225,32 @@ class SQLiteStore:
             ],
         )
 
-    def _insert_messages(self, db: sqlite3.Connection, rows: Sequence[IndexedMessage]) -> None:
+    @staticmethod
+    def _vector_ids(
+        db: sqlite3.Connection, model: str, rows: Sequence[IndexedMessage]
+    ) -> dict[str, int]:
+        hashes = list({r.embed_hash for r in rows})
+        out: dict[str, int] = {}
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            out.update(
+                db.execute(
+                    f"SELECT hash, id FROM vectors WHERE model = ? AND hash IN "
+                    f"({','.join('?' * len(chunk))})",
+                    (model, *chunk),
+                ).fetchall()
+            )
+        return out
+
+    def _insert_messages(
+        self, db: sqlite3.Connection, rows: Sequence[IndexedMessage], vec_ids: dict[str, int]
+    ) -> None:
         for r in rows:
             m = r.message
             cur = db.execute(
                 "INSERT INTO messages(conversation, msg_id, session, seq, speaker, addressees, "
                 "role, text, attachments, ts, ts_epoch, session_start, hash, search_text, "
-                "embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "scope, embed_hash, vec_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     m.conversation,
                     m.id,
@@ -247,7 +266,9 @@ class SQLiteStore:
                     m.session_start.isoformat() if m.session_start else None,
                     m.hash,
                     r.search_text,
+                    q.scope_text(m.conversation, (m.speaker, *m.addressees)),
                     r.embed_hash,
+                    vec_ids.get(r.embed_hash),
                 ),
             )
             people = {p.strip().lower() for p in (m.speaker, *m.addressees) if p.strip()}
@@ -260,9 +281,7 @@ class SQLiteStore:
 
     def _after_delete(self, db: sqlite3.Connection) -> None:
         """Drop vectors nobody references and invalidate cached vector indexes."""
-        db.execute(
-            "DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages)"
-        )
+        db.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages)")
         db.execute(
             "INSERT INTO meta(key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "
             "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
@@ -271,9 +290,7 @@ class SQLiteStore:
     def delete_conversation(self, conversation: str) -> int:
         """Remove a conversation and everything derived from it; returns messages removed."""
         with self._write() as db:
-            n = db.execute(
-                "DELETE FROM messages WHERE conversation = ?", (conversation,)
-            ).rowcount
+            n = db.execute("DELETE FROM messages WHERE conversation = ?", (conversation,)).rowcount
             db.execute("DELETE FROM sessions WHERE conversation = ?", (conversation,))
             gone = db.execute("DELETE FROM conversations WHERE id = ?", (conversation,)).rowcount
             if n or gone:
@@ -320,7 +337,7 @@ class SQLiteStore:
             if top > idx.max_rowid:
                 rows = self._db.execute(
                     "SELECT m.rowid, v.vec, v.dim FROM messages m JOIN vectors v "
-                    "ON v.model = ? AND v.hash = m.embed_hash WHERE m.rowid > ? "
+                    "ON v.id = m.vec_id AND v.model = ? WHERE m.rowid > ? "
                     "ORDER BY m.rowid",
                     (model, idx.max_rowid),
                 ).fetchall()

@@ -20,8 +20,10 @@ def unpack_many(blobs: list[bytes], dim: int) -> np.ndarray:
     """Stack packed vectors into an (n, dim) float32 matrix."""
     if not blobs:
         return np.zeros((0, dim), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim).astype(
-        np.float32, copy=False
+    return (
+        np.frombuffer(b"".join(blobs), dtype="<f4")
+        .reshape(len(blobs), dim)
+        .astype(np.float32, copy=False)
     )
 
 

@@ -100,9 +100,7 @@ def search_text(m: Message, opts: IndexOptions = DEFAULT_INDEX) -> str:
     return text
 
 
-def embed_text(
-    m: Message, previous: list[Message], opts: IndexOptions = DEFAULT_INDEX
-) -> str:
+def embed_text(m: Message, previous: list[Message], opts: IndexOptions = DEFAULT_INDEX) -> str:
     """Vector-index text: the message, preceded by the turns it answers."""
     parts = [
         _sentence(p, opts, opts.context_chars)
