@@ -131,7 +131,7 @@ class MemoryService:
         have = self.store.cached_vectors(model, texts)
         todo = [(h, t) for h, t in texts.items() if h not in have]
         out = dict(have)
-        step = max(1, self.settings.embed_batch_size)
+        step = 512  # the embedder sorts each call by length, so bigger calls pad less
         for i in range(0, len(todo), step):
             chunk = todo[i : i + step]
             vecs = self.embedder.embed_batch([t for _, t in chunk])

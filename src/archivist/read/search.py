@@ -36,7 +36,6 @@ class SearchConfig:
     neighbour_weight: float = 0.0  # share of the best adjacent turn's score a message inherits
     neighbour_span: int = 1  # how many turns either side count as adjacent
     expand_top: int = 30  # how many top hits pull their neighbours in as candidates
-    session_weight: float = 0.0  # share of its session's best score a message inherits
 
 
 PRESETS: Mapping[str, SearchConfig] = {
@@ -119,20 +118,6 @@ def boost_speakers(
     }
 
 
-def boost_sessions(
-    scores: Mapping[int, float], sessions: Mapping[int, tuple[str, int]], weight: float
-) -> dict[int, float]:
-    """Each message inherits ``weight`` × the best score in its session (topic locality)."""
-    if not weight:
-        return dict(scores)
-    best: dict[tuple[str, int], float] = {}
-    for r, s in scores.items():
-        key = sessions.get(r)
-        if key is not None and s > best.get(key, 0.0):
-            best[key] = s
-    return {r: s + weight * best.get(sessions.get(r), 0.0) for r, s in scores.items()}
-
-
 def top_items(scores: Mapping[int, float], k: int) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
@@ -182,9 +167,6 @@ def search(
                     expanded_from[nr] = messages[r].id
         position = {r: (m.conversation, m.seq) for r, m in messages.items()}
         scores = smooth_neighbours(scores, position, config.neighbour_weight, config.neighbour_span)
-    if config.session_weight:
-        sessions = {r: (m.conversation, m.session) for r, m in messages.items()}
-        scores = boost_sessions(scores, sessions, config.session_weight)
     if config.person_boost:
         trace.names = names_in(query, people)
         speakers = {r: m.speaker for r, m in messages.items()}
