@@ -53,7 +53,7 @@ class IndexOptions:
     resolve_pronouns: bool = True
     date_words: bool = True
     embed_context: int = 1  # previous turns included in the embedded text
-    context_chars: int = 300  # cap on each context turn's length
+    context_chars: int = 150  # cap on each context turn's length (ingest speed: README)
 
 
 DEFAULT_INDEX = IndexOptions()
