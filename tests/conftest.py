@@ -1,0 +1,234 @@
+"""Shared builders and fixtures: small hand-written conversations, real SQLite files.
+
+Everything here is deterministic: fixed timestamps, the hashed-bag-of-words
+FakeEmbedder, and stores in pytest's tmp_path.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from archivist.model import Conversation, Message, Session
+from archivist.service import MemoryService
+from archivist.store.base import IndexedMessage
+from archivist.store.sqlite import SQLiteStore
+from archivist.testing import FakeEmbedder
+from archivist.write.index_text import index_rows, text_hash
+
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
+
+Turn = tuple[str, str]  # (speaker, text)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ARCHIVIST_* variable leaks in, and nothing writes to the real user data dir."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("ARCHIVIST_") or name == "OPENAI_API_KEY":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
+def make_conversation(
+    cid: str,
+    sessions: Sequence[Sequence[Turn]],
+    *,
+    people: Sequence[str] = ("Ana", "Lee"),
+    start: datetime = T0,
+    first_seq: int = 0,
+    first_session: int = 1,
+    id_prefix: str = "",
+) -> Conversation:
+    """A conversation whose session n starts n-1 weeks after ``start``, one turn a minute.
+
+    Each message is addressed to every other participant; ids are ``D<session>:<turn>``.
+    """
+    messages: list[Message] = []
+    sess: list[Session] = []
+    seq = first_seq
+    for offset, turns in enumerate(sessions):
+        number = first_session + offset
+        began = start + timedelta(weeks=number - 1)
+        sess.append(Session(cid, number, began))
+        for i, (speaker, text) in enumerate(turns, start=1):
+            messages.append(
+                Message(
+                    id=f"{id_prefix}D{number}:{i}",
+                    conversation=cid,
+                    session=number,
+                    speaker=speaker,
+                    text=text,
+                    timestamp=began + timedelta(minutes=i),
+                    addressees=tuple(p for p in people if p != speaker),
+                    session_start=began,
+                    seq=seq,
+                )
+            )
+            seq += 1
+    return Conversation(
+        id=cid, participants=tuple(people), messages=tuple(messages), sessions=tuple(sess)
+    )
+
+
+ANA_LEE = (
+    (
+        ("Ana", "I adopted a cat yesterday, a grey one called Pixel."),
+        ("Lee", "Pixel is adorable. Is he friendly?"),
+        ("Ana", "Very, he already sleeps on my pillow."),
+        ("Lee", "I flew cargo to Reykjavik twice this week."),
+    ),
+    (
+        ("Ana", "The night shifts at the hospital are tiring me out."),
+        ("Lee", "You should ask your head nurse for fewer consecutive nights."),
+        ("Ana", "My sister Marta and I are planning a trip to the Azores."),
+    ),
+)
+
+ANA_BOB = (
+    (
+        ("Bob", "My tomatoes finally ripened in the greenhouse."),
+        ("Ana", "Save me some seeds for the balcony garden!"),
+        ("Bob", "Sure, I will bring them on Sunday."),
+    ),
+)
+
+CARA_DAN = (
+    (
+        ("Cara", "I finished the charity marathon in under four hours."),
+        ("Dan", "Congratulations, that was a brutal course."),
+    ),
+)
+
+
+def ana_lee(cid: str = "ana-lee") -> Conversation:
+    return make_conversation(cid, ANA_LEE)
+
+
+def ana_bob(cid: str = "ana-bob") -> Conversation:
+    return make_conversation(cid, ANA_BOB, people=("Ana", "Bob"))
+
+
+def cara_dan(cid: str = "cara-dan") -> Conversation:
+    return make_conversation(cid, CARA_DAN, people=("Cara", "Dan"))
+
+
+def indexed(
+    conv: Conversation, embedder: FakeEmbedder
+) -> tuple[list[IndexedMessage], dict[str, np.ndarray]]:
+    """What the service hands the store for ``conv``: index rows and their vectors."""
+    texts = index_rows(list(conv.messages))
+    rows = [
+        IndexedMessage(m, search, text_hash(embed))
+        for m, (search, embed) in zip(conv.messages, texts, strict=True)
+    ]
+    wanted = {text_hash(embed): embed for _, embed in texts}
+    vectors = dict(zip(wanted, embedder.embed_batch(list(wanted.values())), strict=True))
+    return rows, vectors
+
+
+def add_direct(store: SQLiteStore, conv: Conversation, embedder: FakeEmbedder):
+    """Add a conversation through the Store interface alone (no service, no cache)."""
+    rows, vectors = indexed(conv, embedder)
+    return store.add_conversation(conv, rows, embedder.name, vectors)
+
+
+def write_jsonl(path: Path, records: Iterable[dict]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    return path
+
+
+def jsonl_records(conv: Conversation) -> list[dict]:
+    """The generic JSONL lines for a conversation (see archivist.load.jsonl)."""
+    return [
+        {
+            "conversation": m.conversation,
+            "id": m.id,
+            "session": m.session,
+            "speaker": m.speaker,
+            "addressees": list(m.addressees),
+            "text": m.text,
+            "timestamp": m.timestamp.isoformat(),
+        }
+        for m in conv.messages
+    ]
+
+
+def raw_count(db: Path, sql: str, params: Sequence = ()) -> int:
+    """One integer from a fresh connection: what another process would see."""
+    con = sqlite3.connect(str(db))
+    try:
+        return con.execute(sql, params).fetchone()[0]
+    finally:
+        con.close()
+
+
+def table_counts(db: Path) -> dict[str, int]:
+    """Row counts of every archivist table, for before/after comparisons."""
+    tables = ("conversations", "sessions", "messages", "message_people", "vectors", "meta")
+    counts = {t: raw_count(db, f"SELECT count(*) FROM {t}") for t in tables}
+    counts["fts_docs"] = fts_doc_count(db)
+    return counts
+
+
+def fts_doc_count(db: Path) -> int:
+    """Documents the FTS index itself holds (not the external content table it reads)."""
+    con = sqlite3.connect(str(db))
+    try:
+        row = con.execute(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'scope : c*'"
+        ).fetchone()
+        return row[0]
+    finally:
+        con.close()
+
+
+class RecordingEmbedder(FakeEmbedder):
+    """The FakeEmbedder, also keeping every text it was asked to embed, in order."""
+
+    def __init__(self, dim: int = 64) -> None:
+        super().__init__(dim)
+        self.texts: list[str] = []
+
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return super().embed_batch(texts)
+
+
+def message_embed_texts(conv: Conversation) -> set[str]:
+    """The texts the vector index embeds for a conversation's messages (added in one go)."""
+    return {embed for _, embed in index_rows(list(conv.messages))}
+
+
+@pytest.fixture
+def embedder() -> RecordingEmbedder:
+    return RecordingEmbedder()
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = SQLiteStore(tmp_path / "store.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def mem(tmp_path: Path, embedder: FakeEmbedder):
+    m = MemoryService(tmp_path / "m.db", embedder=embedder)
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def loaded(mem: MemoryService) -> MemoryService:
+    """A service holding three conversations: ana-lee (2 sessions), ana-bob, cara-dan."""
+    mem.add([ana_lee(), ana_bob(), cara_dan()])
+    return mem
