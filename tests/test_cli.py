@@ -158,12 +158,6 @@ def test_ingest_of_binary_garbage_names_the_file(
     assert messages_in(db) == 0
 
 
-@pytest.mark.xfail(
-    reason="BUG: cli/ingest.py ingest() loads and stores file by file, so with a garbled "
-    "second file the first is already stored, although its docstring says 'Each file is "
-    "validated completely before anything is stored' (validate all files first, or reword)",
-    strict=True,
-)
 def test_ingest_validates_every_file_before_storing_any(
     capsys: pytest.CaptureFixture, db: Path, conv_file: Path, tmp_path: Path
 ) -> None:
@@ -366,12 +360,6 @@ def test_version_and_help() -> None:
         assert command in help_text
 
 
-@pytest.mark.xfail(
-    reason="BUG: cli/main.py imports every command module at import time (_register) and each "
-    "command module imports cli.main, so importing a command module first (e.g. "
-    "'from archivist.cli.demo import sample_path') fails with a circular-import error",
-    strict=True,
-)
 @pytest.mark.parametrize("module", ["archivist.cli.demo", "archivist.cli.search"])
 def test_command_modules_import_on_their_own(module: str) -> None:
     done = subprocess.run(

@@ -141,12 +141,6 @@ def test_search_by_speaker_session_and_time_with_plain_rrf(loaded: MemoryService
     assert {i for _, i in ids(hits)} == {"D1:1"}
 
 
-@pytest.mark.xfail(
-    reason="BUG: store/sql.py filter_clause matches speaker with 'COLLATE NOCASE', which "
-    "folds ASCII only, while people are lower-cased with str.lower(); so speaker='élodie' "
-    "finds nothing for 'Élodie' (person='élodie' does)",
-    strict=True,
-)
 def test_speaker_filter_is_case_insensitive_beyond_ascii(mem: MemoryService) -> None:
     conv = make_conversation(
         "fr",
@@ -159,12 +153,6 @@ def test_speaker_filter_is_case_insensitive_beyond_ascii(mem: MemoryService) -> 
     assert ids(mem.search("fromage", speaker="élodie", preset=RRF)) == [("fr", "D1:1")]
 
 
-@pytest.mark.xfail(
-    reason="BUG: read/search.py search() expands top hits with store.neighbours(), which "
-    "ignores the Filters, so search(person=...) on the default preset returns group-chat "
-    "turns the person neither sent nor received",
-    strict=True,
-)
 def test_person_filter_holds_in_a_group_conversation(mem: MemoryService) -> None:
     def turn(i: int, speaker: str, to: str, text: str) -> Message:
         return Message(
@@ -311,14 +299,6 @@ def test_incremental_add_indexes_new_turns_with_their_stored_context(
     assert "support group" in answer_text
 
 
-@pytest.mark.xfail(
-    reason="BUG: service.py MemoryService._add_one stores new messages of an already stored "
-    "conversation with the seq they arrive with; the JSONL loader numbers every file from 0, "
-    "so appending a file of only new turns gives them seqs that collide with stored ones "
-    "(conversation order, neighbour expansion and embed context go wrong). New turns should "
-    "be numbered after the stored ones.",
-    strict=True,
-)
 def test_appending_a_jsonl_file_of_new_turns_keeps_conversation_order(
     mem: MemoryService, tmp_path: Path
 ) -> None:

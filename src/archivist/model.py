@@ -104,6 +104,7 @@ class Hit:
     score: float
     sources: dict[str, int] = field(default_factory=dict)  # ranker name -> rank (1-based)
     expanded_from: str | None = None  # id of the hit whose neighbour this is
+    claims: tuple[Claim, ...] = ()  # claims found by the query whose evidence this message is
 
     def to_dict(self) -> dict:
         m = self.message
@@ -119,4 +120,88 @@ class Hit:
             "attachments": [a.to_dict() for a in m.attachments],
             "score": round(self.score, 6),
             "provenance": {"rankers": self.sources, "expanded_from": self.expanded_from},
+            "claims": [
+                {
+                    "id": c.id,
+                    "text": c.text,
+                    "speaker": c.speaker,
+                    "subject": c.subject,
+                    "kind": c.kind,
+                    "source": c.source,
+                    "evidence": list(c.evidence),
+                    "valid_from": c.valid_from.isoformat() if c.valid_from else None,
+                    "valid_to": c.valid_to.isoformat() if c.valid_to else None,
+                }
+                for c in self.claims
+            ],
         }
+
+
+# -- derived memory (rebuilt from the log) ------------------------------------------------
+
+CLAIM_KINDS: tuple[str, ...] = (
+    "fact",
+    "event",
+    "preference",
+    "plan",  # objective or plan
+    "question",  # open question
+    "theory",
+    "foresight",  # time-bounded state or plan that expires at valid_to
+)
+CLAIM_SOURCES: tuple[str, ...] = ("first_hand", "reported", "assistant_suggested")
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    """An entity named in a claim, as the claim's speaker refers to it."""
+
+    name: str
+    kind: str = "other"  # person, place, organisation, object, project, event, other
+    aliases: tuple[str, ...] = ()
+    role: str = ""  # e.g. "sister of Ana", "employer"
+    state: str = ""  # e.g. "recovering", "sold"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One atomic statement: what was said, who said it, about whom, when it holds.
+
+    ``speaker`` is who asserted it (never empty); ``subject`` whom it is about.
+    ``evidence`` holds message ids of ``conversation`` that support it (never
+    empty). ``said_at`` is when it was said; ``valid_from``/``valid_to`` when
+    it holds, resolved to absolute times at write time.
+    """
+
+    text: str
+    speaker: str
+    subject: str
+    conversation: str
+    evidence: tuple[str, ...]
+    said_at: datetime
+    kind: str = "fact"
+    source: str = "first_hand"
+    importance: int = 5
+    salience: int = 5
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    entities: tuple[EntityMention, ...] = ()
+    evidence_claims: tuple[int, ...] = ()  # for theories: indexes of supporting claims
+    method: str = "heuristic"  # "heuristic" or the model that extracted it
+    episode: int | None = None  # store id of the episode, once stored
+    id: int | None = None  # store id, once stored
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A topic-coherent stretch of one session, told as a third-person narrative."""
+
+    conversation: str
+    session: int
+    message_ids: tuple[str, ...]
+    start: datetime
+    end: datetime
+    narrative: str = ""
+    title: str = ""
+    method: str = "heuristic"
+    qa: tuple[tuple[str, str], ...] = ()  # question/answer pairs the episode answers
+    id: int | None = None

@@ -7,6 +7,7 @@ SQL and no provider names of its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -15,13 +16,68 @@ import numpy as np
 from .config import Settings
 from .embed.base import Embedder
 from .errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound
-from .model import Conversation, Hit, Message
+from .model import Claim, Conversation, Hit, Message
+from .read.entities import entity_rows
 from .read.search import SearchConfig, SearchTrace, get_preset, search
 from .store.base import AddResult, IndexedMessage, Store
 from .store.sql import Filters
-from .write.index_text import DEFAULT_INDEX, IndexOptions, index_rows, text_hash
+from .store.sqlite_derived import IndexedClaim
+from .write.archivist import Archivist, HeuristicArchivist, SessionResult
+from .write.index_text import (
+    DEFAULT_INDEX,
+    IndexOptions,
+    claim_embed_text,
+    claim_search_text,
+    index_rows,
+    text_hash,
+)
 
 Progress = Callable[[int], None]
+
+
+@dataclass
+class ExtractReport:
+    """Totals of one extraction run."""
+
+    method: str
+    sessions: int = 0
+    sessions_skipped: int = 0
+    episodes: int = 0
+    claims: int = 0
+    rejected: int = 0
+    fallbacks: int = 0
+
+    def add(self, r: SessionResult) -> None:
+        self.sessions += 1
+        self.episodes += len(r.episodes)
+        self.claims += len(r.claims)
+        self.rejected += r.rejected
+        self.fallbacks += r.fallbacks
+
+
+def _continue_numbering(conv: Conversation, stored: Sequence[Message]) -> Conversation:
+    """New turns of a stored conversation are numbered after the stored ones.
+
+    Loaders number each file from 0; a file of follow-up turns must not
+    collide with (or sort before) what is already in the log.
+    """
+    known = {m.id: m.seq for m in stored}
+    top = max(known.values(), default=-1)
+    msgs = []
+    for m in sorted(conv.messages, key=lambda m: m.seq):
+        if m.id in known:
+            msgs.append(replace(m, seq=known[m.id]))
+        else:
+            top += 1
+            msgs.append(replace(m, seq=top))
+    return replace(conv, messages=tuple(msgs))
+
+
+def _by_session(messages: Sequence[Message]) -> dict[int, list[Message]]:
+    out: dict[int, list[Message]] = {}
+    for m in sorted(messages, key=lambda m: m.seq):
+        out.setdefault(m.session, []).append(m)
+    return out
 
 
 class MemoryService:
@@ -35,6 +91,7 @@ class MemoryService:
         store: Store | None = None,
         embedder: Embedder | None = None,
         index_options: IndexOptions = DEFAULT_INDEX,
+        archivist: Archivist | None = None,
     ) -> None:
         self.settings = settings or Settings()
         if path is not None:
@@ -47,6 +104,7 @@ class MemoryService:
         self._embedder = embedder
         self.index_options = index_options
         self._people: list[str] | None = None
+        self._archivist: Archivist | None = archivist
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -76,6 +134,7 @@ class MemoryService:
         *,
         format: str | None = None,
         progress: Progress | None = None,
+        extract: bool = True,
     ) -> list[AddResult]:
         """Store conversations (objects, or a file path to load); only new messages are written.
 
@@ -95,6 +154,8 @@ class MemoryService:
         self._check_embed_model(self.embedder)
         results = [self._add_one(c, progress) for c in convs]
         self._people = None
+        if extract:
+            self.extract([c.id for c in convs])
         return results
 
     def _add_one(self, conv: Conversation, progress: Progress | None) -> AddResult:
@@ -108,9 +169,11 @@ class MemoryService:
             return AddResult(conversation=conv.id, unchanged=len(conv.messages))
         context = list(conv.messages)
         if existing:  # earlier turns stored before: they are this batch's context
-            batch_ids = {m.id for m in conv.messages}
             stored = [m for _, m in self.store.conversation_messages(conv.id)]
-            context = [m for m in stored if m.id not in batch_ids] + context
+            conv = _continue_numbering(conv, stored)
+            batch_ids = {m.id for m in conv.messages}
+            context = [m for m in stored if m.id not in batch_ids] + list(conv.messages)
+            fresh = [m for m in conv.messages if existing.get(m.id) != m.hash]
         texts = dict(
             zip((m.id for m in context), index_rows(context, self.index_options), strict=True)
         )
@@ -143,6 +206,73 @@ class MemoryService:
             if progress:
                 progress(len(chunk))
         return out, len(todo)
+
+    # -- the archivist: episodes and claims -------------------------------------------
+
+    @property
+    def archivist(self) -> Archivist:
+        """The configured archivist: heuristic unless an LLM is configured."""
+        if self._archivist is None:
+            self._archivist = HeuristicArchivist()
+        return self._archivist
+
+    def extract(
+        self, conversations: Sequence[str] | None = None, progress: Progress | None = None
+    ) -> ExtractReport:
+        """Run the archivist over sessions it has not processed (or that grew since).
+
+        Each session's episodes, claims and progress marker are written in one
+        transaction, so an interrupted run resumes where it stopped.
+        """
+        report = ExtractReport(method=self.archivist.name)
+        ids = (
+            list(conversations)
+            if conversations is not None
+            else [c["id"] for c in self.store.conversations()]
+        )
+        for cid in ids:
+            done = self.store.extraction_state(cid)
+            msgs = [m for _, m in self.store.conversation_messages(cid)]
+            participants = sorted(
+                {m.speaker for m in msgs} | {a for m in msgs for a in m.addressees}
+            )
+            for session, group in _by_session(msgs).items():
+                if done.get(session) == len(group):
+                    report.sessions_skipped += 1
+                    continue
+                result = self.archivist.process_session(group, participants)
+                self._save_session(cid, session, group, result)
+                report.add(result)
+                if progress:
+                    progress(len(group))
+        return report
+
+    def _save_session(
+        self, cid: str, session: int, group: list[Message], result: SessionResult
+    ) -> None:
+        rows = [
+            IndexedClaim(c, ep, claim_search_text(c), text_hash(claim_embed_text(c)))
+            for ep, c in result.claims
+        ]
+        wanted = {r.embed_hash: claim_embed_text(r.claim) for r in rows}
+        vectors, _ = self._embed_missing(wanted, None)
+        self.store.save_extraction(
+            cid,
+            session,
+            result.episodes,
+            rows,
+            self.embedder.name,
+            vectors,
+            n_messages=len(group),
+            method=result.method,
+            rejected=result.rejected,
+        )
+
+    def rebuild(self, conversations: Sequence[str] | None = None) -> ExtractReport:
+        """Forget derived memory and re-derive it from the message log."""
+        for cid in conversations or [None]:
+            self.store.clear_derived(cid)
+        return self.extract(conversations)
 
     def delete(self, *, conversation: str | None = None, person: str | None = None) -> int:
         """Remove a conversation or everything a person sent or received, from every index."""
@@ -196,7 +326,7 @@ class MemoryService:
             else tuple(conversation)
         )
         filters = Filters(conv, person, speaker, session, since, until)
-        embedder = self.embedder if "dense" in config.rankers else None
+        embedder = self.embedder if {"dense", "claims_dense"} & set(config.rankers) else None
         if embedder is not None:
             self._check_embed_model(embedder)
         return search(self.store, embedder, query, filters, k, config, self.people(), trace)
@@ -215,6 +345,26 @@ class MemoryService:
         if m is None:
             raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")
         return m
+
+    def claims(
+        self,
+        *,
+        person: str | None = None,
+        conversation: str | None = None,
+        limit: int = 100,
+    ) -> list[Claim]:
+        """Stored claims (said by or about ``person``), oldest first."""
+        return self.store.list_claims(
+            Filters(conversation=conversation, person=person), limit=limit
+        )
+
+    def entities(self, *, person: str | None = None) -> list[dict]:
+        """Entity mentions aggregated over claims, most mentioned first."""
+        return entity_rows(self.store.list_claims(Filters(person=person), limit=1_000_000))
+
+    def llm_summary(self) -> dict:
+        """LLM calls, tokens and latency per prompt name in this process."""
+        return {}
 
     def conversations(self) -> list[dict]:
         return self.store.conversations()

@@ -9,6 +9,7 @@ filters and search path are exactly the production ones.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -21,17 +22,29 @@ from ..service import MemoryService
 from ..store.base import IndexedMessage
 from .metrics import percentile
 
-_WORDS = (
+_REAL_WORDS = (
     "garden paint concert hiking camping guitar violin piano marathon bakery recipe "
     "museum library beach mountain river lake forest city village train airport "
     "flight hospital school university office meeting project deadline promotion "
     "vacation holiday birthday wedding anniversary dinner lunch breakfast coffee tea "
-    "dog cat horse puppy kitten bird garden roses tulips novel poetry photography "
+    "dog cat horse puppy kitten bird roses tulips novel poetry photography "
     "pottery sculpture dance yoga running cycling swimming football tennis chess "
     "workshop volunteer shelter charity fundraiser parade festival market sunset "
     "sunrise storm snow summer winter spring autumn family sister brother mother "
     "father grandma cousin friend neighbour colleague teacher doctor nurse pilot"
 ).split()
+_SYLLABLES = "ba ko ri su te la mo ni pa do ve ra xi lu fe go".split()
+# A vocabulary of 20,000 content words: the real ones first, then pseudo-words.
+# Zipf weights 1/(rank + 100) give the head a realistic spread for content words
+# (the most common in about 1% of messages), not the 20% of a 100-word toy list.
+_WORDS = tuple(
+    _REAL_WORDS
+    + [
+        "".join(_SYLLABLES[(i >> s) % 16] for s in (0, 4, 8, 12))
+        for i in range(20_000 - len(_REAL_WORDS))
+    ]
+)
+_WEIGHTS = tuple(1.0 / (r + 100) for r in range(len(_WORDS)))
 _FILLER = "I we it was so really just went saw had got made felt think love great".split()
 _QUERIES = (
     "When did {p} go to the {w}?",
@@ -45,7 +58,7 @@ MESSAGES_PER_CONVERSATION = 1000
 
 def _text(rng: random.Random, weights: Sequence[float]) -> str:
     n = rng.randint(6, 24)
-    words = rng.choices(_WORDS, weights=weights, k=n // 2) + rng.choices(_FILLER, k=n - n // 2)
+    words = rng.choices(_WORDS, cum_weights=weights, k=n // 2) + rng.choices(_FILLER, k=n - n // 2)
     rng.shuffle(words)
     return " ".join(words).capitalize() + "."
 
@@ -82,7 +95,7 @@ def _fill(memory: MemoryService, first: int, last: int, dim: int, seed: int) -> 
     """Insert synthetic conversations [first, last) with random unit vectors; returns seconds."""
     rng = random.Random(seed + first)
     nrng = np.random.default_rng(seed + first)
-    weights = [1.0 / (r + 1) for r in range(len(_WORDS))]
+    weights = list(itertools.accumulate(_WEIGHTS))
     model = memory.embedder.name
     t0 = time.perf_counter()
     for idx in range(first, last):
@@ -106,9 +119,8 @@ def _latencies(memory: MemoryService, n_conv: int, queries: int, seed: int) -> d
         ms = []
         for _ in range(queries):
             c = rng.randrange(n_conv)
-            q = rng.choice(_QUERIES).format(
-                p=f"Person{2 * c + rng.randint(0, 1)}", w=rng.choice(_WORDS), w2=rng.choice(_WORDS)
-            )
+            w, w2 = rng.choices(_WORDS, weights=_WEIGHTS, k=2)
+            q = rng.choice(_QUERIES).format(p=f"Person{2 * c + rng.randint(0, 1)}", w=w, w2=w2)
             t = time.perf_counter()
             memory.search(q, conversation=f"syn-{c}" if scoped else None, k=10)
             ms.append((time.perf_counter() - t) * 1000)

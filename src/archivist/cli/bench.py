@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .main import Context, emit_json, pass_ctx
+from .common import Context, emit_json, pass_ctx
 from .progress import StagedProgress
 
 

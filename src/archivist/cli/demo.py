@@ -16,7 +16,7 @@ import platformdirs
 
 from ..config import Settings
 from ..service import MemoryService
-from .main import Context, emit_json
+from .common import Context, emit_json
 from .search import print_hits
 
 DEMO_QUERIES = (

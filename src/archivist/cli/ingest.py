@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..load import FORMATS, load_file
-from .main import Context, emit_json, pass_ctx
+from .common import Context, emit_json, pass_ctx
 from .progress import progress_bar
 
 
@@ -24,9 +24,9 @@ def ingest(ctx: Context, files: tuple[Path, ...], fmt: str | None, as_json: bool
     conversation is stored in one transaction, so re-running after an
     interruption finishes the job without duplicates.
     """
+    loaded = [(path, load_file(path, fmt)) for path in files]  # validate all before storing
     summary = []
-    for path in files:
-        convs = load_file(path, fmt)
+    for path, convs in loaded:
         total = sum(len(c.messages) for c in convs)
         t0 = time.perf_counter()
         with progress_bar(f"ingest {path.name}", total, enabled=not as_json) as advance:

@@ -7,7 +7,6 @@ error's exit code; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -15,33 +14,7 @@ import click
 
 from ..config import Settings
 from ..errors import ArchivistError
-
-
-class Context:
-    """What every command receives: settings and a lazily opened Memory."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._memory = None
-
-    @property
-    def memory(self):
-        if self._memory is None:
-            from ..service import MemoryService
-
-            self._memory = MemoryService(settings=self.settings)
-        return self._memory
-
-    def close(self) -> None:
-        if self._memory is not None:
-            self._memory.close()
-
-
-pass_ctx = click.make_pass_decorator(Context)
-
-
-def emit_json(obj: object) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+from .common import Context
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,9 +39,9 @@ def cli(ctx: click.Context, db: Path | None, embedder: str | None) -> None:
 
 
 def _register() -> None:
-    from . import bench, demo, ingest, search, stats
+    from . import bench, demo, ingest, search, show, stats
 
-    for module in (ingest, search, stats, demo, bench):
+    for module in (ingest, search, stats, show, demo, bench):
         module.register(cli)
 
 

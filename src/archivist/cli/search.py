@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..read.search import PRESETS
-from .main import Context, emit_json, pass_ctx
+from .common import Context, emit_json, pass_ctx
 
 
 def print_hits(hits: list) -> None:

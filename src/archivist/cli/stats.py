@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .main import Context, emit_json, pass_ctx
+from .common import Context, emit_json, pass_ctx
 
 
 @click.command()

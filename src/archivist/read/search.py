@@ -21,6 +21,7 @@ from .fusion import rrf
 from .query import names_in
 
 RANKERS = ("bm25", "dense")
+CLAIM_RANKERS = ("claims_bm25", "claims_dense")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ PRESETS: Mapping[str, SearchConfig] = {
     "bm25": SearchConfig("bm25", rankers=("bm25",)),
     "dense": SearchConfig("dense", rankers=("dense",)),
     "rrf": SearchConfig("rrf"),
+    "claims": SearchConfig("claims", rankers=CLAIM_RANKERS),
     # Measured on the LoCoMo development subset (README, "Retrieval choices"):
     # a sharper RRF (k=20) lets the speaker boost and neighbour smoothing act
     # on well-ranked hits instead of reshuffling the long tail.
@@ -143,17 +145,21 @@ def search(
         t = time.perf_counter()
         rankings["bm25"] = [r for r, _ in store.keyword_search(query, filters, config.candidates)]
         trace.seconds["bm25"] = time.perf_counter() - t
-    if "dense" in config.rankers and embedder is not None:
+    dense_wanted = {"dense", "claims_dense"} & set(config.rankers)
+    if dense_wanted and embedder is not None and query_vector is None:
         t = time.perf_counter()
-        if query_vector is None:
-            query_vector = embedder.embed_batch([query])[0]
+        query_vector = embedder.embed_batch([query])[0]
         trace.seconds["embed"] = time.perf_counter() - t
+    if "dense" in config.rankers and embedder is not None:
         t = time.perf_counter()
         rankings["dense"] = [
             r
             for r, _ in store.vector_search(embedder.name, query_vector, filters, config.candidates)
         ]
         trace.seconds["dense"] = time.perf_counter() - t
+    matched_claims = _claim_rankings(
+        store, embedder, query, query_vector, filters, config, rankings
+    )
     trace.rankings = rankings
     t = time.perf_counter()
     scores = rrf(rankings, k=config.rrf_k, weights=dict(config.weights) or None)
@@ -161,7 +167,9 @@ def search(
     expanded_from: dict[int, str] = {}
     if config.neighbour_weight:
         for r, _ in top_items(scores, config.expand_top):
-            for nr, nm in store.neighbours(r, config.neighbour_span, config.neighbour_span):
+            for nr, nm in store.neighbours(
+                r, config.neighbour_span, config.neighbour_span, filters
+            ):
                 if nr not in messages:
                     messages[nr] = nm
                     expanded_from[nr] = messages[r].id
@@ -172,18 +180,64 @@ def search(
         speakers = {r: m.speaker for r, m in messages.items()}
         scores = boost_speakers(scores, speakers, trace.names, config.person_boost)
     ranks = {name: {r: i for i, r in enumerate(lst, 1)} for name, lst in rankings.items()}
+    top = top_items(scores, k)
+    claims = store.claims_by_id(c for r, _ in top for c in matched_claims.get(r, ()))
     hits = [
         Hit(
             message=messages[r],
             score=s,
             sources={n: rk[r] for n, rk in ranks.items() if r in rk},
             expanded_from=expanded_from.get(r),
+            claims=tuple(claims[c] for c in matched_claims.get(r, ()) if c in claims),
         )
-        for r, s in top_items(scores, k)
+        for r, s in top
         if r in messages
     ]
     trace.seconds["rescore"] = time.perf_counter() - t
     return hits
+
+
+def _claim_rankings(
+    store: Store,
+    embedder: Embedder | None,
+    query: str,
+    query_vector: np.ndarray | None,
+    filters: Filters,
+    config: SearchConfig,
+    rankings: dict[str, list[int]],
+) -> dict[int, list[int]]:
+    """Rank claims and turn each ranking into one over their evidence messages.
+
+    Index fine, return coarse: a claim found at rank r votes for its evidence
+    messages at rank r, so claims lift the messages that support them without
+    crowding them out of the k results. Returns message rowid -> claim ids.
+    """
+    found: dict[str, list[int]] = {}
+    if "claims_bm25" in config.rankers:
+        found["claims_bm25"] = [
+            c for c, _ in store.claim_keyword_search(query, filters, config.candidates)
+        ]
+    if "claims_dense" in config.rankers and embedder is not None and query_vector is not None:
+        found["claims_dense"] = [
+            c
+            for c, _ in store.claim_vector_search(
+                embedder.name, query_vector, filters, config.candidates
+            )
+        ]
+    if not found:
+        return {}
+    evidence = store.claim_evidence_rowids({c for ids in found.values() for c in ids})
+    matched: dict[int, list[int]] = {}
+    for name, ids in found.items():
+        ranked: dict[int, None] = {}
+        for c in ids:
+            for r in evidence.get(c, ()):
+                ranked.setdefault(r, None)
+                matched.setdefault(r, [])
+                if c not in matched[r]:
+                    matched[r].append(c)
+        rankings[name] = list(ranked)
+    return matched
 
 
 def hit_messages(hits: Iterable[Hit]) -> list[Message]:

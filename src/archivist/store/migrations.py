@@ -49,6 +49,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 session INTEGER NOT NULL,
                 seq INTEGER NOT NULL,
                 speaker TEXT NOT NULL,
+                speaker_key TEXT NOT NULL,  -- casefolded: filters match beyond ASCII
                 addressees TEXT NOT NULL DEFAULT '[]',
                 role TEXT NOT NULL,
                 text TEXT NOT NULL,
@@ -64,7 +65,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 UNIQUE (conversation, msg_id)
             )""",
             "CREATE INDEX messages_conv_seq ON messages (conversation, seq)",
-            "CREATE INDEX messages_speaker ON messages (speaker COLLATE NOCASE)",
+            "CREATE INDEX messages_speaker ON messages (speaker_key)",
             "CREATE INDEX messages_ts ON messages (ts_epoch)",
             # One row per (message, person involved): speaker and addressees,
             # lower-cased, so "messages Caroline sent or received" is one index probe.
@@ -108,6 +109,104 @@ MIGRATIONS: tuple[Migration, ...] = (
                 dim INTEGER NOT NULL,
                 vec BLOB NOT NULL,
                 UNIQUE (model, hash)
+            )""",
+        ),
+    ),
+    Migration(
+        "0002_derived_memory",
+        (
+            # LLM responses keyed by model + prompt name + version + input hash:
+            # a re-run of the same extraction costs nothing.
+            """CREATE TABLE llm_cache (
+                key TEXT PRIMARY KEY,
+                task TEXT NOT NULL,
+                model TEXT NOT NULL,
+                value TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE episodes (
+                id INTEGER PRIMARY KEY,
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                session INTEGER NOT NULL,
+                message_ids TEXT NOT NULL,
+                n_messages INTEGER NOT NULL,
+                start_ts TEXT NOT NULL,
+                end_ts TEXT NOT NULL,
+                title TEXT NOT NULL DEFAULT '',
+                narrative TEXT NOT NULL DEFAULT '',
+                qa TEXT NOT NULL DEFAULT '[]',
+                method TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX episodes_conv ON episodes (conversation, session)",
+            """CREATE TABLE episode_messages (
+                episode_id INTEGER NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+                msg_rowid INTEGER NOT NULL REFERENCES messages(rowid) ON DELETE CASCADE,
+                PRIMARY KEY (episode_id, msg_rowid)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX episode_messages_msg ON episode_messages (msg_rowid)",
+            """CREATE TABLE claims (
+                id INTEGER PRIMARY KEY,
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                episode_id INTEGER REFERENCES episodes(id) ON DELETE CASCADE,
+                text TEXT NOT NULL,
+                speaker TEXT NOT NULL CHECK (speaker <> ''),
+                speaker_key TEXT NOT NULL,
+                subject TEXT NOT NULL,
+                subject_key TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                source TEXT NOT NULL,
+                importance INTEGER NOT NULL,
+                salience INTEGER NOT NULL,
+                said_at TEXT NOT NULL,
+                said_epoch REAL NOT NULL,
+                valid_from TEXT,
+                valid_to TEXT,
+                evidence TEXT NOT NULL,
+                n_evidence INTEGER NOT NULL CHECK (n_evidence > 0),
+                entities TEXT NOT NULL DEFAULT '[]',
+                method TEXT NOT NULL,
+                search_text TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                embed_hash TEXT NOT NULL,
+                vec_id INTEGER,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX claims_conv ON claims (conversation)",
+            "CREATE INDEX claims_speaker ON claims (speaker_key)",
+            "CREATE INDEX claims_subject ON claims (subject_key)",
+            """CREATE TABLE claim_evidence (
+                claim_id INTEGER NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
+                msg_rowid INTEGER NOT NULL REFERENCES messages(rowid) ON DELETE CASCADE,
+                PRIMARY KEY (claim_id, msg_rowid)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX claim_evidence_msg ON claim_evidence (msg_rowid)",
+            """CREATE VIRTUAL TABLE claims_fts USING fts5(
+                search_text,
+                scope,
+                content='claims',
+                content_rowid='id',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TRIGGER claims_ai AFTER INSERT ON claims BEGIN
+                INSERT INTO claims_fts(rowid, search_text, scope)
+                VALUES (new.id, new.search_text, new.scope);
+            END""",
+            """CREATE TRIGGER claims_ad AFTER DELETE ON claims BEGIN
+                INSERT INTO claims_fts(claims_fts, rowid, search_text, scope)
+                VALUES ('delete', old.id, old.search_text, old.scope);
+            END""",
+            # Which sessions the archivist has processed, with how many messages:
+            # an interrupted extraction resumes at the first unfinished session,
+            # and a session that grew is re-extracted.
+            """CREATE TABLE extraction_state (
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                session INTEGER NOT NULL,
+                n_messages INTEGER NOT NULL,
+                method TEXT NOT NULL,
+                rejected INTEGER NOT NULL DEFAULT 0,
+                done_at TEXT NOT NULL,
+                PRIMARY KEY (conversation, session)
             )""",
         ),
     ),

@@ -52,9 +52,14 @@ def fts_query(text: str) -> str | None:
     return "search_text : (" + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
 
 
+def person_key(name: str) -> str:
+    """The matching key of a person's name: whitespace-normalised and casefolded (any script)."""
+    return " ".join(name.split()).casefold()
+
+
 def scope_token(kind: str, value: str) -> str:
     """An opaque FTS token for a conversation ("c") or person ("p"): safe for any id."""
-    digest = hashlib.sha1(value.strip().lower().encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha1(person_key(value).encode("utf-8")).hexdigest()[:16]
     return f"{kind}{digest}"
 
 
@@ -113,10 +118,10 @@ def filter_clause(f: Filters, alias: str = "m") -> tuple[str, list]:
         params.extend(convs)
     if f.person is not None:
         parts.append(f"{alias}.rowid IN (SELECT msg_rowid FROM message_people WHERE person = ?)")
-        params.append(f.person.strip().lower())
+        params.append(person_key(f.person))
     if f.speaker is not None:
-        parts.append(f"{alias}.speaker = ? COLLATE NOCASE")
-        params.append(f.speaker.strip())
+        parts.append(f"{alias}.speaker_key = ?")
+        params.append(person_key(f.speaker))
     if f.session is not None:
         parts.append(f"{alias}.session = ?")
         params.append(int(f.session))
@@ -152,3 +157,49 @@ def filtered_rowids_sql(f: Filters) -> tuple[str, list]:
     """Rowids of the messages the filters admit, ascending (for exact vector search)."""
     where, params = filter_clause(f)
     return f"SELECT m.rowid FROM messages m WHERE {where} ORDER BY m.rowid", params
+
+
+def claim_filter_clause(f: Filters, alias: str = "c") -> tuple[str, list]:
+    """WHERE fragment for claims: a person filter matches the speaker or the subject."""
+    parts: list[str] = []
+    params: list = []
+    if f.conversation is not None:
+        convs = (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
+        parts.append(f"{alias}.conversation IN ({','.join('?' * len(convs))})")
+        params.extend(convs)
+    if f.person is not None:
+        parts.append(f"({alias}.speaker_key = ? OR {alias}.subject_key = ?)")
+        params += [person_key(f.person), person_key(f.person)]
+    if f.speaker is not None:
+        parts.append(f"{alias}.speaker_key = ?")
+        params.append(person_key(f.speaker))
+    if f.session is not None:
+        parts.append(f"{alias}.episode_id IN (SELECT id FROM episodes WHERE session = ?)")
+        params.append(int(f.session))
+    if f.since is not None:
+        parts.append(f"{alias}.said_epoch >= ?")
+        params.append(f.since.timestamp())
+    if f.until is not None:
+        parts.append(f"{alias}.said_epoch <= ?")
+        params.append(f.until.timestamp())
+    return (" AND ".join(parts) or "1"), params
+
+
+def claim_keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
+    """BM25-ranked claim ids matching ``match`` under the filters (scope tokens in the MATCH)."""
+    scope = scope_match(f)
+    full = f"{scope} AND {match}" if scope else match
+    where, params = claim_filter_clause(f)
+    sql = (
+        "SELECT c.id, bm25(claims_fts, 1.0, 0.0) AS score FROM claims_fts "
+        "JOIN claims c ON c.id = claims_fts.rowid "
+        f"WHERE claims_fts MATCH ? AND {where} "
+        "ORDER BY score LIMIT ?"
+    )
+    return sql, [full, *params, int(limit)]
+
+
+def filtered_claim_ids_sql(f: Filters) -> tuple[str, list]:
+    """Ids of the claims the filters admit, ascending."""
+    where, params = claim_filter_clause(f)
+    return f"SELECT c.id FROM claims c WHERE {where} ORDER BY c.id", params

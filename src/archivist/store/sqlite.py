@@ -24,8 +24,10 @@ from ..model import Attachment, Conversation, Message
 from . import sql as q
 from .base import AddResult, IndexedMessage
 from .migrations import LEDGER_DDL, MIGRATIONS
+from .sqlite_derived import DerivedMemoryMixin
 from .vecindex import DenseIndex, pack, unpack_many
 
+_VECTOR_TABLES = {"messages": "rowid", "claims": "id"}  # table -> integer key
 _MSG_COLS = (
     "rowid, conversation, msg_id, session, seq, speaker, addressees, role, text, "
     "attachments, ts, session_start"
@@ -49,7 +51,7 @@ def _row_to_message(r: sqlite3.Row | tuple) -> tuple[int, Message]:
     )
 
 
-class SQLiteStore:
+class SQLiteStore(DerivedMemoryMixin):
     """The embedded default Store. Safe to share between threads (one lock per store)."""
 
     def __init__(self, path: str | Path) -> None:
@@ -62,7 +64,7 @@ class SQLiteStore:
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open store {self.path}: {e}") from e
         self._lock = threading.RLock()
-        self._index: DenseIndex | None = None
+        self._indexes: dict[str, DenseIndex] = {}
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -248,15 +250,17 @@ class SQLiteStore:
         for r in rows:
             m = r.message
             cur = db.execute(
-                "INSERT INTO messages(conversation, msg_id, session, seq, speaker, addressees, "
+                "INSERT INTO messages(conversation, msg_id, session, seq, speaker, speaker_key, "
+                "addressees, "
                 "role, text, attachments, ts, ts_epoch, session_start, hash, search_text, "
-                "scope, embed_hash, vec_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "scope, embed_hash, vec_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     m.conversation,
                     m.id,
                     m.session,
                     m.seq,
                     m.speaker,
+                    q.person_key(m.speaker),
                     json.dumps(list(m.addressees)),
                     m.role,
                     m.text,
@@ -271,7 +275,7 @@ class SQLiteStore:
                     vec_ids.get(r.embed_hash),
                 ),
             )
-            people = {p.strip().lower() for p in (m.speaker, *m.addressees) if p.strip()}
+            people = {q.person_key(p) for p in (m.speaker, *m.addressees) if p.strip()}
             db.executemany(
                 "INSERT OR IGNORE INTO message_people(msg_rowid, person) VALUES (?, ?)",
                 [(cur.lastrowid, p) for p in people],
@@ -281,7 +285,20 @@ class SQLiteStore:
 
     def _after_delete(self, db: sqlite3.Connection) -> None:
         """Drop vectors nobody references and invalidate cached vector indexes."""
-        db.execute("DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages)")
+        # Derived rows that lost any of their messages go too: a claim or an
+        # episode must not outlive the words it came from.
+        db.execute(
+            "DELETE FROM claims WHERE n_evidence > "
+            "(SELECT count(*) FROM claim_evidence ce WHERE ce.claim_id = claims.id)"
+        )
+        db.execute(
+            "DELETE FROM episodes WHERE n_messages > "
+            "(SELECT count(*) FROM episode_messages em WHERE em.episode_id = episodes.id)"
+        )
+        db.execute(
+            "DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages) "
+            "AND hash NOT IN (SELECT embed_hash FROM claims)"
+        )
         db.execute(
             "INSERT INTO meta(key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "
             "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
@@ -298,14 +315,28 @@ class SQLiteStore:
         return n
 
     def delete_person(self, person: str) -> int:
-        """Remove every message the person sent or received, from every index."""
-        key = person.strip().lower()
+        """Remove every message the person sent or received, from every index.
+
+        The person also leaves the participant lists, and conversations left
+        with no messages are removed with their sessions.
+        """
+        key = q.person_key(person)
         with self._write() as db:
             n = db.execute(
                 "DELETE FROM messages WHERE rowid IN "
                 "(SELECT msg_rowid FROM message_people WHERE person = ?)",
                 (key,),
             ).rowcount
+            for cid, parts in db.execute("SELECT id, participants FROM conversations").fetchall():
+                kept = [p for p in json.loads(parts) if q.person_key(p) != key]
+                if len(kept) != len(json.loads(parts)):
+                    db.execute(
+                        "UPDATE conversations SET participants = ? WHERE id = ?",
+                        (json.dumps(kept), cid),
+                    )
+            db.execute(
+                "DELETE FROM conversations WHERE id NOT IN (SELECT conversation FROM messages)"
+            )
             if n:
                 self._after_delete(db)
         return n
@@ -324,28 +355,27 @@ class SQLiteStore:
             raise StoreError(f"keyword search failed for {text!r}: {e}") from e
         return [(rid, -score) for rid, score in rows]
 
-    def _dense_index(self, model: str) -> DenseIndex:
-        """The cached matrix of ``model``'s vectors, brought up to date with the file."""
+    def _dense_index(self, model: str, table: str = "messages") -> DenseIndex:
+        """The cached matrix of ``model``'s vectors for ``table``, brought up to date."""
+        pk = _VECTOR_TABLES[table]
         with self._lock:
             epoch = self.meta("vector_epoch") or "0"
-            idx = self._index
+            idx = self._indexes.get(table)
             if idx is None or idx.model != model or idx.epoch != epoch:
                 idx = DenseIndex(model)
                 idx.epoch = epoch
-                self._index = idx
-            top = self._db.execute("SELECT max(rowid) FROM messages").fetchone()[0] or 0
+                self._indexes[table] = idx
+            top = self._db.execute(f"SELECT max({pk}) FROM {table}").fetchone()[0] or 0
             if top > idx.max_rowid:
                 rows = self._db.execute(
-                    "SELECT m.rowid, v.vec, v.dim FROM messages m JOIN vectors v "
-                    "ON v.id = m.vec_id AND v.model = ? WHERE m.rowid > ? "
-                    "ORDER BY m.rowid",
+                    f"SELECT t.{pk}, v.vec, v.dim FROM {table} t JOIN vectors v "
+                    f"ON v.id = t.vec_id AND v.model = ? WHERE t.{pk} > ? ORDER BY t.{pk}",
                     (model, idx.max_rowid),
                 ).fetchall()
                 if rows:
-                    dim = rows[0][2]
                     idx.append(
                         np.fromiter((r[0] for r in rows), np.int64, len(rows)),
-                        unpack_many([r[1] for r in rows], dim),
+                        unpack_many([r[1] for r in rows], rows[0][2]),
                     )
             return idx
 
@@ -375,18 +405,21 @@ class SQLiteStore:
             out.update(_row_to_message(r) for r in rows)
         return out
 
-    def neighbours(self, rowid: int, before: int, after: int) -> list[tuple[int, Message]]:
-        """Messages around ``rowid`` in the same conversation, in conversation order."""
+    def neighbours(
+        self, rowid: int, before: int, after: int, filters: q.Filters | None = None
+    ) -> list[tuple[int, Message]]:
+        """Messages around ``rowid`` in the same conversation that pass ``filters``."""
         row = self._db.execute(
             "SELECT conversation, seq FROM messages WHERE rowid = ?", (rowid,)
         ).fetchone()
         if row is None:
             return []
         conv, seq = row
+        where, params = q.filter_clause(filters or q.Filters())
         rows = self._db.execute(
-            f"SELECT {_MSG_COLS} FROM messages WHERE conversation = ? AND seq BETWEEN ? AND ? "
-            "ORDER BY seq",
-            (conv, seq - before, seq + after),
+            f"SELECT {_MSG_COLS.replace('rowid', 'm.rowid', 1)} FROM messages m "
+            f"WHERE m.conversation = ? AND m.seq BETWEEN ? AND ? AND {where} ORDER BY m.seq",
+            (conv, seq - before, seq + after, *params),
         )
         return [_row_to_message(r) for r in rows]
 
@@ -437,4 +470,5 @@ class SQLiteStore:
             "embed_model": self.meta("embed_model"),
             "migrations": self.migrations(),
             "bytes": self.path.stat().st_size if self.path.exists() else 0,
+            **self.derived_stats(),
         }

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..model import Message, content_hash
+from ..model import Claim, Message, content_hash
 
 _FIRST = {
     "i": "{s}",
@@ -121,6 +121,18 @@ def index_rows(
         prev = [p for p in ordered[max(0, i - opts.embed_context) : i] if p.session == m.session]
         out[m.id] = (search_text(m, opts), embed_text(m, prev, opts))
     return [out[m.id] for m in messages]
+
+
+def claim_search_text(c: Claim) -> str:
+    """Keyword text of a claim: who said it, about whom, what, and when it holds."""
+    when = c.valid_from or c.said_at
+    about = f" about {c.subject}" if c.subject and c.subject != c.speaker else ""
+    return f"{c.speaker}{about}: {c.text} ({when.day} {when:%B %Y})"
+
+
+def claim_embed_text(c: Claim) -> str:
+    """Embedded text of a claim: the attributed sentence."""
+    return f"{c.speaker}: {c.text}"
 
 
 def text_hash(text: str) -> str:

@@ -1,0 +1,132 @@
+"""``archivist show claims|entities|episodes`` and ``archivist rebuild``."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Context, emit_json, pass_ctx
+
+
+def _claim_dict(c) -> dict:
+    return {
+        "id": c.id,
+        "conversation": c.conversation,
+        "speaker": c.speaker,
+        "subject": c.subject,
+        "kind": c.kind,
+        "source": c.source,
+        "text": c.text,
+        "evidence": list(c.evidence),
+        "said_at": c.said_at.isoformat(),
+        "valid_from": c.valid_from.isoformat() if c.valid_from else None,
+        "valid_to": c.valid_to.isoformat() if c.valid_to else None,
+        "importance": c.importance,
+        "salience": c.salience,
+        "method": c.method,
+    }
+
+
+@click.group()
+def show() -> None:
+    """List derived memory: claims, entities, episodes."""
+
+
+@show.command("claims")
+@click.option("--person", help="Claims said by or about this person.")
+@click.option("--conversation", help="Only this conversation.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def claims(
+    ctx: Context, person: str | None, conversation: str | None, limit: int, as_json: bool
+) -> None:
+    """Claims in time order, each with who said it and its evidence."""
+    found = ctx.memory.claims(person=person, conversation=conversation, limit=limit)
+    if as_json:
+        emit_json([_claim_dict(c) for c in found])
+        return
+    for c in found:
+        when = c.valid_from or c.said_at
+        until = f"–{c.valid_to:%Y-%m-%d}" if c.valid_to else ""
+        about = f" about {c.subject}" if c.subject != c.speaker else ""
+        click.echo(
+            f"{when:%Y-%m-%d}{until}  [{c.kind}/{c.source}] {c.speaker}{about}: {c.text}  "
+            f"({c.conversation} {', '.join(c.evidence)})"
+        )
+    if not found:
+        click.echo("(no claims: run `archivist ingest` or `archivist rebuild`)")
+
+
+@show.command("entities")
+@click.option("--person", help="Entities mentioned in claims by or about this person.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def entities(ctx: Context, person: str | None, limit: int, as_json: bool) -> None:
+    """Entity mentions aggregated over claims (reconciliation comes later)."""
+    rows = ctx.memory.entities(person=person)[:limit]
+    if as_json:
+        emit_json(rows)
+        return
+    for e in rows:
+        click.echo(
+            f"{e['name']} ({e['kind']}): {e['mentions']} mentions by "
+            f"{', '.join(e['speakers'])}"
+            + (f"; aliases {', '.join(e['aliases'])}" if e["aliases"] else "")
+        )
+
+
+@show.command("episodes")
+@click.option("--conversation", help="Only this conversation.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def episodes(ctx: Context, conversation: str | None, limit: int, as_json: bool) -> None:
+    """Episodes with their narratives and message ranges."""
+    eps = ctx.memory.store.list_episodes(conversation, limit=limit)
+    if as_json:
+        emit_json(
+            [
+                {
+                    "id": e.id,
+                    "conversation": e.conversation,
+                    "session": e.session,
+                    "messages": list(e.message_ids),
+                    "start": e.start.isoformat(),
+                    "end": e.end.isoformat(),
+                    "title": e.title,
+                    "narrative": e.narrative,
+                    "method": e.method,
+                    "qa": [list(p) for p in e.qa],
+                }
+                for e in eps
+            ]
+        )
+        return
+    for e in eps:
+        click.echo(
+            f"{e.conversation} s{e.session} {e.start:%Y-%m-%d %H:%M} "
+            f"{e.message_ids[0]}…{e.message_ids[-1]} [{e.method}] {e.title}\n    {e.narrative}"
+        )
+
+
+@click.command()
+@click.option("--conversation", help="Only this conversation.")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def rebuild(ctx: Context, conversation: str | None, as_json: bool) -> None:
+    """Re-derive episodes and claims from the message log."""
+    report = ctx.memory.rebuild([conversation] if conversation else None)
+    out = vars(report) | {"llm": ctx.memory.llm_summary()}
+    if as_json:
+        emit_json(out)
+    else:
+        click.echo(
+            f"{report.method}: {report.sessions} sessions, {report.episodes} episodes, "
+            f"{report.claims} claims ({report.rejected} rejected, {report.fallbacks} fallbacks)"
+        )
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(show)
+    cli.add_command(rebuild)

@@ -1,0 +1,20 @@
+"""Shared rendering of messages for prompts: short integer aliases, never raw ids."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..model import Message
+
+
+def render_messages(messages: Sequence[Message]) -> str:
+    """One line per message: ``[alias] (date time) Speaker → Addressees: text [image: …]``."""
+    lines = []
+    for alias, m in enumerate(messages, start=1):
+        to = f" → {', '.join(m.addressees)}" if m.addressees else ""
+        extra = "".join(f" [{a.kind}: {a.caption}]" for a in m.attachments if a.caption)
+        role = f" ({m.role})" if m.role != "user" else ""
+        lines.append(
+            f"[{alias}] ({m.timestamp:%a %d %b %Y %H:%M}) {m.speaker}{role}{to}: {m.text}{extra}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,372 @@
+"""SQLite persistence of derived memory: episodes, claims, extraction state, LLM cache.
+
+A mixin of SQLiteStore (kept apart so neither module grows past ~500 lines).
+Everything here is rebuildable from the message log; each session's
+extraction is written in one transaction together with its progress marker,
+so an interrupted extraction resumes at the first unfinished session.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from ..model import Claim, EntityMention, Episode
+from . import sql as q
+from .vecindex import pack
+
+_CLAIM_COLS = (
+    "id, conversation, episode_id, text, speaker, subject, kind, source, importance, "
+    "salience, said_at, valid_from, valid_to, evidence, entities, method"
+)
+
+
+@dataclass(frozen=True)
+class IndexedClaim:
+    """A claim plus its keyword text and the hash of its embedded text."""
+
+    claim: Claim
+    episode_index: int  # position of its episode in the same save call
+    search_text: str
+    embed_hash: str
+
+
+def _iso(d: datetime | None) -> str | None:
+    return d.isoformat() if d else None
+
+
+def _dt(s: str | None) -> datetime | None:
+    return datetime.fromisoformat(s) if s else None
+
+
+def _row_to_claim(r: tuple) -> Claim:
+    (
+        cid,
+        conv,
+        ep,
+        text,
+        speaker,
+        subject,
+        kind,
+        source,
+        imp,
+        sal,
+        said,
+        vf,
+        vt,
+        ev,
+        ents,
+        meth,
+    ) = r
+    return Claim(
+        id=cid,
+        conversation=conv,
+        episode=ep,
+        text=text,
+        speaker=speaker,
+        subject=subject,
+        kind=kind,
+        source=source,
+        importance=imp,
+        salience=sal,
+        said_at=datetime.fromisoformat(said),
+        valid_from=_dt(vf),
+        valid_to=_dt(vt),
+        evidence=tuple(json.loads(ev)),
+        entities=tuple(
+            EntityMention(**{**e, "aliases": tuple(e.get("aliases", ()))}) for e in json.loads(ents)
+        ),
+        method=meth,
+    )
+
+
+def _entity_dict(e: EntityMention) -> dict:
+    return {
+        "name": e.name,
+        "kind": e.kind,
+        "aliases": list(e.aliases),
+        "role": e.role,
+        "state": e.state,
+    }
+
+
+class DerivedMemoryMixin:
+    """Claims, episodes and extraction bookkeeping for SQLiteStore."""
+
+    _db: sqlite3.Connection
+
+    # -- LLM response cache (the llm.cache.ResponseCache protocol, via llm_cache()) ------
+
+    def llm_cache_get(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM llm_cache WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def llm_cache_put(self, key: str, task: str, model: str, value: str) -> None:
+        with self._write() as db:  # type: ignore[attr-defined]
+            db.execute(
+                "INSERT OR REPLACE INTO llm_cache(key, task, model, value, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (key, task, model, value, datetime.now(UTC).isoformat()),
+            )
+
+    # -- extraction ------------------------------------------------------------------------
+
+    def extraction_state(self, conversation: str) -> dict[int, int]:
+        """session -> number of messages it had when the archivist last processed it."""
+        rows = self._db.execute(
+            "SELECT session, n_messages FROM extraction_state WHERE conversation = ?",
+            (conversation,),
+        )
+        return dict(rows.fetchall())
+
+    def save_extraction(
+        self,
+        conversation: str,
+        session: int,
+        episodes: Sequence[Episode],
+        claims: Sequence[IndexedClaim],
+        model: str,
+        vectors: dict[str, np.ndarray],
+        *,
+        n_messages: int,
+        method: str,
+        rejected: int = 0,
+    ) -> list[int]:
+        """Replace one session's episodes and claims and mark it done, atomically."""
+        now = datetime.now(UTC).isoformat()
+        with self._write() as db:  # type: ignore[attr-defined]
+            self._delete_session_derived(db, conversation, session)
+            msg_rowids = dict(
+                db.execute(
+                    "SELECT msg_id, rowid FROM messages WHERE conversation = ?", (conversation,)
+                ).fetchall()
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO vectors(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
+                [(model, h, int(v.shape[0]), pack(v)) for h, v in vectors.items()],
+            )
+            episode_ids = [self._insert_episode(db, e, msg_rowids, now) for e in episodes]
+            claim_ids = [
+                self._insert_claim(db, c, episode_ids, msg_rowids, model, now) for c in claims
+            ]
+            db.execute(
+                "INSERT OR REPLACE INTO extraction_state(conversation, session, n_messages, "
+                "method, rejected, done_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (conversation, session, n_messages, method, rejected, now),
+            )
+        return claim_ids
+
+    def _delete_session_derived(self, db: sqlite3.Connection, conv: str, session: int) -> None:
+        n = db.execute(
+            "DELETE FROM claims WHERE episode_id IN "
+            "(SELECT id FROM episodes WHERE conversation = ? AND session = ?)",
+            (conv, session),
+        ).rowcount
+        db.execute("DELETE FROM episodes WHERE conversation = ? AND session = ?", (conv, session))
+        if n:
+            self._bump_vector_epoch(db)
+
+    @staticmethod
+    def _bump_vector_epoch(db: sqlite3.Connection) -> None:
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+        )
+
+    @staticmethod
+    def _insert_episode(
+        db: sqlite3.Connection, e: Episode, msg_rowids: dict[str, int], now: str
+    ) -> int:
+        rowids = [msg_rowids[m] for m in e.message_ids if m in msg_rowids]
+        cur = db.execute(
+            "INSERT INTO episodes(conversation, session, message_ids, n_messages, start_ts, "
+            "end_ts, title, narrative, qa, method, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                e.conversation,
+                e.session,
+                json.dumps(list(e.message_ids)),
+                len(rowids),
+                e.start.isoformat(),
+                e.end.isoformat(),
+                e.title,
+                e.narrative,
+                json.dumps([list(p) for p in e.qa]),
+                e.method,
+                now,
+            ),
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO episode_messages(episode_id, msg_rowid) VALUES (?, ?)",
+            [(cur.lastrowid, r) for r in rowids],
+        )
+        return int(cur.lastrowid)
+
+    @staticmethod
+    def _insert_claim(
+        db: sqlite3.Connection,
+        ic: IndexedClaim,
+        episode_ids: list[int],
+        msg_rowids: dict[str, int],
+        model: str,
+        now: str,
+    ) -> int:
+        c = ic.claim
+        rowids = sorted({msg_rowids[m] for m in c.evidence if m in msg_rowids})
+        if not c.speaker or not rowids:
+            raise ValueError(f"claim {c.text[:60]!r} has no speaker or no stored evidence")
+        vec = db.execute(
+            "SELECT id FROM vectors WHERE model = ? AND hash = ?", (model, ic.embed_hash)
+        ).fetchone()
+        cur = db.execute(
+            "INSERT INTO claims(conversation, episode_id, text, speaker, speaker_key, subject, "
+            "subject_key, kind, source, "
+            "importance, salience, said_at, said_epoch, valid_from, valid_to, evidence, "
+            "n_evidence, entities, method, search_text, scope, embed_hash, vec_id, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                c.conversation,
+                episode_ids[ic.episode_index],
+                c.text,
+                c.speaker,
+                q.person_key(c.speaker),
+                c.subject,
+                q.person_key(c.subject),
+                c.kind,
+                c.source,
+                c.importance,
+                c.salience,
+                c.said_at.isoformat(),
+                c.said_at.timestamp(),
+                _iso(c.valid_from),
+                _iso(c.valid_to),
+                json.dumps(list(c.evidence)),
+                len(rowids),
+                json.dumps([_entity_dict(e) for e in c.entities]),
+                c.method,
+                ic.search_text,
+                q.scope_text(c.conversation, (c.speaker, c.subject)),
+                ic.embed_hash,
+                vec[0] if vec else None,
+                now,
+            ),
+        )
+        db.executemany(
+            "INSERT INTO claim_evidence(claim_id, msg_rowid) VALUES (?, ?)",
+            [(cur.lastrowid, r) for r in rowids],
+        )
+        return int(cur.lastrowid)
+
+    def clear_derived(self, conversation: str | None = None) -> None:
+        """Forget derived memory (all, or one conversation's) so it can be rebuilt."""
+        where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
+        with self._write() as db:  # type: ignore[attr-defined]
+            db.execute(f"DELETE FROM claims {where}", params)
+            db.execute(f"DELETE FROM episodes {where}", params)
+            db.execute(f"DELETE FROM extraction_state {where}", params)
+            self._bump_vector_epoch(db)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def claim_keyword_search(
+        self, text: str, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """BM25 over claim texts; higher is better."""
+        match = q.fts_query(text)
+        if match is None:
+            return []
+        sql, params = q.claim_keyword_search_sql(match, filters, limit)
+        return [(cid, -score) for cid, score in self._db.execute(sql, params).fetchall()]
+
+    def claim_vector_search(
+        self, model: str, query: np.ndarray, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """Exact cosine search over the filtered claims."""
+        idx = self._dense_index(model, "claims")  # type: ignore[attr-defined]
+        if not len(idx):
+            return []
+        restrict = None
+        if not filters.is_empty():
+            sql, params = q.filtered_claim_ids_sql(filters)
+            restrict = np.asarray([r[0] for r in self._db.execute(sql, params)], dtype=np.int64)
+        return idx.search(query, limit, restrict)
+
+    def claims_by_id(self, ids: Iterable[int]) -> dict[int, Claim]:
+        ids = list(dict.fromkeys(int(i) for i in ids))
+        out: dict[int, Claim] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = self._db.execute(
+                f"SELECT {_CLAIM_COLS} FROM claims WHERE id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            out.update((r[0], _row_to_claim(r)) for r in rows)
+        return out
+
+    def claim_evidence_rowids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]:
+        """claim id -> message rowids of its evidence, in conversation order."""
+        ids = list(dict.fromkeys(int(i) for i in claim_ids))
+        out: dict[int, list[int]] = {i: [] for i in ids}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = self._db.execute(
+                "SELECT ce.claim_id, ce.msg_rowid FROM claim_evidence ce JOIN messages m "
+                f"ON m.rowid = ce.msg_rowid WHERE ce.claim_id IN ({','.join('?' * len(chunk))}) "
+                "ORDER BY m.seq",
+                chunk,
+            )
+            for cid, rid in rows:
+                out[cid].append(rid)
+        return out
+
+    def list_claims(self, filters: q.Filters, limit: int = 100, offset: int = 0) -> list[Claim]:
+        where, params = q.claim_filter_clause(filters)
+        rows = self._db.execute(
+            f"SELECT {_CLAIM_COLS} FROM claims c WHERE {where} "
+            "ORDER BY c.said_epoch, c.id LIMIT ? OFFSET ?",
+            (*params, int(limit), int(offset)),
+        )
+        return [_row_to_claim(r) for r in rows]
+
+    def list_episodes(
+        self, conversation: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Episode]:
+        where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
+        rows = self._db.execute(
+            "SELECT id, conversation, session, message_ids, start_ts, end_ts, narrative, title, "
+            f"method, qa FROM episodes {where} ORDER BY conversation, start_ts, id "
+            "LIMIT ? OFFSET ?",
+            (*params, int(limit), int(offset)),
+        )
+        return [
+            Episode(
+                id=i,
+                conversation=c,
+                session=s,
+                message_ids=tuple(json.loads(ids)),
+                start=datetime.fromisoformat(a),
+                end=datetime.fromisoformat(b),
+                narrative=n,
+                title=t,
+                method=m,
+                qa=tuple(tuple(p) for p in json.loads(qa)),
+            )
+            for i, c, s, ids, a, b, n, t, m, qa in rows
+        ]
+
+    def derived_stats(self) -> dict:
+        one = lambda s: self._db.execute(s).fetchone()[0]  # noqa: E731
+        return {
+            "episodes": one("SELECT count(*) FROM episodes"),
+            "claims": one("SELECT count(*) FROM claims"),
+            "claims_by_kind": dict(
+                self._db.execute("SELECT kind, count(*) FROM claims GROUP BY kind").fetchall()
+            ),
+            "sessions_extracted": one("SELECT count(*) FROM extraction_state"),
+            "claims_rejected": one("SELECT coalesce(sum(rejected), 0) FROM extraction_state"),
+            "llm_cache_entries": one("SELECT count(*) FROM llm_cache"),
+        }

@@ -1,0 +1,108 @@
+"""Archivists: turn one session's messages into episodes and speaker-attributed claims.
+
+Two implementations behind one small interface: ``HeuristicArchivist`` (no
+model, the default) and ``LLMArchivist`` (any ChatModel). Both hand back plain
+data; validation is shared and strict — a claim whose speaker is not a
+participant or whose evidence is not a message of its episode is rejected and
+counted, never stored unattributed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from ..model import CLAIM_KINDS, CLAIM_SOURCES, Claim, Episode, Message
+
+
+@dataclass
+class SessionResult:
+    """What an archivist made of one session."""
+
+    episodes: list[Episode] = field(default_factory=list)
+    claims: list[tuple[int, Claim]] = field(default_factory=list)  # (episode index, claim)
+    rejected: int = 0
+    method: str = "heuristic"
+    fallbacks: int = 0  # episodes that fell back to the heuristic after an LLM failure
+    notes: list[str] = field(default_factory=list)
+
+
+class Archivist(Protocol):
+    """Reads a session and returns episodes and claims; never touches the store."""
+
+    name: str
+
+    def process_session(
+        self, messages: Sequence[Message], participants: Sequence[str]
+    ) -> SessionResult: ...
+
+
+def canonical_speaker(name: str, participants: Iterable[str]) -> str | None:
+    """The participant ``name`` refers to (case- and space-insensitive), or None."""
+    key = " ".join(name.split()).lower()
+    for p in participants:
+        if " ".join(p.split()).lower() == key:
+            return p
+    return None
+
+
+def validate_claim(
+    claim: Claim, episode_ids: set[str], participants: Sequence[str]
+) -> Claim | None:
+    """The claim with speaker normalised and evidence checked, or None to reject it."""
+    speaker = canonical_speaker(claim.speaker, participants) if claim.speaker else None
+    evidence = tuple(dict.fromkeys(e for e in claim.evidence if e in episode_ids))
+    if speaker is None or not evidence or not claim.text.strip():
+        return None
+    subject = canonical_speaker(claim.subject, participants) or claim.subject or speaker
+    return replace(
+        claim,
+        speaker=speaker,
+        subject=subject,
+        evidence=evidence,
+        kind=claim.kind if claim.kind in CLAIM_KINDS else "fact",
+        source=claim.source if claim.source in CLAIM_SOURCES else "first_hand",
+        importance=min(10, max(1, int(claim.importance))),
+        salience=min(10, max(1, int(claim.salience))),
+    )
+
+
+def attach_claims(
+    episodes: Sequence[Episode],
+    claims: Iterable[Claim],
+    participants: Sequence[str],
+    result: SessionResult,
+) -> None:
+    """Validate claims and file each under the episode holding its first evidence message."""
+    home = {mid: i for i, e in enumerate(episodes) for mid in e.message_ids}
+    every = set(home)
+    for c in claims:
+        ok = validate_claim(c, every, participants)
+        if ok is None:
+            result.rejected += 1
+            continue
+        result.claims.append((home[ok.evidence[0]], ok))
+
+
+class HeuristicArchivist:
+    """No-LLM archivist: fixed-size episodes, sentence claims, resolved pronouns and dates."""
+
+    name = "heuristic"
+
+    def __init__(self, max_turns: int = 8) -> None:
+        self.max_turns = max_turns
+
+    def process_session(
+        self, messages: Sequence[Message], participants: Sequence[str]
+    ) -> SessionResult:
+        from .heuristic import heuristic_claims, heuristic_episode
+        from .segment_fallback import segment_fixed
+
+        result = SessionResult(method=self.name)
+        chunks = segment_fixed(list(messages), max_turns=self.max_turns)
+        result.episodes = [heuristic_episode(chunk) for chunk in chunks if chunk]
+        attach_claims(
+            result.episodes, heuristic_claims(list(messages), participants), participants, result
+        )
+        return result

@@ -1,0 +1,480 @@
+"""The no-LLM archivist: sentence claims and extractive episode summaries from rules alone.
+
+When no model is configured every path must still run (DESIGN §3), so each
+informative sentence becomes a claim: first and second person resolved to
+names, attributed to the message's speaker, kind and source guessed from
+surface cues, time grounded against the message's own timestamp. Nothing is
+invented: a claim's words are the message's words, pronouns swapped for names
+(the one template is "<speaker> shared a photo of <caption>").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from ..model import Claim, EntityMention, Episode, Message
+from .index_text import resolve_pronouns
+from .timeground import find_times, ground, is_forward_duration, tense
+
+# -- vocabulary ---------------------------------------------------------------------------
+
+_INTERJECTIONS = frozenset(
+    "hey hi hello hiya yo wow whoa woah oh ooh ah aw aww awww haha hahaha lol omg yeah yep yup um "
+    "umm uh hmm hmmm ok okay".split()
+)
+# Stripped at the start only when punctuation follows ("Great, ..."), not in "So cool you ...".
+_SOFT_FILLERS = frozenset(
+    "yes no nope well so sure totally absolutely definitely indeed honestly right cool nice "
+    "great awesome amazing thanks thank thx ty please".split()
+)
+_FILLERS = _INTERJECTIONS | _SOFT_FILLERS
+_LEADING = re.compile(
+    r"^(?:(?:(?:" + "|".join(sorted(_INTERJECTIONS, key=len, reverse=True)) + r")\b"
+    r"|(?:" + "|".join(sorted(_SOFT_FILLERS, key=len, reverse=True)) + r")\b(?=\s*[,!.:;~-]))"
+    r"[\s,!.:;~-]*)+",
+    re.IGNORECASE,
+)
+_GREETING = re.compile(
+    r"^(?:(?:it'?s\s+|so\s+|really\s+)?(?:good|nice|great|lovely|glad)\s+to\s+"
+    r"(?:see|hear|meet|chat|talk|catch)|how\s+(?:are|have|is|was|'?s|about)\b|what'?s\s+up|"
+    r"thank|thanks|thx|bye|goodbye|see\s+(?:you|ya)|talk\s+(?:to\s+you\s+)?(?:soon|later)|"
+    r"take\s+care|catch\s+you|have\s+a\s+(?:great|good|nice|lovely)\b|good\s+(?:night|luck|"
+    r"morning|evening)|cheers|you\s+too|same\s+here|me\s+too|no\s+(?:problem|worries)|"
+    r"you'?re\s+welcome|anytime)",
+    re.IGNORECASE,
+)
+_TAG_QUESTION = re.compile(
+    r",\s*(?:huh|right|eh|isn't it|aren't they|don't you think|you know)\?+$", re.I
+)
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
+_AS_SAID = re.compile(r"^(?:like|as)\s+[\w'’]+\s+(?:said|says|mentioned|suggested)\s*,\s*", re.I)
+# What follows a name used to address someone: "Remember Jon, ...", "... great Jon!".
+_VOCATIVE_AFTER = re.compile(r"\s*(?:[,!?.]|$|you\b|your\b)", re.I)
+# A question about the speaker's own situation: "Should I ...?", "What do I ...?", "Is my ...?"
+_OWN_QUESTION = re.compile(
+    r"^(?:[\w'’]+\s+){0,3}?(?:should|could|can|would|will|do|did|am|was|have|shall|may|might|"
+    r"must)\s+I\b|^(?:is|was|does|did|should|would|will|can|are|were)\s+my\b",
+    re.IGNORECASE,
+)
+_FIRST_BASES = frozenset("i me my mine myself we us our ours ourselves".split())
+_SECOND_BASES = frozenset("you your yours yourself".split())
+_AUX = frozenset(
+    "do does did should would could can will have has had may might must shall to let make "
+    "made help see saw watch hear heard".split()
+)
+_AGREE = re.compile(r"(?<![\w'’])(I|you)\s+(do\s+not|[a-z]+(?:['’]t)?)(?![\w'’])", re.IGNORECASE)
+_IRREGULAR_AGREEMENT = {
+    "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes",
+    "don't": "doesn't", "do not": "does not",
+}  # fmt: skip
+_PRESENT_VERBS = frozenset(
+    "feel want think love like need know hope enjoy work live miss wish mean guess believe "
+    "plan try get make take see look find say keep wonder agree remember appreciate prefer "
+    "hate play run read write paint cook teach learn study help care adore understand".split()
+)
+_REPORTED = re.compile(
+    r"\b((?i:he|she|they|you)|[A-Z][a-z]+|(?i:my|his|her|their|our|your)\s+\w+)\s+"
+    r"(?:\w+ly\s+)?(?i:said|says|told|tells|mentioned|mentions|explained|explains|claims|"
+    r"claimed|thinks|thought|believes)\b"
+)
+_PLAN = re.compile(
+    r"\b(?:going\s+to\s+(?!the\b|a\b|an\b|my\b|our\b|his\b|her\b|their\b|your\b|church\b|"
+    r"school\b|work\b|bed\b)|gonna|will|shall|wanna|plan(?:s|ning)?\s+(?:to|on)|"
+    r"wants?\s+to|hop(?:e|es|ing)\s+to|intend(?:s|ing)?\s+to|would\s+(?:like|love)\s+to|"
+    r"thinking\s+(?:about|of)|looking\s+forward\s+to|can['’]?t\s+wait\s+to|cannot\s+wait\s+to|"
+    r"aim(?:s|ing)?\s+to|about\s+to|getting\s+ready\s+to)\b|['’](?:ll|d\s+(?:like|love)\s+to)\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"^loving\b|\b(?:lov(?:e|es|ed)|enjoy(?:s|ed|ing)?|prefer(?:s|red)?|hat(?:e|es|ed)|"
+    r"favou?rites?|adore[sd]?|passionate\s+about|fan\s+of)\b|"
+    r"\b(?:i|we|you|they|he|she|really|also|just|do|does|don['’]t|always|still)\s+lik(?:e|es|ed)\b",
+    re.IGNORECASE,
+)
+_IRREGULAR = frozenset(
+    "went saw got made took met ran bought did had gave found began came left won lost felt "
+    "heard wrote sold built brought caught taught flew drove rode swam sang ate drank wore "
+    "became spent sent paid kept held broke fell grew threw chose forgot led shot slept spoke "
+    "stood stole woke sat told said overcame".split()
+)
+_NOT_PAST = frozenset(
+    "hundred kindred sacred naked wicked talented beloved crooked rugged based related detailed "
+    "advanced limited complicated dedicated sophisticated experienced skilled qualified "
+    "motivated interested excited tired scared worried stressed blessed bored supposed "
+    "overwhelmed inspired amazed thrilled pleased surprised".split()
+)
+# Words after which an -ed word is a verb in the past ("we explored", "just finished").
+_DOERS = frozenset(
+    "i we he she they you it and just finally also recently then never already actually even "
+    "first once both have has had 've ’ve i've i’ve we've we’ve".split()
+)
+_EMOTION = re.compile(
+    r"\b(?:lov(?:e|ed|ing)|hate[sd]?|scared|afraid|terrified|excited|thrilled|proud|sad|happy|"
+    r"angry|upset|anxious|nervous|worried|stressed|lonely|depressed|overwhelmed|grateful|"
+    r"thankful|awful|terrible|wonderful|cr(?:y|ied|ying)|tears|joy|frustrated|hurt|miss(?:ed)?)\b",
+    re.IGNORECASE,
+)
+_STRONG = re.compile(
+    r"\b(?:passed\s+away|died|death|divorced?|grief|grieving|funeral|cancer|accident|miscarriage|"
+    r"suicide|heartbroken|devastated|broke\s+up|breakup|laid\s+off|fired)\b",
+    re.IGNORECASE,
+)
+_TITLES = frozenset("dr mr mrs ms mx prof".split())
+_ENTITY = re.compile(
+    r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+)?\b[A-Z][\w'’&-]*"
+    r"(?:\s+(?:(?:of|de|da|del|van|von)\s+)?[A-Z][\w'’&-]*)*"
+)
+_NOT_NAMES = (
+    frozenset(
+        "i i'm i've i'd i'll i’m i’ve i’d i’ll he she they we you it my your his her their our its "
+        "this that these those the a an and but or so if when what why how who where which there "
+        "monday tuesday wednesday thursday friday saturday sunday january february march april may "
+        "june july august september october november december mon tue tues wed thu thur thurs "
+        "fri sat sun jan feb mar apr jun jul aug sep sept oct nov dec".split()
+    )
+    | _FILLERS
+)
+_INITIAL_WORDS = _NOT_NAMES | frozenset(
+    "just also then maybe sometimes whenever remember knowing wish sorry now here after before "
+    "since not last next every some many".split()
+)
+_STOPWORDS = _NOT_NAMES | frozenset(
+    "about after again also always am any anything are around as at back be because been before "
+    "being both by can can't could day did do does doing don't done down each even ever every "
+    "everything feel felt for from get getting go going good got had has have having here how "
+    "i'm into is it's just keep know last let like little lot lots made make many me more most "
+    "much must need never new next now of off on one only other out over own really said same "
+    "see seems should some something still such sure take than that's them then thing things "
+    "think time to today too try up us very want was way were what's will with would yeah year "
+    "years you're you've you'll glad happy hear sounds sound look looks looking love loved "
+    "wonderful talk chat doing stuff kind means mean tell told share sharing let's gonna wanna "
+    "kinda pretty super special whole found great awesome amazing cool nice important sweet "
+    "hard tough easy different real true best better enough away without while through during "
+    "until though although since ourselves yourself myself themselves everyone someone anyone "
+    "given inspiring exciting fun able thinking feeling taking making getting having doing "
+    "keep keeping lately recently yesterday tomorrow week month".split()
+)
+
+# -- sentences ----------------------------------------------------------------------------
+
+_BOUNDARY = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
+_ABBREVIATIONS = frozenset("dr mr mrs ms mx prof st jr sr vs etc e.g i.e mt ft".split())
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a chat message, not cut after "Dr." or "e.g."."""
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        piece = text[start : m.start()]
+        last = piece.rsplit(None, 1)[-1].lower().rstrip(".") if piece.strip() else ""
+        if piece.endswith(".") and last in _ABBREVIATIONS:
+            continue
+        out.append(piece.strip())
+        start = m.end()
+    out.append(text[start:].strip())
+    return [s for s in out if s]
+
+
+def _alias_of(word: str, known: set[str]) -> bool:
+    """True for a known name or a short form of one ("Mel" for "Melanie")."""
+    return word in known or (len(word) >= 3 and any(k.startswith(word) for k in known))
+
+
+def _clean(sentence: str, known: set[str]) -> str:
+    """The sentence without leading interjections and vocatives ("Hey Mel, ..." → "...")."""
+    s = _LEADING.sub("", sentence).strip()
+    m = re.match(r"([A-Z][a-z]+)\s*[,!.:;–—-]\s*", s)
+    if m and _alias_of(m[1], known):
+        s = s[m.end() :]
+    s = re.sub(r",\s*([A-Z][a-z]+)\s*([.!?]*)$", _vocative_end(known), s)
+    s = re.sub(r",\s*([A-Z][a-z]+)\s*(,)", _vocative_end(known), s)
+    return s[:1].upper() + s[1:] if s else s
+
+
+def _vocative_end(known: set[str]) -> Callable[[re.Match], str]:
+    """A substitution that drops a known name used to address someone, keeping punctuation."""
+
+    def sub(m: re.Match) -> str:
+        return m[2] if _alias_of(m[1], known) else m[0]
+
+    return sub
+
+
+def _content_words(text: str) -> list[str]:
+    return [t for t in _TOKEN.findall(text) if t.lower() not in _FILLERS]
+
+
+def _third_person(verb: str, who: str) -> str | None:
+    """The verb as it agrees with a name ("feel" → "feels"), or None to leave it alone."""
+    if verb in _IRREGULAR_AGREEMENT and not (who == "i" and verb in ("are", "were")):
+        return None if who == "you" and verb == "am" else _IRREGULAR_AGREEMENT[verb]
+    if verb not in _PRESENT_VERBS:
+        return None
+    if verb.endswith(("s", "sh", "ch", "x")):
+        return verb + "es"
+    if verb.endswith("y") and verb[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _resolve(text: str, speaker: str, addressee: str | None) -> str:
+    """First and second person to names, with the verb agreeing ("I am" → "Ana is")."""
+
+    def agree(m: re.Match) -> str:
+        who, verb = m[1].lower(), " ".join(m[2].lower().replace("’", "'").split())
+        before = re.findall(r"[\w'’]+", m.string[: m.start()])
+        name = speaker if who == "i" else addressee
+        form = _third_person(verb, who)
+        if not name or not form or (before and before[-1].lower() in _AUX):
+            return m[0]
+        return f"{name} {form}"
+
+    return resolve_pronouns(_AGREE.sub(agree, text), speaker, addressee)
+
+
+# -- attribution --------------------------------------------------------------------------
+
+
+def _subject(text: str, speaker: str, addressee: str | None, known: set[str]) -> tuple[str, str]:
+    """(subject, how): the first person, "you" or known name among the first six words."""
+    text = _AS_SAID.sub("", text)
+    for m in list(_TOKEN.finditer(text))[:6]:
+        base = re.split(r"['’]", m[0])[0]
+        if base.lower() in _FIRST_BASES:
+            return speaker, "first"
+        if base.lower() in _SECOND_BASES:
+            return (addressee or speaker), "second"
+        if base in known and not _VOCATIVE_AFTER.match(text, m.end()):
+            return base, "name"
+    return speaker, "default"
+
+
+def _source(text: str, m: Message, subject: str, how: str) -> str:
+    """Assistant suggestion, a report of someone else's words or deeds, or first-hand."""
+    if m.role == "assistant":
+        return "assistant_suggested"
+    rep = _REPORTED.search(text)
+    if rep and rep[1] != m.speaker and how != "first":
+        return "reported"
+    if how == "name" and subject != m.speaker:
+        return "reported"
+    return "first_hand"
+
+
+def _is_past_action(text: str, known: set[str]) -> bool:
+    """A past-tense action verb: a common irregular, or an -ed word right after its doer."""
+    tokens = _TOKEN.findall(text)
+    for i, token in enumerate(tokens):
+        t = token.lower()
+        if t in _IRREGULAR:
+            return True
+        if i and len(t) > 4 and t.endswith("ed") and not t.endswith("eed") and t not in _NOT_PAST:
+            prev = tokens[i - 1]
+            if prev.lower() in _DOERS or prev in known:
+                return True
+    return False
+
+
+def _kind(text: str, m: Message, known: set[str]) -> str:
+    """foresight, plan, preference, event or fact, from surface cues."""
+    refs = find_times(text, m.timestamp)
+    future_time = bool(refs) and refs[0].start > m.timestamp
+    if is_forward_duration(text) or (future_time and tense(text) != "past"):
+        return "foresight"
+    if _PLAN.search(text):
+        return "plan"
+    if _PREFERENCE.search(text):
+        return "preference"
+    past_time = bool(refs) and refs[0].start <= m.timestamp and tense(text) == "past"
+    if past_time or _is_past_action(text, known):
+        return "event"
+    return "fact"
+
+
+def _entities(text: str, known: set[str]) -> tuple[EntityMention, ...]:
+    """Capitalised spans, people only when known or titled; never the sentence's first word."""
+    found: dict[str, EntityMention] = {}
+    for m in _ENTITY.finditer(text):
+        spans = _spans(re.sub(r"['’]s?$", "", m[0]).split())
+        initial = m.start() == 0 or bool(re.search(r"[-–—:;\"“(]\s*$", text[: m.start()]))
+        if initial and spans and m[0].startswith(spans[0][0]):
+            spans[0] = _drop_initial(spans[0], known)
+        for span in filter(None, spans):
+            name = " ".join(span)
+            is_person = name in known or span[0].lower().rstrip(".") in _TITLES
+            found.setdefault(name, EntityMention(name, "person" if is_person else "other"))
+    return tuple(found.values())
+
+
+def _drop_initial(span: list[str], known: set[str]) -> list[str]:
+    """A sentence-initial span, which is capitalised anyway: kept if a name, titled or long."""
+    if span[0] in known or span[0].lower().rstrip(".") in _TITLES:
+        return span
+    if len(span) == 1 or span[0].lower() in _INITIAL_WORDS:
+        return span[1:]
+    return span
+
+
+def _spans(words: list[str]) -> list[list[str]]:
+    """Runs of name words, broken at pronouns, weekdays, months and interjections."""
+    runs: list[list[str]] = [[]]
+    for w in words:
+        if w.lower().replace("’", "'") in _NOT_NAMES:
+            runs.append([])
+        else:
+            runs[-1].append(w)
+    return [r for r in runs if r and not (len(r) == 1 and r[0].lower().rstrip(".") in _TITLES)]
+
+
+def _scores(text: str, kind: str, timed: bool, n_entities: int) -> tuple[int, int]:
+    """(importance, salience), each 1–10."""
+    importance = 4 + 2 * timed + min(2, n_entities) + (kind in ("event", "plan", "foresight"))
+    importance += len(_TOKEN.findall(text)) > 15
+    emotions = len(set(w.lower() for w in _EMOTION.findall(text)))
+    salience = 3 + 2 * min(3, emotions) + 3 * bool(_STRONG.search(text))
+    salience += min(2, text.count("!"))
+    return min(10, max(1, importance)), min(10, max(1, salience))
+
+
+# -- claims -------------------------------------------------------------------------------
+
+
+def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
+    """One claim from one sentence, or None for greetings, fillers and others' questions."""
+    core = _clean(sentence, known)
+    if not core or _GREETING.match(core) or len(_content_words(core)) < 4:
+        return None
+    question = core.endswith("?") and not _TAG_QUESTION.search(core)
+    if question and not _OWN_QUESTION.search(core):
+        return None
+    addressee = m.addressees[0] if len(m.addressees) == 1 else None
+    subject, how = _subject(core, m.speaker, addressee, known)
+    valid_from, valid_to = ground(core, m.timestamp)
+    kind = "question" if question else _kind(core, m, known)
+    entities = _entities(core, known)
+    importance, salience = _scores(core, kind, valid_from is not None, len(entities))
+    return Claim(
+        text=_resolve(core, m.speaker, addressee),
+        speaker=m.speaker,
+        subject=subject,
+        conversation=m.conversation,
+        evidence=(m.id,),
+        said_at=m.timestamp,
+        kind=kind,
+        source=_source(core, m, subject, how),
+        importance=importance,
+        salience=salience,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        entities=entities,
+        method="heuristic",
+    )
+
+
+def _caption_claim(m: Message, caption: str) -> Claim:
+    """A shared image as an event: "<speaker> shared a photo of <caption>"."""
+    cap = caption.strip().rstrip(".")
+    if not re.match(r"(?:a|an)\s+(?:photo|picture|image|screenshot)\s+of\b", cap, re.I):
+        cap = f"a photo of {cap}"
+    return Claim(
+        text=f"{m.speaker} shared {cap}",
+        speaker=m.speaker,
+        subject=m.speaker,
+        conversation=m.conversation,
+        evidence=(m.id,),
+        said_at=m.timestamp,
+        kind="event",
+        source="assistant_suggested" if m.role == "assistant" else "first_hand",
+        importance=4,
+        salience=3,
+        method="heuristic",
+    )
+
+
+def heuristic_claims(messages: list[Message], known_people: Iterable[str] = ()) -> list[Claim]:
+    """Speaker-attributed claims from every informative sentence; system messages are skipped."""
+    known = set(known_people)
+    for m in messages:
+        known.add(m.speaker)
+        known.update(m.addressees)
+    claims: list[Claim] = []
+    for m in messages:
+        if m.role == "system" or not m.speaker:
+            continue
+        for sentence in split_sentences(m.text):
+            claim = _sentence_claim(sentence, m, known)
+            if claim is not None:
+                claims.append(claim)
+        claims.extend(_caption_claim(m, a.caption) for a in m.attachments if a.caption.strip())
+    return claims
+
+
+# -- episodes -----------------------------------------------------------------------------
+
+
+def _keywords(messages: list[Message], skip: set[str]) -> list[str]:
+    """Repeated content words, a pair that recurs ("support group") ahead of its parts."""
+    words: Counter[str] = Counter()
+    pairs: Counter[str] = Counter()
+    for m in messages:
+        tokens = [t.lower() for t in _TOKEN.findall(m.indexed_text())]
+        keep = [
+            t if len(t) >= 4 and t.isalpha() and t not in _STOPWORDS and t not in skip else ""
+            for t in tokens
+        ]
+        words.update(t for t in keep if t and not t.endswith(("ed", "ly")))
+        pairs.update(f"{a} {b}" for a, b in zip(keep, keep[1:], strict=False) if a and b)
+    ranked = [p for p, n in pairs.most_common() if n >= 2]
+    ranked += [w for w, _ in words.most_common()]
+    out: list[str] = []
+    for k in ranked:
+        if not any(k in o.split() or o in k.split() for o in out):
+            out.append(k)
+    return out
+
+
+def _topics(messages: list[Message], claims: list[Claim], people: set[str]) -> list[str]:
+    """Up to four topics: the most named entities, then the most repeated content words."""
+    names = Counter(e.name for c in claims for e in c.entities if e.name not in people)
+    topics = [n for n, _ in names.most_common(2)]
+    skip = {w.lower() for name in [*people, *topics] for w in name.split()}
+    return topics + _keywords(messages, skip)[: 4 - len(topics)]
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def heuristic_episode(messages: list[Message]) -> Episode:
+    """An episode over one session's chunk: who talked about what, plus its two key sentences."""
+    if not messages:
+        raise ValueError("an episode needs at least one message")
+    ordered = sorted(messages, key=lambda m: m.seq)
+    first = ordered[0]
+    if any((m.conversation, m.session) != (first.conversation, first.session) for m in ordered):
+        raise ValueError("an episode's messages must come from one session of one conversation")
+    people = list(dict.fromkeys(m.speaker for m in ordered))
+    claims = heuristic_claims(ordered)
+    topics = _topics(ordered, claims, set(people) | {a for m in ordered for a in m.addressees})
+    when = first.session_start or first.timestamp
+    head = f"Session {first.session} ({when.day} {when:%B %Y}): {_join(people)}"
+    narrative = f"{head} talked about {_join(topics)}." if topics else f"{head} talked."
+    key = sorted(
+        (c for c in claims if c.kind != "question"),
+        key=lambda c: (-(c.importance + c.salience), c.said_at),
+    )[:2]
+    narrative = " ".join([narrative, *(c.text for c in sorted(key, key=lambda c: c.said_at))])
+    title = ", ".join(topics[:3]) or f"Session {first.session}"
+    return Episode(
+        conversation=first.conversation,
+        session=first.session,
+        message_ids=tuple(m.id for m in ordered),
+        start=first.timestamp,
+        end=ordered[-1].timestamp,
+        narrative=narrative,
+        title=title[:1].upper() + title[1:],
+        method="heuristic",
+    )

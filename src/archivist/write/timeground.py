@@ -1,0 +1,427 @@
+"""Explicit time: resolve "yesterday", "next month", "8 May 2023" against when a message was said.
+
+A relative date means nothing once the conversation is old, so claims are
+grounded at write time against the message's own timestamp (DESIGN §1.3).
+Regular expressions only, no parser dependency: this runs on every sentence.
+
+Conventions, kept simple on purpose:
+
+- days run 00:00 to the next 00:00 (end exclusive) in the timezone of ``at``;
+  "this morning", "tonight" and "last night" resolve to the whole day;
+- weeks start on Monday; a weekend is Saturday 00:00 to Monday 00:00, with
+  granularity "week"; "N weeks ago" / "in N weeks" is the Monday-based week
+  holding that day; "next weekend" is the one after "this weekend";
+- "last <weekday>" (also "last Fri") is the most recent one strictly before ``at``'s date, "next
+  <weekday>" the first strictly after, "on <weekday>" follows the tense
+  (future → next, past → last, present → the one in ``at``'s week);
+- seasons are northern-hemisphere meteorological: spring = Mar–May, summer =
+  Jun–Aug, autumn = Sep–Nov, winter = Dec–Feb; "last summer" is the latest
+  one that ended before ``at``;
+- a date without a year takes ``at``'s year, one year earlier if the sentence
+  is past tense and that lands more than 31 days after ``at`` (one later for
+  future tense, more than 31 days before); "in May" takes ``at``'s year, the
+  previous year if May is after ``at``'s month in a past-tense sentence (the
+  next year if before it in a future-tense one);
+- "the past week/month/year" is the rolling window up to the end of ``at``'s
+  day (7, 30 or 365 days); "the other day" counts as the past week;
+- in durations a month is 30 days and a year 365.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, tzinfo
+
+GRANULARITIES: tuple[str, ...] = ("day", "week", "month", "year", "season", "instant")
+
+
+@dataclass(frozen=True)
+class TimeRef:
+    """A time expression found in text, resolved to an absolute span (end exclusive)."""
+
+    text: str
+    start: datetime
+    end: datetime | None
+    granularity: str  # day|week|month|year|season|instant
+
+
+# -- vocabulary ---------------------------------------------------------------------------
+
+_WORD_NUMBERS = {
+    w: i + 1
+    for i, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split())
+}
+_WORD_NUMBERS.update({"a": 1, "an": 1, "couple": 2, "few": 3, "several": 3})
+_NUM = (
+    r"(?:\d{1,3}|a\s+couple(?:\s+of)?|couple\s+of|a\s+few|several|an?|"
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+)
+_UNIT = r"(day|week|month|year)s?"
+_MONTH_NAMES = (
+    "january february march april may june july august september october november december"
+).split()
+_MONTHS = {name: i + 1 for i, name in enumerate(_MONTH_NAMES)}
+_MONTHS.update({name[:3]: i + 1 for i, name in enumerate(_MONTH_NAMES)})
+_MONTHS["sept"] = 9
+# "May" only capitalised, so the modal verb "may" is never a month.
+_MONTH_FULL = (
+    r"(?:January|February|March|April|(?-i:May)|June|July|August|September|October|"
+    r"November|December)"
+)
+_MONTH_ANY = (
+    r"(?:January|February|March|April|(?-i:May)|June|July|August|September|October|"
+    r"November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)"
+)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_SEASON_START = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+
+_FUTURE = re.compile(
+    r"\b(?:will|won't|wont|shall|gonna|going\s+to|plan(?:s|ning)?\s+(?:to|on)|"
+    r"hop(?:e|es|ing)\s+to|want(?:s)?\s+to|intend|upcoming|can't\s+wait|looking\s+forward|"
+    r"next|tomorrow)\b|['’]ll\b",
+    re.IGNORECASE,
+)
+_PAST = re.compile(
+    r"\b(?:was|were|did|had|went|got|made|took|saw|met|ago|yesterday|last|[a-z]{3,}ed)\b",
+    re.IGNORECASE,
+)
+_BACKWARD = re.compile(
+    r"(?:\b(?:have|has)|['’]ve)\s+(?:\w+ly\s+)?(?:been|known|lived|worked|had|studied|played|"
+    r"practi[cs]ed|volunteered|dated|done|taught|run|owned|kept)\b",
+    re.IGNORECASE,
+)
+
+
+def tense(text: str) -> str:
+    """Coarse tense of a sentence ("future", "past" or "present"), to place yearless dates."""
+    if _FUTURE.search(text):
+        return "future"
+    if _PAST.search(text):
+        return "past"
+    return "present"
+
+
+def _number(phrase: str) -> int:
+    """Digits or a number word ("a couple of" → 2, "a few" → 3) as an int."""
+    words = phrase.lower().split()
+    if words[-1] == "of":
+        words.pop()
+    return int(words[-1]) if words[-1].isdigit() else _WORD_NUMBERS[words[-1]]
+
+
+# -- spans --------------------------------------------------------------------------------
+
+
+def _at_day(d: date, tz: tzinfo | None) -> datetime:
+    return datetime(d.year, d.month, d.day, tzinfo=tz)
+
+
+def _days(text: str, d: date, n: int, tz: tzinfo | None, granularity: str = "day") -> TimeRef:
+    return TimeRef(text, _at_day(d, tz), _at_day(d + timedelta(days=n), tz), granularity)
+
+
+def _week(text: str, d: date, tz: tzinfo | None) -> TimeRef:
+    return _days(text, d - timedelta(days=d.weekday()), 7, tz, "week")
+
+
+def _shift_month(year: int, month: int, k: int) -> tuple[int, int]:
+    total = year * 12 + (month - 1) + k
+    return total // 12, total % 12 + 1
+
+
+def _month(text: str, year: int, month: int, tz: tzinfo | None, granularity: str = "month"):
+    ny, nm = _shift_month(year, month, 1)
+    return TimeRef(
+        text, datetime(year, month, 1, tzinfo=tz), datetime(ny, nm, 1, tzinfo=tz), granularity
+    )
+
+
+def _year(text: str, year: int, tz: tzinfo | None) -> TimeRef:
+    return TimeRef(
+        text, datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz), "year"
+    )
+
+
+def _season(text: str, name: str, year: int, tz: tzinfo | None) -> TimeRef:
+    """The season ``name`` that starts in ``year`` (winter starts in December)."""
+    first = _month(text, year, _SEASON_START[name], tz)
+    ey, em = _shift_month(year, _SEASON_START[name], 3)
+    return TimeRef(text, first.start, datetime(ey, em, 1, tzinfo=tz), "season")
+
+
+# -- handlers: (match, at, text) -> TimeRef | None ------------------------------------------
+
+Handler = Callable[[re.Match, datetime, str], "TimeRef | None"]
+
+
+def _h_offset_day(offset: int) -> Handler:
+    def handle(m: re.Match, at: datetime, _text: str) -> TimeRef:
+        return _days(m[0], at.date() + timedelta(days=offset), 1, at.tzinfo)
+
+    return handle
+
+
+def _h_relative_period(m: re.Match, at: datetime, _text: str) -> TimeRef:
+    """last/this/next week, weekend, month, year."""
+    which = m[1].lower().split()[-1]  # "this past" -> "past"
+    k = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
+    unit, d, tz = m[2].lower(), at.date(), at.tzinfo
+    if unit == "week":
+        return _week(m[0], d + timedelta(weeks=k), tz)
+    if unit == "weekend":
+        saturday = d - timedelta(days=d.weekday()) + timedelta(days=5 + 7 * k)
+        return _days(m[0], saturday, 2, tz, "week")
+    if unit == "month":
+        return _month(m[0], *_shift_month(at.year, at.month, k), tz)
+    return _year(m[0], at.year + k, tz)
+
+
+def _weekday(name: str) -> int:
+    """Monday = 0 for a weekday's name or its abbreviation ("Tues", "Fri")."""
+    return next(i for i, d in enumerate(_WEEKDAYS) if d.startswith(name.lower()[:3]))
+
+
+def _h_weekday(m: re.Match, at: datetime, text: str) -> TimeRef:
+    """last/next/this/on <weekday>."""
+    which, target, d = " ".join(m[1].lower().split()), _weekday(m[2]), at.date()
+    if which == "on":
+        which = {"future": "next", "past": "last"}.get(tense(text), "this")
+    if which in ("last", "this past"):
+        back = (d.weekday() - target) % 7 or 7
+        return _days(m[0], d - timedelta(days=back), 1, at.tzinfo)
+    if which in ("next", "this coming"):
+        ahead = (target - d.weekday()) % 7 or 7
+        return _days(m[0], d + timedelta(days=ahead), 1, at.tzinfo)
+    return _days(m[0], d + timedelta(days=target - d.weekday()), 1, at.tzinfo)
+
+
+def _h_count(sign: int) -> Handler:
+    """ "N units ago" (sign -1) and "in N units" (sign +1)."""
+
+    def handle(m: re.Match, at: datetime, _text: str) -> TimeRef:
+        n, unit, d, tz = sign * _number(m[1]), m[2].lower(), at.date(), at.tzinfo
+        if unit == "day":
+            return _days(m[0], d + timedelta(days=n), 1, tz)
+        if unit == "week":
+            return _week(m[0], d + timedelta(weeks=n), tz)
+        if unit == "month":
+            return _month(m[0], *_shift_month(at.year, at.month, n), tz)
+        return _year(m[0], at.year + n, tz)
+
+    return handle
+
+
+def _h_recent(m: re.Match, at: datetime, _text: str) -> TimeRef:
+    """Rolling windows up to today: "the past week/month/year", "the other day" (a week)."""
+    unit = (m[1] or "week").lower()
+    days = {"week": 7, "month": 30, "year": 365}[unit]
+    d = at.date()
+    return TimeRef(m[0], _at_day(d - timedelta(days=days), at.tzinfo),
+                   _at_day(d + timedelta(days=1), at.tzinfo), unit)  # fmt: skip
+
+
+def _h_weekends_ago(m: re.Match, at: datetime, _text: str) -> TimeRef:
+    d = at.date() - timedelta(weeks=_number(m[1]))
+    return _days(m[0], d - timedelta(days=d.weekday()) + timedelta(days=5), 2, at.tzinfo, "week")
+
+
+def _h_season(m: re.Match, at: datetime, _text: str) -> TimeRef:
+    """last/this/next summer (northern hemisphere)."""
+    which, name = m[1].lower().split()[-1], m[2].lower()
+    candidates = [_season(m[0], name, y, at.tzinfo) for y in range(at.year - 2, at.year + 2)]
+    if which in ("last", "past"):
+        return [s for s in candidates if s.end <= at][-1]
+    if which == "next":
+        return next(s for s in candidates if s.start > at)
+    current = [s for s in candidates if s.start <= at < s.end]
+    return current[0] if current else next(s for s in candidates if s.start > at)
+
+
+def _yearless(month: int, day: int, at: datetime, text: str) -> date:
+    """The date in ``at``'s year, moved a year back or on when tense says it is far off."""
+    when = date(at.year, month, day)
+    mood = tense(text)
+    if mood == "past" and (when - at.date()).days > 31:
+        when = date(at.year - 1, month, day)
+    elif mood == "future" and (at.date() - when).days > 31:
+        when = date(at.year + 1, month, day)
+    return when
+
+
+def _h_date(day_group: int, month_group: int, year_group: int) -> Handler:
+    """Day-month(-year) in either order; None for impossible dates such as 31 June."""
+
+    def handle(m: re.Match, at: datetime, text: str) -> TimeRef | None:
+        month = _MONTHS[m[month_group].lower().rstrip(".")]
+        day = int(m[day_group])
+        try:
+            if m[year_group]:
+                when = date(int(m[year_group]), month, day)
+            else:
+                when = _yearless(month, day, at, text)
+        except ValueError:
+            return None
+        return _days(m[0], when, 1, at.tzinfo)
+
+    return handle
+
+
+def _h_month_year(m: re.Match, at: datetime, _text: str) -> TimeRef:
+    return _month(m[0], int(m[2]), _MONTHS[m[1].lower().rstrip(".")], at.tzinfo)
+
+
+def _h_month_alone(m: re.Match, at: datetime, text: str) -> TimeRef:
+    """in/last/next <Month>, placed by the word before it or by the sentence's tense."""
+    which, month = m[1].lower(), _MONTHS[m[2].lower()]
+    year = at.year
+    if which == "last":
+        year -= month >= at.month
+    elif which == "next":
+        year += month <= at.month
+    elif month > at.month and tense(text) == "past":
+        year -= 1
+    elif month < at.month and tense(text) == "future":
+        year += 1
+    return _month(m[0], year, month, at.tzinfo)
+
+
+def _h_iso(m: re.Match, at: datetime, _text: str) -> TimeRef | None:
+    try:
+        if m[4]:
+            when = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), tzinfo=at.tzinfo)
+            return TimeRef(m[0], when, None, "instant")
+        return _days(m[0], date(int(m[1]), int(m[2]), int(m[3])), 1, at.tzinfo)
+    except ValueError:
+        return None
+
+
+def _h_year(m: re.Match, at: datetime, _text: str) -> TimeRef:
+    return _year(m[0], int(m[1]), at.tzinfo)
+
+
+_WD = "(" + "|".join(_WEEKDAYS) + "|(?-i:Mon|Tues?|Wed|Thu|Thurs?|Fri|Sat|Sun))"
+_RAW_PATTERNS: list[tuple[str, Handler]] = [
+    (r"\bthe\s+day\s+before\s+yesterday\b", _h_offset_day(-2)),
+    (r"\bthe\s+day\s+after\s+tomorrow\b", _h_offset_day(2)),
+    (r"\b(?:yesterday|last\s+night)\b", _h_offset_day(-1)),
+    (r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", _h_offset_day(0)),
+    (r"\btomorrow\b", _h_offset_day(1)),
+    (r"\b(last|this|next)\s+(week|weekend|month|year)\b", _h_relative_period),
+    (r"\b(this\s+past)\s+(weekend)\b", _h_relative_period),
+    (rf"\b(last|next|this|this\s+past|this\s+coming|on)\s+{_WD}\b(?!s)", _h_weekday),
+    (rf"\b({_NUM})\s+{_UNIT}\s+ago\b", _h_count(-1)),
+    (rf"\bin\s+({_NUM})\s+{_UNIT}\b", _h_count(1)),
+    (rf"\b({_NUM})\s+weekends?\s+ago\b", _h_weekends_ago),
+    (r"\b(?:the\s+|this\s+)past\s+(week|month|year)\b|\bthe\s+other\s+day\b", _h_recent),
+    (r"\b(last|this|next|this\s+past)\s+(summer|winter|spring|fall|autumn)\b", _h_season),
+    (
+        rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ANY}\.?)(?:,?\s+(\d{{4}}))?\b",
+        _h_date(1, 2, 3),
+    ),
+    (
+        rf"\b({_MONTH_ANY}\.?)\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b(?!:)",
+        _h_date(2, 1, 3),
+    ),
+    (rf"\b({_MONTH_ANY})\.?,?\s+(\d{{4}})\b", _h_month_year),
+    (
+        rf"\b(in|during|since|until|by|last|next|this|early|late|mid|of)\s+({_MONTH_FULL})\b"
+        r"(?!\s*\d)",
+        _h_month_alone,
+    ),
+    (r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?\b", _h_iso),
+    (
+        r"(?<![\d$£€.,:/-])\b(19[5-9]\d|20[0-4]\d)\b(?![\d,.:/]\d|s\b|\s*(?:miles|km|people|"
+        r"dollars|bucks|steps|feet|meters|metres|words|calories|pounds|kg|lbs|times|pieces))",
+        _h_year,
+    ),
+]
+_PATTERNS = [(re.compile(p, re.IGNORECASE), h) for p, h in _RAW_PATTERNS]
+_QUICK = re.compile(
+    r"\d|yesterday|today|tonight|tomorrow|night|morning|afternoon|evening|week|month|year|"
+    r"day|ago|other|mon|tue|wed|thu|fri|sat|sun|summer|winter|spring|fall|autumn|"
+    + "|".join(_MONTH_NAMES + [n[:3] for n in _MONTH_NAMES]),
+    re.IGNORECASE,
+)
+
+
+def _found(text: str, at: datetime) -> list[tuple[int, TimeRef]]:
+    """Non-overlapping (position, TimeRef) pairs, the longest match winning, in text order."""
+    if not _QUICK.search(text):
+        return []
+    candidates: list[tuple[int, int, re.Match, Handler]] = []
+    for pattern, handler in _PATTERNS:
+        for m in pattern.finditer(text):
+            candidates.append((m.start(), m.end(), m, handler))
+    candidates.sort(key=lambda c: (c[0] - c[1], c[0]))
+    taken: list[tuple[int, int]] = []
+    out: list[tuple[int, TimeRef]] = []
+    for start, end, m, handler in candidates:
+        if any(start < e and s < end for s, e in taken):
+            continue
+        ref = handler(m, at, text)
+        if ref is not None:
+            taken.append((start, end))
+            out.append((start, ref))
+    return sorted(out, key=lambda p: p[0])
+
+
+def find_times(text: str, at: datetime) -> list[TimeRef]:
+    """Every time expression in ``text``, resolved against ``at`` (the message's timestamp)."""
+    return [ref for _, ref in _found(text, at)]
+
+
+# -- durations and grounding ----------------------------------------------------------------
+
+_DURATION = re.compile(
+    rf"\bfor\s+(?:the\s+(next|past|last)\s+)?({_NUM}\s+)?{_UNIT}\b",
+    re.IGNORECASE,
+)
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+
+
+def _durations(text: str) -> list[tuple[timedelta, bool]]:
+    """(length, backward) for each "for N units"; backward when it counts up to now."""
+    out = []
+    for m in _DURATION.finditer(text):
+        if not m[2] and not m[1]:
+            continue  # "for years" / "for the day": no count
+        n = _number(m[2].strip()) if m[2] else 1
+        backward = (m[1] or "").lower() in ("past", "last") or bool(_BACKWARD.search(text))
+        out.append((timedelta(days=n * _UNIT_DAYS[m[3].lower()]), backward))
+    return out
+
+
+def durations(text: str) -> list[timedelta]:
+    """Lengths of "for ten days", "for 2 weeks", "for a month", "for the next three days"."""
+    return [d for d, _ in _durations(text)]
+
+
+def is_forward_duration(text: str) -> bool:
+    """True when the text bounds a state from now on ("on antibiotics for 10 days")."""
+    return any(not backward for _, backward in _durations(text))
+
+
+def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
+    """(valid_from, valid_to) of a claim said at ``at``; (None, None) without a time expression.
+
+    A forward duration runs from the first time expression (or ``at``) for its
+    length; a backward one ("have been married for 5 years") started that long
+    before ``at`` and is still open; "since <time>" is open-ended; otherwise
+    the first time expression's span.
+    """
+    found = _found(text, at)
+    spans = _durations(text)
+    if spans:
+        length, backward = spans[0]
+        if backward:
+            return at - length, None
+        start = found[0][1].start if found else at
+        return start, start + length
+    if not found:
+        return None, None
+    pos, ref = found[0]
+    if ref.text.lower().startswith("since") or re.search(r"\bsince\s*$", text[:pos], re.I):
+        return ref.start, None
+    return ref.start, ref.end
