@@ -15,6 +15,7 @@ from .errors import ConfigError
 
 ENV_PREFIX = "ARCHIVIST_"
 EMBEDDERS = ("local", "openai", "fake")
+LLMS = ("", "none", "openai", "fake")
 
 
 def default_db_path() -> Path:
@@ -38,12 +39,27 @@ class Settings:
     embed_batch_size: int = 64
     embed_threads: int = 0  # onnxruntime intra-op threads; 0 = library default
     search_preset: str = "archivist"
+    llm: str = ""  # "" / "none": heuristic archivist; "openai": any OpenAI-compatible server
+    llm_model: str = ""
+    llm_base_url: str = ""
+    llm_api_key: str = ""
+    llm_timeout: float = 60.0
+    llm_concurrency: int = 4  # parallel LLM calls (extraction batches across episodes)
 
     def __post_init__(self) -> None:
         if self.embedder not in EMBEDDERS:
             raise ConfigError(
                 f"embedder must be one of {', '.join(EMBEDDERS)}; got {self.embedder!r}"
             )
+        if self.llm not in LLMS:
+            raise ConfigError(f"llm must be one of openai, fake or none; got {self.llm!r}")
+        if self.llm == "openai" and not (self.llm_model and self.llm_base_url):
+            raise ConfigError(
+                "llm 'openai' needs llm_model and llm_base_url "
+                f"(env {ENV_PREFIX}LLM_MODEL, {ENV_PREFIX}LLM_BASE_URL)"
+            )
+        if self.llm_timeout <= 0 or self.llm_concurrency < 1:
+            raise ConfigError("llm_timeout must be > 0 and llm_concurrency >= 1")
         if self.embedder == "openai" and not (self.embed_model and self.embed_base_url):
             raise ConfigError(
                 "embedder 'openai' needs embed_model and embed_base_url "
@@ -64,7 +80,17 @@ class Settings:
         kw: dict[str, object] = {}
         if v := env.get(ENV_PREFIX + "DB"):
             kw["db_path"] = Path(v)
-        for name in ("embedder", "embed_model", "embed_base_url", "embed_api_key", "search_preset"):
+        for name in (
+            "embedder",
+            "embed_model",
+            "embed_base_url",
+            "embed_api_key",
+            "search_preset",
+            "llm",
+            "llm_model",
+            "llm_base_url",
+            "llm_api_key",
+        ):
             if v := env.get(ENV_PREFIX + name.upper()):
                 kw[name] = v
         for name, conv in (
@@ -72,13 +98,16 @@ class Settings:
             ("embed_timeout", float),
             ("embed_batch_size", int),
             ("embed_threads", int),
+            ("llm_timeout", float),
+            ("llm_concurrency", int),
         ):
             if v := env.get(ENV_PREFIX + name.upper()):
                 try:
                     kw[name] = conv(v)
                 except ValueError as e:
                     raise ConfigError(f"{ENV_PREFIX}{name.upper()}={v!r} is not a number") from e
-        if not kw.get("embed_api_key") and env.get("OPENAI_API_KEY"):
-            kw["embed_api_key"] = env["OPENAI_API_KEY"]
+        for key in ("embed_api_key", "llm_api_key"):
+            if not kw.get(key) and env.get("OPENAI_API_KEY"):
+                kw[key] = env["OPENAI_API_KEY"]
         kw.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kw)

@@ -16,6 +16,9 @@ import numpy as np
 from .config import Settings
 from .embed.base import Embedder
 from .errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound
+from .llm.accounting import Accounting
+from .llm.base import ChatModel
+from .llm.structured import run_parallel
 from .model import Claim, Conversation, Hit, Message
 from .read.entities import entity_rows
 from .read.search import SearchConfig, SearchTrace, get_preset, search
@@ -55,6 +58,19 @@ class ExtractReport:
         self.fallbacks += r.fallbacks
 
 
+class StoreResponseCache:
+    """The store's llm_cache table as an llm.cache.ResponseCache."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def get(self, key: str) -> str | None:
+        return self.store.llm_cache_get(key)
+
+    def put(self, key: str, task: str, model: str, value: str) -> None:
+        self.store.llm_cache_put(key, task, model, value)
+
+
 def _continue_numbering(conv: Conversation, stored: Sequence[Message]) -> Conversation:
     """New turns of a stored conversation are numbered after the stored ones.
 
@@ -92,6 +108,7 @@ class MemoryService:
         embedder: Embedder | None = None,
         index_options: IndexOptions = DEFAULT_INDEX,
         archivist: Archivist | None = None,
+        llm: ChatModel | None = None,
     ) -> None:
         self.settings = settings or Settings()
         if path is not None:
@@ -105,6 +122,8 @@ class MemoryService:
         self.index_options = index_options
         self._people: list[str] | None = None
         self._archivist: Archivist | None = archivist
+        self._llm = llm
+        self.llm_ledger = Accounting()
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -210,10 +229,29 @@ class MemoryService:
     # -- the archivist: episodes and claims -------------------------------------------
 
     @property
+    def llm(self) -> ChatModel | None:
+        """The configured chat model, or None (heuristic mode)."""
+        if self._llm is None and self.settings.llm not in ("", "none"):
+            from .llm import get_chat_model
+
+            self._llm = get_chat_model(self.settings)
+        return self._llm
+
+    @property
     def archivist(self) -> Archivist:
-        """The configured archivist: heuristic unless an LLM is configured."""
+        """The configured archivist: the LLM one when a model is configured, else heuristic."""
         if self._archivist is None:
-            self._archivist = HeuristicArchivist()
+            if self.llm is not None:
+                from .write.llm_archivist import LLMArchivist  # pydantic only when used
+
+                self._archivist = LLMArchivist(
+                    self.llm,
+                    cache=StoreResponseCache(self.store),
+                    ledger=self.llm_ledger,
+                    concurrency=self.settings.llm_concurrency,
+                )
+            else:
+                self._archivist = HeuristicArchivist()
         return self._archivist
 
     def extract(
@@ -230,17 +268,27 @@ class MemoryService:
             if conversations is not None
             else [c["id"] for c in self.store.conversations()]
         )
+        todo: list[tuple[str, int, list[Message], list[str]]] = []
         for cid in ids:
             done = self.store.extraction_state(cid)
             msgs = [m for _, m in self.store.conversation_messages(cid)]
-            participants = sorted(
-                {m.speaker for m in msgs} | {a for m in msgs for a in m.addressees}
-            )
+            people = sorted({m.speaker for m in msgs} | {a for m in msgs for a in m.addressees})
             for session, group in _by_session(msgs).items():
                 if done.get(session) == len(group):
                     report.sessions_skipped += 1
-                    continue
-                result = self.archivist.process_session(group, participants)
+                else:
+                    todo.append((cid, session, group, people))
+        # Sessions run in parallel batches (LLM calls overlap within the concurrency
+        # limit); each finished session is saved in order by this thread alone.
+        width = getattr(self.archivist, "concurrency", 1)
+        for i in range(0, len(todo), max(1, width * 2)):
+            batch = todo[i : i + max(1, width * 2)]
+            results = run_parallel(
+                lambda t: self.archivist.process_session(t[2], t[3]), batch, max(1, width)
+            )
+            for (cid, session, group, _), result in zip(batch, results, strict=True):
+                if isinstance(result, Exception):
+                    raise result
                 self._save_session(cid, session, group, result)
                 report.add(result)
                 if progress:
@@ -364,7 +412,11 @@ class MemoryService:
 
     def llm_summary(self) -> dict:
         """LLM calls, tokens and latency per prompt name in this process."""
-        return {}
+        return {
+            "model": self.llm.name if self.llm else None,
+            "tasks": self.llm_ledger.summary(),
+            "totals": self.llm_ledger.totals(),
+        }
 
     def conversations(self) -> list[dict]:
         return self.store.conversations()

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..model import Conversation, Message
+from ..model import Claim, Conversation, Episode, Message
 from .sql import Filters
 
 
@@ -81,5 +81,47 @@ class Store(Protocol):
     def delete_person(self, person: str) -> int: ...
 
     def stats(self) -> dict: ...
+
+    # derived memory (episodes, claims, extraction state, LLM cache)
+
+    def llm_cache_get(self, key: str) -> str | None: ...
+
+    def llm_cache_put(self, key: str, task: str, model: str, value: str) -> None: ...
+
+    def extraction_state(self, conversation: str) -> dict[int, int]: ...
+
+    def save_extraction(
+        self,
+        conversation: str,
+        session: int,
+        episodes: Sequence,
+        claims: Sequence,
+        model: str,
+        vectors: dict[str, np.ndarray],
+        *,
+        n_messages: int,
+        method: str,
+        rejected: int = 0,
+    ) -> list[int]: ...
+
+    def clear_derived(self, conversation: str | None = None) -> None: ...
+
+    def claim_keyword_search(
+        self, text: str, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def claim_vector_search(
+        self, model: str, query: np.ndarray, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def claims_by_id(self, ids: Iterable[int]) -> dict[int, Claim]: ...
+
+    def claim_evidence_rowids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]: ...
+
+    def list_claims(self, filters: Filters, limit: int = 100, offset: int = 0) -> list[Claim]: ...
+
+    def list_episodes(
+        self, conversation: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Episode]: ...
 
     def close(self) -> None: ...

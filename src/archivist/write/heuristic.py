@@ -132,7 +132,8 @@ _NOT_NAMES = (
         "this that these those the a an and but or so if when what why how who where which there "
         "monday tuesday wednesday thursday friday saturday sunday january february march april may "
         "june july august september october november december mon tue tues wed thu thur thurs "
-        "fri sat sun jan feb mar apr jun jul aug sep sept oct nov dec".split()
+        "fri sat sun jan feb mar apr jun jul aug sep sept oct nov dec yesterday today tonight "
+        "tomorrow".split()
     )
     | _FILLERS
 )
@@ -343,10 +344,16 @@ def _scores(text: str, kind: str, timed: bool, n_entities: int) -> tuple[int, in
 
 
 def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
-    """One claim from one sentence, or None for greetings, fillers and others' questions."""
+    """One claim from one sentence, or None for greetings, fillers and others' questions.
+
+    A sentence needs four words besides interjections, or three and a time expression.
+    """
     core = _clean(sentence, known)
-    if not core or _GREETING.match(core) or len(_content_words(core)) < 4:
+    if not core or _GREETING.match(core):
         return None
+    words = len(_content_words(core))
+    if words < 4 and not (words == 3 and find_times(core, m.timestamp)):
+        return None  # too short to say anything, unless it dates something ("Last night was fun!")
     question = core.endswith("?") and not _TAG_QUESTION.search(core)
     if question and not _OWN_QUESTION.search(core):
         return None

@@ -131,7 +131,7 @@ def _shift_month(year: int, month: int, k: int) -> tuple[int, int]:
     return total // 12, total % 12 + 1
 
 
-def _month(text: str, year: int, month: int, tz: tzinfo | None, granularity: str = "month"):
+def _month(text: str, year: int, month: int, tz: tzinfo | None) -> TimeRef:
     ny, nm = _shift_month(year, month, 1)
     return TimeRef(
         text, datetime(year, month, 1, tzinfo=tz), datetime(ny, nm, 1, tzinfo=tz), granularity
