@@ -14,16 +14,27 @@ def stats(ctx: Context, as_json: bool) -> None:
     """Counts of conversations, sessions, messages, people and vectors."""
     s = ctx.memory.stats()
     s["conversation_list"] = ctx.memory.conversations()
+    s["llm"] = ctx.memory.llm_summary()
+    s["archivist"] = ctx.memory.archivist.name
     if as_json:
         emit_json(s)
         return
     click.echo(f"store:         {s['path']} ({s['bytes'] / 1e6:.1f} MB)")
-    for key in ("conversations", "sessions", "messages", "people"):
+    for key in ("conversations", "sessions", "messages", "people", "episodes", "claims"):
         click.echo(f"{key + ':':<15}{s[key]}")
     click.echo(f"embed model:   {s['embed_model'] or '(none yet)'}")
     for model, n in s["vectors"].items():
         click.echo(f"vectors:       {n} ({model})")
-    click.echo("llm:           none configured (heuristic mode)")
+    if s["llm"]["model"]:
+        click.echo(f"llm:           {s['llm']['model']} (archivist {s['archivist']})")
+    else:
+        click.echo("llm:           none configured (heuristic archivist)")
+    click.echo(
+        f"claims:        {s['claims_rejected']} rejected at validation; "
+        f"{s['sessions_extracted']} sessions extracted; {s['llm_cache_entries']} cached LLM answers"
+    )
+    for task, row in s["llm"]["tasks"].items():
+        click.echo(f"  {task}: {row}")
     for c in s["conversation_list"]:
         click.echo(
             f"  {c['id']}: {c['messages']} messages, {c['sessions']} sessions, "

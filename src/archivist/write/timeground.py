@@ -134,7 +134,7 @@ def _shift_month(year: int, month: int, k: int) -> tuple[int, int]:
 def _month(text: str, year: int, month: int, tz: tzinfo | None) -> TimeRef:
     ny, nm = _shift_month(year, month, 1)
     return TimeRef(
-        text, datetime(year, month, 1, tzinfo=tz), datetime(ny, nm, 1, tzinfo=tz), granularity
+        text, datetime(year, month, 1, tzinfo=tz), datetime(ny, nm, 1, tzinfo=tz), "month"
     )
 
 
@@ -146,9 +146,11 @@ def _year(text: str, year: int, tz: tzinfo | None) -> TimeRef:
 
 def _season(text: str, name: str, year: int, tz: tzinfo | None) -> TimeRef:
     """The season ``name`` that starts in ``year`` (winter starts in December)."""
-    first = _month(text, year, _SEASON_START[name], tz)
-    ey, em = _shift_month(year, _SEASON_START[name], 3)
-    return TimeRef(text, first.start, datetime(ey, em, 1, tzinfo=tz), "season")
+    month = _SEASON_START[name]
+    ey, em = _shift_month(year, month, 3)
+    return TimeRef(
+        text, datetime(year, month, 1, tzinfo=tz), datetime(ey, em, 1, tzinfo=tz), "season"
+    )
 
 
 # -- handlers: (match, at, text) -> TimeRef | None ------------------------------------------
