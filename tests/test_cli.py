@@ -188,7 +188,8 @@ def test_search_json(ingested: Path) -> None:
     top = data["hits"][0]
     assert (top["conversation"], top["id"], top["speaker"]) == ("ana-lee", "D1:1", "Ana")
     assert top["addressees"] == ["Lee"]
-    assert top["provenance"]["rankers"] == {"bm25": 1, "dense": 1}
+    assert top["provenance"]["rankers"] == {"bm25": 1, "dense": 1, "claims_dense": 1}
+    assert top["claims"] and all(c["speaker"] == "Ana" for c in top["claims"])
     assert len(data["hits"]) == 7  # default k=10, only 7 messages stored
 
 

@@ -338,11 +338,11 @@ def run_search(mem: MemoryService, query: str, preset: str = "archivist", **filt
 
 def test_search_fuses_both_rankers_and_records_provenance(loaded: MemoryService) -> None:
     hits, trace = run_search(loaded, "grey cat Pixel")
-    assert set(trace.rankings) == {"bm25", "dense"}
+    assert set(trace.rankings) == {"bm25", "dense", "claims_dense"}
     assert {"bm25", "dense", "embed", "rescore"} <= set(trace.seconds)
     top = hits[0]
     assert (top.message.conversation, top.message.id) == ("ana-lee", "D1:1")
-    assert top.sources == {"bm25": 1, "dense": 1}
+    assert top.sources == {"bm25": 1, "dense": 1, "claims_dense": 1}
     assert top.expanded_from is None
     for h in hits:
         for name, rank in h.sources.items():

@@ -86,18 +86,26 @@ def test_unknown_embedder_name_is_a_config_error() -> None:
 def test_search_returns_hits_with_provenance(loaded: MemoryService) -> None:
     hits = loaded.search("When did Ana adopt her cat Pixel?")
     assert hits and all(isinstance(h, Hit) for h in hits)
-    assert ids(hits)[0] == ("ana-lee", "D1:1")
-    assert hits[0].sources == {"bm25": 1, "dense": 1}
+    # Neighbour smoothing may lift a turn of a strongly matching exchange above
+    # it in a toy conversation; the best match is still near the top and ranked
+    # first by every ranker, and its claim comes with it.
+    best = next(h for h in hits if h.message.id == "D1:1" and h.message.conversation == "ana-lee")
+    assert hits.index(best) < 2
+    assert best.sources == {"bm25": 1, "dense": 1, "claims_dense": 1}
+    assert [c.text for c in best.claims] == [
+        "Ana adopted a cat yesterday, a grey one called Pixel."
+    ]
     for h in hits:
-        assert set(h.sources) <= {"bm25", "dense"}
+        assert set(h.sources) <= {"bm25", "dense", "claims_dense"}
         assert all(rank >= 1 for rank in h.sources.values())
         assert h.sources or h.expanded_from, "a hit must say why it was found"
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
-    as_json = json.loads(json.dumps([h.to_dict() for h in hits]))
-    assert as_json[0]["provenance"]["rankers"] == {"bm25": 1, "dense": 1}
-    assert as_json[0]["provenance"]["expanded_from"] is None
-    assert as_json[0]["timestamp"] == "2023-05-08T13:57:00+00:00"
+    as_json = json.loads(json.dumps(best.to_dict()))
+    assert as_json["provenance"]["rankers"] == {"bm25": 1, "dense": 1, "claims_dense": 1}
+    assert as_json["provenance"]["expanded_from"] is None
+    assert as_json["timestamp"] == "2023-05-08T13:57:00+00:00"
+    assert as_json["claims"][0]["speaker"] == "Ana" and as_json["claims"][0]["evidence"] == ["D1:1"]
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 12])
@@ -110,7 +118,7 @@ def test_search_respects_k(loaded: MemoryService, k: int) -> None:
 def test_search_trace_records_the_rankers(loaded: MemoryService) -> None:
     trace = SearchTrace()
     loaded.search("Pixel", trace=trace)
-    assert set(trace.rankings) == {"bm25", "dense"}
+    assert set(trace.rankings) == {"bm25", "dense", "claims_dense"}
     assert trace.seconds["bm25"] >= 0
 
 

@@ -25,11 +25,21 @@ def locomo_table(r: dict) -> str:
     ing = r["ingest"]
     rate = f"{ing['messages_per_s']} msg/s" if ing["messages_per_s"] else ing["note"]
     lat = r["search_latency_ms"]
+    ex = r["extraction"]
+    llm = r["llm"] or {}
+    totals = llm.get("totals", {})
     lines += [
         "",
         f"ingest: {ing['messages_added']} messages in {ing['seconds']} s ({rate})",
+        f"archivist {ex['archivist']}: {ex['sessions_processed']} sessions in {ex['seconds']} s, "
+        f"{ex['episodes']} episodes, {ex['claims']} claims ({ex['claims_rejected']} rejected, "
+        f"{ex['heuristic_fallbacks']} heuristic fallbacks); {ex['claims_in_store']} claims stored",
+        f"llm: {llm.get('model') or 'none (heuristic archivist)'}; "
+        f"{totals.get('calls', 0)} calls ({ex['llm_calls_per_message']} per message), "
+        f"{totals.get('input_tokens', 0)} input / {totals.get('output_tokens', 0)} output tokens, "
+        f"{totals.get('cache_hits', 0)} cache hits",
         f"search latency ({lat['retriever']}): p50 {lat['p50']} ms, p95 {lat['p95']} ms",
-        f"embedder: {r['embedder']}; llm: {r['llm'] or 'none (heuristic mode)'}",
+        f"embedder: {r['embedder']}",
     ]
     return "\n".join(lines)
 

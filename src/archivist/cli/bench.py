@@ -28,7 +28,7 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 @bench.command("locomo")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--k", "ks", default="5,10,25", show_default=True, help="Comma-separated k values.")
-@click.option("--no-llm", is_flag=True, help="Run without any LLM (the only mode so far).")
+@click.option("--no-llm", is_flag=True, help="Use the heuristic archivist even if an LLM is set.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
 @pass_ctx
 def locomo(ctx: Context, path: Path, ks: str, no_llm: bool, as_json: bool) -> None:
@@ -37,6 +37,8 @@ def locomo(ctx: Context, path: Path, ks: str, no_llm: bool, as_json: bool) -> No
     from ..bench.report import locomo_table
 
     kvals = _parse_ks(ks)
+    if no_llm:
+        ctx.settings = ctx.settings.with_(llm="none")
     progress = StagedProgress(enabled=not as_json)
     try:
         result = run_locomo(ctx.memory, path, kvals, progress=progress)
