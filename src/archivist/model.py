@@ -105,6 +105,7 @@ class Hit:
     sources: dict[str, int] = field(default_factory=dict)  # ranker name -> rank (1-based)
     expanded_from: str | None = None  # id of the hit whose neighbour this is
     claims: tuple[Claim, ...] = ()  # claims found by the query whose evidence this message is
+    episode: Episode | None = None  # the episode the message belongs to, once extracted
 
     def to_dict(self) -> dict:
         m = self.message
@@ -134,6 +135,14 @@ class Hit:
                 }
                 for c in self.claims
             ],
+            "episode": None
+            if self.episode is None
+            else {
+                "id": self.episode.id,
+                "title": self.episode.title,
+                "narrative": self.episode.narrative,
+                "messages": list(self.episode.message_ids),
+            },
         }
 
 

@@ -280,6 +280,30 @@ class MemoryService:
                     todo.append((cid, session, group, people))
         # Sessions run in parallel batches (LLM calls overlap within the concurrency
         # limit); each finished session is saved in order by this thread alone.
+        before = self.llm_ledger.summary()
+        try:
+            self._extract_sessions(todo, report, progress)
+        finally:  # what was spent is recorded even when the run is interrupted
+            self._persist_llm_usage(before)
+        return report
+
+    def _persist_llm_usage(self, before: dict[str, dict]) -> None:
+        if self.llm is None:
+            return
+        delta = {
+            task: {k: v - before.get(task, {}).get(k, 0) for k, v in row.items()}
+            for task, row in self.llm_ledger.summary().items()
+        }
+        delta = {t: row for t, row in delta.items() if any(row.values())}
+        if delta:
+            self.store.add_llm_usage(self.llm.name, delta)
+
+    def _extract_sessions(
+        self,
+        todo: list[tuple[str, int, list[Message], list[str]]],
+        report: ExtractReport,
+        progress: Progress | None,
+    ) -> None:
         width = getattr(self.archivist, "concurrency", 1)
         for i in range(0, len(todo), max(1, width * 2)):
             batch = todo[i : i + max(1, width * 2)]
@@ -293,7 +317,6 @@ class MemoryService:
                 report.add(result)
                 if progress:
                     progress(len(group))
-        return report
 
     def _save_session(
         self, cid: str, session: int, group: list[Message], result: SessionResult
@@ -416,6 +439,7 @@ class MemoryService:
             "model": self.llm.name if self.llm else None,
             "tasks": self.llm_ledger.summary(),
             "totals": self.llm_ledger.totals(),
+            "lifetime": self.store.llm_usage(),
         }
 
     def conversations(self) -> list[dict]:

@@ -33,8 +33,13 @@ def stats(ctx: Context, as_json: bool) -> None:
         f"claims:        {s['claims_rejected']} rejected at validation; "
         f"{s['sessions_extracted']} sessions extracted; {s['llm_cache_entries']} cached LLM answers"
     )
-    for task, row in s["llm"]["tasks"].items():
-        click.echo(f"  {task}: {row}")
+    for model, tasks in s["llm"]["lifetime"].items():
+        for task, row in tasks.items():
+            click.echo(
+                f"  {model} {task}: {row['calls']} calls, {row['cache_hits']} cache hits, "
+                f"{row['input_tokens']} in / {row['output_tokens']} out tokens, "
+                f"{row['seconds']:.1f} s, {row['failures']} failures"
+            )
     for c in s["conversation_list"]:
         click.echo(
             f"  {c['id']}: {c['messages']} messages, {c['sessions']} sessions, "

@@ -190,6 +190,7 @@ def search(
     ranks = {name: {r: i for i, r in enumerate(lst, 1)} for name, lst in rankings.items()}
     top = top_items(scores, k)
     claims = store.claims_by_id(c for r, _ in top for c in matched_claims.get(r, ()))
+    episodes = store.episodes_for_messages(r for r, _ in top)
     hits = [
         Hit(
             message=messages[r],
@@ -197,6 +198,7 @@ def search(
             sources={n: rk[r] for n, rk in ranks.items() if r in rk},
             expanded_from=expanded_from.get(r),
             claims=tuple(claims[c] for c in matched_claims.get(r, ()) if c in claims),
+            episode=episodes.get(r),
         )
         for r, s in top
         if r in messages

@@ -124,6 +124,20 @@ MIGRATIONS: tuple[Migration, ...] = (
                 value TEXT NOT NULL,
                 created_at TEXT NOT NULL
             )""",
+            # Lifetime LLM use per (model, prompt name), so `archivist stats` can show
+            # what extraction has cost across processes.
+            """CREATE TABLE llm_usage (
+                model TEXT NOT NULL,
+                task TEXT NOT NULL,
+                calls INTEGER NOT NULL DEFAULT 0,
+                cache_hits INTEGER NOT NULL DEFAULT 0,
+                input_tokens INTEGER NOT NULL DEFAULT 0,
+                output_tokens INTEGER NOT NULL DEFAULT 0,
+                seconds REAL NOT NULL DEFAULT 0,
+                failures INTEGER NOT NULL DEFAULT 0,
+                retries INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (model, task)
+            )""",
             """CREATE TABLE episodes (
                 id INTEGER PRIMARY KEY,
                 conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,

@@ -85,6 +85,27 @@ def _row_to_claim(r: tuple) -> Claim:
     )
 
 
+_EPISODE_COLS = (
+    "id, conversation, session, message_ids, start_ts, end_ts, narrative, title, method, qa"
+)
+
+
+def _row_to_episode(r: tuple) -> Episode:
+    i, c, s, ids, a, b, n, t, m, qa = r
+    return Episode(
+        id=i,
+        conversation=c,
+        session=s,
+        message_ids=tuple(json.loads(ids)),
+        start=datetime.fromisoformat(a),
+        end=datetime.fromisoformat(b),
+        narrative=n,
+        title=t,
+        method=m,
+        qa=tuple(tuple(p) for p in json.loads(qa)),
+    )
+
+
 def _entity_dict(e: EntityMention) -> dict:
     return {
         "name": e.name,
@@ -113,6 +134,38 @@ class DerivedMemoryMixin:
                 "VALUES (?, ?, ?, ?, ?)",
                 (key, task, model, value, datetime.now(UTC).isoformat()),
             )
+
+    _USAGE = (
+        "calls",
+        "cache_hits",
+        "input_tokens",
+        "output_tokens",
+        "seconds",
+        "failures",
+        "retries",
+    )
+
+    def add_llm_usage(self, model: str, usage: dict[str, dict]) -> None:
+        """Add per-task counters (llm.accounting summaries) to the lifetime totals."""
+        cols = ", ".join(self._USAGE)
+        updates = ", ".join(f"{c} = {c} + excluded.{c}" for c in self._USAGE)
+        with self._write() as db:  # type: ignore[attr-defined]
+            db.executemany(
+                f"INSERT INTO llm_usage(model, task, {cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                f"ON CONFLICT(model, task) DO UPDATE SET {updates}",
+                [
+                    (model, task, *(row.get(c, 0) for c in self._USAGE))
+                    for task, row in usage.items()
+                ],
+            )
+
+    def llm_usage(self) -> dict[str, dict[str, dict]]:
+        """model -> task -> lifetime counters."""
+        out: dict[str, dict[str, dict]] = {}
+        rows = self._db.execute(f"SELECT model, task, {', '.join(self._USAGE)} FROM llm_usage")
+        for model, task, *vals in rows:
+            out.setdefault(model, {})[task] = dict(zip(self._USAGE, vals, strict=True))
+        return out
 
     # -- extraction ------------------------------------------------------------------------
 
@@ -337,26 +390,24 @@ class DerivedMemoryMixin:
     ) -> list[Episode]:
         where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
         rows = self._db.execute(
-            "SELECT id, conversation, session, message_ids, start_ts, end_ts, narrative, title, "
-            f"method, qa FROM episodes {where} ORDER BY conversation, start_ts, id "
+            f"SELECT {_EPISODE_COLS} FROM episodes {where} ORDER BY conversation, start_ts, id "
             "LIMIT ? OFFSET ?",
             (*params, int(limit), int(offset)),
         )
-        return [
-            Episode(
-                id=i,
-                conversation=c,
-                session=s,
-                message_ids=tuple(json.loads(ids)),
-                start=datetime.fromisoformat(a),
-                end=datetime.fromisoformat(b),
-                narrative=n,
-                title=t,
-                method=m,
-                qa=tuple(tuple(p) for p in json.loads(qa)),
-            )
-            for i, c, s, ids, a, b, n, t, m, qa in rows
-        ]
+        return [_row_to_episode(r) for r in rows]
+
+    def episodes_for_messages(self, rowids: Iterable[int]) -> dict[int, Episode]:
+        """message rowid -> the episode it belongs to (index fine, return coarse)."""
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        if not ids:
+            return {}
+        rows = self._db.execute(
+            f"SELECT em.msg_rowid, {_EPISODE_COLS.replace('id,', 'e.id,', 1)} "
+            "FROM episode_messages em JOIN episodes e ON e.id = em.episode_id "
+            f"WHERE em.msg_rowid IN ({','.join('?' * len(ids))})",
+            ids,
+        )
+        return {r[0]: _row_to_episode(r[1:]) for r in rows}
 
     def derived_stats(self) -> dict:
         one = lambda s: self._db.execute(s).fetchone()[0]  # noqa: E731
