@@ -265,7 +265,7 @@ def test_minilm_rejects_bad_arguments():
 
 
 def test_endpoint_name_uses_model_host_and_port():
-    from archivist.embed.openai_compat import endpoint_name
+    from archivist.openai_client import endpoint_name
 
     assert endpoint_name("m", "https://api.openai.com/v1") == "openai:m@api.openai.com"
     assert endpoint_name("m", "http://user:pw@localhost:11434/v1") == "openai:m@localhost:11434"

@@ -10,25 +10,15 @@ import threading
 import time
 from importlib import util as importlib_util
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from ..errors import EmbeddingError
+from ..openai_client import MAX_RETRY_AFTER, endpoint_name, make_client, retry_after
 from .base import is_blank, l2_normalise
 
 RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
-MAX_RETRY_AFTER = 10.0  # seconds: never sleep longer than this on a server's say-so
 PROBE_TEXT = "dimension probe"
-
-
-def endpoint_name(model: str, base_url: str) -> str:
-    """``openai:<model>@<host[:port]>``: the same model behind two servers is two models."""
-    parts = urlsplit(base_url if "//" in base_url else f"//{base_url}")
-    host = parts.hostname or base_url
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return f"openai:{model}@{host}"
 
 
 class OpenAIEmbedder:
@@ -150,24 +140,14 @@ class OpenAIEmbedder:
 
     def _retry_after(self, response: Any) -> float:
         """Honour a short Retry-After header; ignore long or unparsable ones."""
-        try:
-            seconds = float(response.headers.get("retry-after", ""))
-        except (AttributeError, TypeError, ValueError):
-            return 0.0
-        return seconds if 0 <= seconds <= MAX_RETRY_AFTER else 0.0
+        seconds = retry_after(response)
+        return seconds if seconds is not None and seconds <= MAX_RETRY_AFTER else 0.0
 
     def _get_client(self) -> Any:
         """Build the openai client on first use (retries are ours, so its own are off)."""
         with self._lock:
             if self._client is None:
-                import openai
-
-                self._client = openai.OpenAI(
-                    base_url=self.base_url,
-                    # Local servers need no key, but the client insists on one.
-                    api_key=self._api_key or "unused",
-                    timeout=self._timeout,
-                    max_retries=0,
-                    http_client=self._http_client,
+                self._client = make_client(
+                    self.base_url, self._api_key, self._timeout, self._http_client
                 )
             return self._client

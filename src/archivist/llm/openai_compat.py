@@ -15,12 +15,11 @@ import time
 from importlib import util as importlib_util
 from typing import Any
 
-from ..embed.openai_compat import endpoint_name
+from ..openai_client import MAX_RETRY_AFTER, endpoint_name, make_client, retry_after
 from .base import Completion, LLMError, LLMRateLimited, LLMRefused, LLMTimeout
 
 RETRY_STATUSES = frozenset({408, 409}) | frozenset(range(500, 600))
 REJECTED_STATUSES = frozenset({400, 422})  # "this request is wrong": maybe a parameter
-MAX_RETRY_AFTER = 10.0  # seconds: a longer Retry-After fails now instead of blocking
 FORMATS = ("json_schema", "json_object", "none")  # strongest first
 # Words in a 400 that blame structured output (OpenAI, vLLM guided decoding, llama.cpp grammars).
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar", "guided")
@@ -50,19 +49,6 @@ def with_instruction(messages: list[dict], text: str) -> list[dict]:
     else:
         messages.insert(0, {"role": "system", "content": text})
     return messages
-
-
-def retry_after(response: Any) -> float | None:
-    """The server's Retry-After (or retry-after-ms) in seconds; None if absent or a date."""
-    headers = getattr(response, "headers", None) or {}
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            seconds = float(headers.get(name, "")) * scale
-        except (TypeError, ValueError):
-            continue
-        if seconds >= 0:
-            return seconds
-    return None
 
 
 class OpenAIChatModel:
@@ -233,14 +219,7 @@ class OpenAIChatModel:
         """Build the openai client on first use (retries are ours, so its own are off)."""
         with self._lock:
             if self._client is None:
-                import openai
-
-                self._client = openai.OpenAI(
-                    base_url=self.base_url,
-                    # Local servers need no key, but the client insists on one.
-                    api_key=self._api_key or "unused",
-                    timeout=self.timeout,
-                    max_retries=0,
-                    http_client=self._http_client,
+                self._client = make_client(
+                    self.base_url, self._api_key, self.timeout, self._http_client
                 )
             return self._client

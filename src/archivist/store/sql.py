@@ -108,8 +108,28 @@ class Filters:
         )
 
 
-def filter_clause(f: Filters, alias: str = "m") -> tuple[str, list]:
-    """WHERE fragment (without WHERE) restricting ``alias`` rows to the filters."""
+@dataclass(frozen=True)
+class _Columns:
+    """How one table answers the filters: SQL templates with ``{a}`` for its alias."""
+
+    person: str
+    session: str
+    time: str
+
+
+_MESSAGE_COLUMNS = _Columns(
+    person="{a}.rowid IN (SELECT msg_rowid FROM message_people WHERE person = ?)",
+    session="{a}.session = ?",
+    time="{a}.ts_epoch",
+)
+_CLAIM_COLUMNS = _Columns(
+    person="({a}.speaker_key = ? OR {a}.subject_key = ?)",  # said by or about
+    session="{a}.episode_id IN (SELECT id FROM episodes WHERE session = ?)",
+    time="{a}.said_epoch",
+)
+
+
+def _where(f: Filters, alias: str, cols: _Columns) -> tuple[str, list]:
     parts: list[str] = []
     params: list = []
     if f.conversation is not None:
@@ -117,21 +137,26 @@ def filter_clause(f: Filters, alias: str = "m") -> tuple[str, list]:
         parts.append(f"{alias}.conversation IN ({','.join('?' * len(convs))})")
         params.extend(convs)
     if f.person is not None:
-        parts.append(f"{alias}.rowid IN (SELECT msg_rowid FROM message_people WHERE person = ?)")
-        params.append(person_key(f.person))
+        parts.append(cols.person.format(a=alias))
+        params += [person_key(f.person)] * cols.person.count("?")
     if f.speaker is not None:
         parts.append(f"{alias}.speaker_key = ?")
         params.append(person_key(f.speaker))
     if f.session is not None:
-        parts.append(f"{alias}.session = ?")
+        parts.append(cols.session.format(a=alias))
         params.append(int(f.session))
     if f.since is not None:
-        parts.append(f"{alias}.ts_epoch >= ?")
+        parts.append(f"{cols.time.format(a=alias)} >= ?")
         params.append(f.since.timestamp())
     if f.until is not None:
-        parts.append(f"{alias}.ts_epoch <= ?")
+        parts.append(f"{cols.time.format(a=alias)} <= ?")
         params.append(f.until.timestamp())
     return (" AND ".join(parts) or "1"), params
+
+
+def filter_clause(f: Filters, alias: str = "m") -> tuple[str, list]:
+    """WHERE fragment (without WHERE) restricting message rows ``alias`` to the filters."""
+    return _where(f, alias, _MESSAGE_COLUMNS)
 
 
 def keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
@@ -161,28 +186,7 @@ def filtered_rowids_sql(f: Filters) -> tuple[str, list]:
 
 def claim_filter_clause(f: Filters, alias: str = "c") -> tuple[str, list]:
     """WHERE fragment for claims: a person filter matches the speaker or the subject."""
-    parts: list[str] = []
-    params: list = []
-    if f.conversation is not None:
-        convs = (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
-        parts.append(f"{alias}.conversation IN ({','.join('?' * len(convs))})")
-        params.extend(convs)
-    if f.person is not None:
-        parts.append(f"({alias}.speaker_key = ? OR {alias}.subject_key = ?)")
-        params += [person_key(f.person), person_key(f.person)]
-    if f.speaker is not None:
-        parts.append(f"{alias}.speaker_key = ?")
-        params.append(person_key(f.speaker))
-    if f.session is not None:
-        parts.append(f"{alias}.episode_id IN (SELECT id FROM episodes WHERE session = ?)")
-        params.append(int(f.session))
-    if f.since is not None:
-        parts.append(f"{alias}.said_epoch >= ?")
-        params.append(f.since.timestamp())
-    if f.until is not None:
-        parts.append(f"{alias}.said_epoch <= ?")
-        params.append(f.until.timestamp())
-    return (" AND ".join(parts) or "1"), params
+    return _where(f, alias, _CLAIM_COLUMNS)
 
 
 def claim_keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
