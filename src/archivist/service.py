@@ -22,9 +22,8 @@ from .llm.structured import run_parallel
 from .model import Claim, Conversation, Hit, Message
 from .read.entities import entity_rows
 from .read.search import SearchConfig, SearchTrace, get_preset, search
-from .store.base import AddResult, IndexedMessage, Store
+from .store.base import AddResult, IndexedClaim, IndexedMessage, Store
 from .store.sql import Filters
-from .store.sqlite_derived import IndexedClaim
 from .write.archivist import Archivist, HeuristicArchivist, SessionResult
 from .write.index_text import (
     DEFAULT_INDEX,

@@ -25,6 +25,16 @@ class IndexedMessage:
     embed_hash: str
 
 
+@dataclass(frozen=True)
+class IndexedClaim:
+    """A claim plus its keyword text and the hash of its embedded text."""
+
+    claim: Claim
+    episode_index: int  # position of its episode in the same save call
+    search_text: str
+    embed_hash: str
+
+
 @dataclass
 class AddResult:
     """Outcome of adding one conversation."""

@@ -11,29 +11,19 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 
 from ..model import Claim, EntityMention, Episode
 from . import sql as q
+from .base import IndexedClaim
 from .vecindex import pack
 
 _CLAIM_COLS = (
     "id, conversation, episode_id, text, speaker, subject, kind, source, importance, "
     "salience, said_at, valid_from, valid_to, evidence, entities, method"
 )
-
-
-@dataclass(frozen=True)
-class IndexedClaim:
-    """A claim plus its keyword text and the hash of its embedded text."""
-
-    claim: Claim
-    episode_index: int  # position of its episode in the same save call
-    search_text: str
-    embed_hash: str
 
 
 def _iso(d: datetime | None) -> str | None:
