@@ -42,14 +42,29 @@ def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return list(seen)
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression OR-ing the quoted terms of ``text``; None if no terms."""
+def fts_query(text: str, drop: Iterable[str] = ()) -> str | None:
+    """An FTS5 MATCH expression OR-ing the quoted terms of ``text``; None if no terms.
+
+    ``drop`` removes terms (too frequent to be worth ranking), unless that
+    would leave nothing.
+    """
     terms = query_terms(text)
     if not terms:
         terms = query_terms(text, keep_stopwords=True)
     if not terms:
         return None
+    dropped = set(drop)
+    terms = [t for t in terms if t not in dropped] or terms
     return "search_text : (" + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
+
+
+def term_probe_sql(table: str, term: str, cap: int) -> tuple[str, list]:
+    """Count the documents holding ``term``, stopping at ``cap`` (cost bounded by cap)."""
+    match = 'search_text : "' + term.replace('"', '""') + '"'
+    return (
+        f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+        [match, int(cap)],
+    )
 
 
 def person_key(name: str) -> str:

@@ -27,6 +27,8 @@ from .migrations import LEDGER_DDL, MIGRATIONS
 from .sqlite_derived import DerivedMemoryMixin
 from .vecindex import DenseIndex, pack, unpack_many
 
+FREQUENT_TERMS_MIN_STORE = 50_000  # below this every query term is ranked
+FREQUENT_TERM_SHARE = 0.05
 _VECTOR_TABLES = {"messages": "rowid", "claims": "id"}  # table -> integer key
 _MSG_COLS = (
     "rowid, conversation, msg_id, session, seq, speaker, addressees, role, text, "
@@ -65,6 +67,8 @@ class SQLiteStore(DerivedMemoryMixin):
             raise StoreError(f"cannot open store {self.path}: {e}") from e
         self._lock = threading.RLock()
         self._indexes: dict[str, DenseIndex] = {}
+        self._term_df: dict[str, int] = {}  # see _frequent_terms
+        self._term_df_size = 0
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
@@ -345,7 +349,7 @@ class SQLiteStore(DerivedMemoryMixin):
 
     def keyword_search(self, text: str, filters: q.Filters, limit: int) -> list[tuple[int, float]]:
         """BM25 over the FTS index; higher score is better."""
-        match = q.fts_query(text)
+        match = q.fts_query(text, self._frequent_terms(q.query_terms(text)))
         if match is None:
             return []
         sql, params = q.keyword_search_sql(match, filters, limit)
@@ -354,6 +358,30 @@ class SQLiteStore(DerivedMemoryMixin):
         except sqlite3.OperationalError as e:  # should not happen: terms are quoted
             raise StoreError(f"keyword search failed for {text!r}: {e}") from e
         return [(rid, -score) for rid, score in rows]
+
+    def _frequent_terms(self, terms: list[str]) -> set[str]:
+        """Query terms in more than 5% of a large store's messages (≥ 50k): not worth ranking.
+
+        BM25 must score every message a term matches; at 1M messages a word like
+        "went" matches half of them and costs a second per query while adding
+        almost nothing to the ranking (its IDF is near zero). Each term's
+        document count is probed once, bounded by the cap, and cached until the
+        store grows by a tenth.
+        """
+        n = self._db.execute("SELECT max(rowid) FROM messages").fetchone()[0] or 0
+        if n < FREQUENT_TERMS_MIN_STORE:
+            return set()
+        cap = int(n * FREQUENT_TERM_SHARE)
+        if self._term_df_size < n / 1.1:
+            self._term_df, self._term_df_size = {}, n
+        out = set()
+        for t in terms:
+            if t not in self._term_df:
+                sql, params = q.term_probe_sql("messages_fts", t, cap + 1)
+                self._term_df[t] = self._db.execute(sql, params).fetchone()[0]
+            if self._term_df[t] > cap:
+                out.add(t)
+        return out
 
     def _dense_index(self, model: str, table: str = "messages") -> DenseIndex:
         """The cached matrix of ``model``'s vectors for ``table``, brought up to date."""
