@@ -302,6 +302,7 @@ class LocalLlamaChatModel:
             params.n_ctx = self.context
             params.n_parallel = 1
             params.n_predict = self.max_tokens
+            params.verbosity = 1  # errors only: llama.cpp logs every request to stderr otherwise
             if self.threads:
                 params.cpuparams.n_threads = self.threads
                 params.cpuparams_batch.n_threads = self.threads

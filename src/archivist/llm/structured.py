@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from .base import TRANSIENT_ERRORS, ChatModel, Completion, LLMBadOutput, LLMError, LLMRateLimited
+from .base import TRANSIENT_ERRORS, ChatModel, Completion, LLMBadOutput, LLMRateLimited
 from .repair import parse_json
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def call_structured(
                 raise
             time.sleep(_delay(e, backoff, attempt))
             continue
-        except LLMError:
+        except Exception:  # LLM errors and bugs alike: the call still happened
             tally.record(ledger, task, failed=True)
             raise
         value, errors = _validate(completion.text, output_type)

@@ -12,7 +12,7 @@ from ..model import Message
 from .render import render_messages
 
 NAME = "extract_episode"
-VERSION = "1"
+VERSION = "2"
 
 Kind = Literal["fact", "event", "preference", "plan", "question", "theory", "foresight"]
 Source = Literal["first_hand", "reported", "assistant_suggested"]
@@ -41,7 +41,8 @@ class ClaimOut(BaseModel):
     valid_to: str | None = Field(None, description="YYYY-MM-DD when it stops holding.")
     entities: list[EntityOut] = Field(default_factory=list)
     supports: list[int] = Field(
-        default_factory=list, description="For a theory: indexes of the claims it rests on."
+        default_factory=list,
+        description="For a theory: the 1-based numbers of the claims it rests on.",
     )
 
 
@@ -67,7 +68,8 @@ From the episode below, write:
   * source = first_hand (about the speaker's own life), reported (about someone
     else's life, as told by the speaker), assistant_suggested (an assistant's idea);
   * kind = fact | event | preference | plan | question (open question) |
-    theory (an interpretation, list supporting claim indexes in supports) |
+    theory (an interpretation; list the 1-based numbers of the claims it rests
+    on, in your claims list, in supports) |
     foresight (a plan or state with an end date, e.g. medication for 10 days);
   * valid_from / valid_to: absolute dates (YYYY-MM-DD). Resolve relative time
     against the timestamp of the message that says it ("yesterday" in a message

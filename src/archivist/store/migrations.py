@@ -179,6 +179,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 evidence TEXT NOT NULL,
                 n_evidence INTEGER NOT NULL CHECK (n_evidence > 0),
                 entities TEXT NOT NULL DEFAULT '[]',
+                supports TEXT NOT NULL DEFAULT '[]',  -- a theory's evidence claims (ids)
                 method TEXT NOT NULL,
                 search_text TEXT NOT NULL,
                 scope TEXT NOT NULL,

@@ -22,7 +22,7 @@ from .vecindex import pack
 
 _CLAIM_COLS = (
     "id, conversation, episode_id, text, speaker, subject, kind, source, importance, "
-    "salience, said_at, valid_from, valid_to, evidence, entities, method"
+    "salience, said_at, valid_from, valid_to, evidence, entities, supports, method"
 )
 
 
@@ -51,6 +51,7 @@ def _row_to_claim(r: tuple) -> Claim:
         vt,
         ev,
         ents,
+        sup,
         meth,
     ) = r
     return Claim(
@@ -71,6 +72,7 @@ def _row_to_claim(r: tuple) -> Claim:
         entities=tuple(
             EntityMention(**{**e, "aliases": tuple(e.get("aliases", ()))}) for e in json.loads(ents)
         ),
+        evidence_claims=tuple(json.loads(sup)),
         method=meth,
     )
 
@@ -197,6 +199,15 @@ class DerivedMemoryMixin:
             claim_ids = [
                 self._insert_claim(db, c, episode_ids, msg_rowids, model, now) for c in claims
             ]
+            # A theory's supporting claims are positions in ``claims``: now ids.
+            db.executemany(
+                "UPDATE claims SET supports = ? WHERE id = ?",
+                [
+                    (json.dumps([claim_ids[i] for i in c.claim.evidence_claims]), cid)
+                    for c, cid in zip(claims, claim_ids, strict=True)
+                    if c.claim.evidence_claims
+                ],
+            )
             db.execute(
                 "INSERT OR REPLACE INTO extraction_state(conversation, session, n_messages, "
                 "method, rejected, done_at) VALUES (?, ?, ?, ?, ?, ?)",

@@ -9,7 +9,7 @@ counted, never stored unattributed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -48,12 +48,20 @@ def canonical_speaker(name: str, participants: Iterable[str]) -> str | None:
 
 
 def validate_claim(
-    claim: Claim, episode_ids: set[str], participants: Sequence[str]
+    claim: Claim, authors: Mapping[str, str], participants: Sequence[str]
 ) -> Claim | None:
-    """The claim with speaker normalised and evidence checked, or None to reject it."""
+    """The claim with speaker normalised and evidence checked, or None to reject it.
+
+    ``authors`` maps the episode's message ids to who wrote them. The speaker
+    must be a participant who wrote at least one evidence message: a claim is
+    the words of whoever said it (reported and assistant claims included), so
+    a model pinning Lee's words on Ana is rejected, not stored.
+    """
     speaker = canonical_speaker(claim.speaker, participants) if claim.speaker else None
-    evidence = tuple(dict.fromkeys(e for e in claim.evidence if e in episode_ids))
+    evidence = tuple(dict.fromkeys(e for e in claim.evidence if e in authors))
     if speaker is None or not evidence or not claim.text.strip():
+        return None
+    if all(canonical_speaker(authors[e], [speaker]) is None for e in evidence):
         return None
     subject = canonical_speaker(claim.subject, participants) or claim.subject or speaker
     return replace(
@@ -73,16 +81,28 @@ def attach_claims(
     claims: Iterable[Claim],
     participants: Sequence[str],
     result: SessionResult,
+    authors: Mapping[str, str],
 ) -> None:
-    """Validate claims and file each under the episode holding its first evidence message."""
+    """Validate claims and file each under the episode holding its first evidence message.
+
+    ``evidence_claims`` of the input are indexes into ``claims``; they are
+    rewritten to indexes into ``result.claims``, dropping rejected ones.
+    """
     home = {mid: i for i, e in enumerate(episodes) for mid in e.message_ids}
-    every = set(home)
-    for c in claims:
-        ok = validate_claim(c, every, participants)
+    kept: dict[int, int] = {}
+    start = len(result.claims)
+    for j, c in enumerate(claims):
+        ok = validate_claim(c, {m: a for m, a in authors.items() if m in home}, participants)
         if ok is None:
             result.rejected += 1
             continue
+        kept[j] = len(result.claims)
         result.claims.append((home[ok.evidence[0]], ok))
+    for pos in range(start, len(result.claims)):
+        ep, c = result.claims[pos]
+        if c.evidence_claims:
+            links = tuple(kept[j] for j in c.evidence_claims if j in kept and kept[j] != pos)
+            result.claims[pos] = (ep, replace(c, evidence_claims=links))
 
 
 class HeuristicArchivist:
@@ -103,6 +123,10 @@ class HeuristicArchivist:
         chunks = segment_fixed(list(messages), max_turns=self.max_turns)
         result.episodes = [heuristic_episode(chunk) for chunk in chunks if chunk]
         attach_claims(
-            result.episodes, heuristic_claims(list(messages), participants), participants, result
+            result.episodes,
+            heuristic_claims(list(messages), participants),
+            participants,
+            result,
+            {m.id: m.speaker for m in messages},
         )
         return result

@@ -60,9 +60,14 @@ def _date(value: str | None, like: datetime) -> datetime | None:
 
 
 def claims_from_output(
-    out: extract_prompt.ExtractOut, chunk: Sequence[Message], method: str
+    out: extract_prompt.ExtractOut, chunk: Sequence[Message], method: str, offset: int = 0
 ) -> list[Claim]:
-    """Map the model's aliases back to message ids; out-of-range aliases are dropped."""
+    """Map the model's aliases back to message ids; out-of-range aliases are dropped.
+
+    A theory's ``supports`` (1-based numbers in this answer's claim list)
+    become 0-based indexes shifted by ``offset``, the answer's position among
+    all the session's claims.
+    """
     claims = []
     for c in out.claims:
         evidence = tuple(chunk[a - 1].id for a in c.evidence if 1 <= a <= len(chunk))
@@ -173,6 +178,7 @@ class LLMArchivist:
                     qa=tuple((p.question, p.answer) for p in out.qa),
                 )
             )
-            claims += claims_from_output(out, chunk, self.name)
-        attach_claims(result.episodes, claims, participants, result)
+            claims += claims_from_output(out, chunk, self.name, offset=len(claims))
+        authors = {m.id: m.speaker for m in messages}
+        attach_claims(result.episodes, claims, participants, result, authors)
         return result
