@@ -90,7 +90,9 @@ def claims_from_output(
                     EntityMention(e.name, e.kind, tuple(e.aliases), e.role, e.state)
                     for e in c.entities
                 ),
-                evidence_claims=tuple(c.supports),
+                evidence_claims=tuple(
+                    offset + i - 1 for i in c.supports if 1 <= i <= len(out.claims)
+                ),
                 method=method,
             )
         )
