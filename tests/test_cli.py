@@ -221,9 +221,10 @@ def test_search_with_fts_operators_works(ingested: Path, query: str) -> None:
 
 def test_search_plain_listing(ingested: Path) -> None:
     result = invoke("--db", str(ingested), "--embedder", "fake", "search", "Azores", "-k", "1")
-    line = result.stdout.rstrip("\n")
-    assert "\n" not in line and line.startswith(" 1. ")
-    assert "ana-lee/D2:3  2023-05-15  Ana → Lee: My sister Marta" in line
+    first, *claims = result.stdout.rstrip("\n").split("\n")
+    assert first.startswith(" 1. ")
+    assert claims and all(c.startswith("      claim [") for c in claims)
+    assert "ana-lee/D2:3  2023-05-15  Ana → Lee: My sister Marta" in first
 
 
 def test_search_with_no_matches_says_so(tmp_path: Path) -> None:

@@ -34,3 +34,11 @@ pass_ctx = click.make_pass_decorator(Context)
 
 def emit_json(obj: object) -> None:
     click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def claim_when(c) -> str:
+    """When a claim holds, for listings: "2023-05-07", or "2023-05-08 to 2023-05-18"."""
+    start = c.valid_from or c.said_at
+    if c.valid_to is None or (c.valid_to - start).days <= 1:
+        return f"{start:%Y-%m-%d}"
+    return f"{start:%Y-%m-%d} to {c.valid_to:%Y-%m-%d}"

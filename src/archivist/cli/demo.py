@@ -61,7 +61,10 @@ def demo(click_ctx: click.Context, as_json: bool) -> None:
             click.echo(f"store: {report['db']}")
             click.echo(
                 f"ingested the sample conversation: {added} new messages in {ingest_s:.1f} s "
-                f"(embedder {memory.embedder.name}; no LLM configured: heuristic mode)"
+                f"(embedder {memory.embedder.name}; archivist {memory.archivist.name}: "
+                f"{memory.stats()['claims']} claims"
+                + ("" if memory.llm else ", no LLM configured")
+                + ")"
             )
         for query, filters in DEMO_QUERIES:
             hits = memory.search(query, k=3, **filters)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..read.search import PRESETS
-from .common import Context, emit_json, pass_ctx
+from .common import Context, claim_when, emit_json, pass_ctx
 
 
 def print_hits(hits: list) -> None:
@@ -20,6 +20,8 @@ def print_hits(hits: list) -> None:
             f"{i:>2}. {h.score:.4f}  {m.conversation}/{m.id}  {m.timestamp:%Y-%m-%d}  "
             f"{m.speaker}{to}: {m.text}{caption}"
         )
+        for c in h.claims:
+            click.echo(f"      claim [{c.kind}, {claim_when(c)}] {c.speaker}: {c.text}")
 
 
 @click.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, emit_json, pass_ctx
+from .common import Context, claim_when, emit_json, pass_ctx
 
 
 def _claim_dict(c) -> dict:
@@ -46,11 +46,9 @@ def claims(
         emit_json([_claim_dict(c) for c in found])
         return
     for c in found:
-        when = c.valid_from or c.said_at
-        until = f"–{c.valid_to:%Y-%m-%d}" if c.valid_to else ""
         about = f" about {c.subject}" if c.subject != c.speaker else ""
         click.echo(
-            f"{when:%Y-%m-%d}{until}  [{c.kind}/{c.source}] {c.speaker}{about}: {c.text}  "
+            f"{claim_when(c)}  [{c.kind}/{c.source}] {c.speaker}{about}: {c.text}  "
             f"({c.conversation} {', '.join(c.evidence)})"
         )
     if not found:
