@@ -109,7 +109,7 @@ class LLMArchivist:
         cache: ResponseCache | None = None,
         ledger: Accounting | None = None,
         concurrency: int = 4,
-        min_turns: int = 3,
+        min_turns: int = 6,  # keeps calls per message under 0.25 (1 per episode + boundaries)
         max_turns: int = 24,
     ) -> None:
         self.model = model
