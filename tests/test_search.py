@@ -415,3 +415,34 @@ def test_filters_hold_for_neighbour_expanded_hits(loaded: MemoryService, filters
             assert m.session == filters["session"], h
         if "since" in filters:
             assert m.timestamp >= filters["since"], h
+
+
+def test_when_questions_favour_messages_that_mention_a_time(mem) -> None:
+    from archivist.model import Conversation, Message
+
+    at = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+    texts = [
+        ("Ana", "The support group was powerful, so many stories."),
+        ("Lee", "I want to hear about the support group."),
+        ("Ana", "I went to the support group yesterday."),
+    ]
+    msgs = tuple(
+        Message(id=f"m{i}", conversation="c", session=1, speaker=s, text=t,
+                timestamp=at + timedelta(minutes=i), addressees=("Lee" if s == "Ana" else "Ana",),
+                seq=i)
+        for i, (s, t) in enumerate(texts)
+    )  # fmt: skip
+    mem.add(Conversation("c", ("Ana", "Lee"), msgs), extract=False)
+    plain = SearchConfig("plain", rankers=("bm25",))
+    timed = SearchConfig("timed", rankers=("bm25",), when_boost=5.0)
+    q = "When did Ana go to the support group?"
+    plain_scores = {h.message.id: h.score for h in mem.search(q, preset=plain)}
+    timed_scores = {h.message.id: h.score for h in mem.search(q, preset=timed)}
+    assert timed_scores["m2"] == pytest.approx(plain_scores["m2"] * 6.0)  # "yesterday"
+    assert timed_scores["m0"] == pytest.approx(plain_scores["m0"])  # no time expression
+    assert timed_scores["m1"] == pytest.approx(plain_scores["m1"])
+    # not a "when" question: no boost at all
+    q2 = "What did Ana say about the support group?"
+    assert [(h.message.id, h.score) for h in mem.search(q2, preset=timed)] == [
+        (h.message.id, h.score) for h in mem.search(q2, preset=plain)
+    ]

@@ -17,8 +17,9 @@ from ..embed.base import Embedder
 from ..model import Hit, Message
 from ..store.base import Store
 from ..store.sql import Filters
+from ..write.timeground import find_times
 from .fusion import rrf
-from .query import names_in
+from .query import asks_when, names_in
 
 RANKERS = ("bm25", "dense")
 CLAIM_RANKERS = ("claims_bm25", "claims_dense")
@@ -37,6 +38,7 @@ class SearchConfig:
     neighbour_weight: float = 0.0  # share of the best adjacent turn's score a message inherits
     neighbour_span: int = 1  # how many turns either side count as adjacent
     expand_top: int = 30  # how many top hits pull their neighbours in as candidates
+    when_boost: float = 0.0  # for "when" questions: boost messages that mention a time
 
 
 PRESETS: Mapping[str, SearchConfig] = {
@@ -47,13 +49,15 @@ PRESETS: Mapping[str, SearchConfig] = {
     # Measured on the LoCoMo development subset (README, "Retrieval choices"):
     # a sharper RRF (k=20) lets the speaker boost and neighbour smoothing act
     # on well-ranked hits instead of reshuffling the long tail; claim vectors
-    # vote for their evidence messages (claim BM25 measured worse: left out).
+    # vote for their evidence messages (claim BM25 measured worse: left out);
+    # "when" questions favour messages that carry a time expression.
     "archivist": SearchConfig(
         "archivist",
         rankers=("bm25", "dense", "claims_dense"),
         rrf_k=20,
         person_boost=0.5,
         neighbour_weight=0.5,
+        when_boost=0.2,
     ),
     "archivist-messages": SearchConfig(
         "archivist-messages",
@@ -128,6 +132,11 @@ def boost_speakers(
     }
 
 
+def mentions_time(text: str, at) -> bool:
+    """Does the text carry a time expression ("yesterday", "last May", "in 2022")?"""
+    return bool(find_times(text, at))
+
+
 def top_items(scores: Mapping[int, float], k: int) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
@@ -183,6 +192,9 @@ def search(
                     expanded_from[nr] = messages[r].id
         position = {r: (m.conversation, m.seq) for r, m in messages.items()}
         scores = smooth_neighbours(scores, position, config.neighbour_weight, config.neighbour_span)
+    if config.when_boost and asks_when(query):
+        timed = {r for r, m in messages.items() if mentions_time(m.text, m.timestamp)}
+        scores = {r: s * (1.0 + config.when_boost) if r in timed else s for r, s in scores.items()}
     if config.person_boost:
         trace.names = names_in(query, people)
         speakers = {r: m.speaker for r, m in messages.items()}
