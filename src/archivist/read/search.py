@@ -193,7 +193,9 @@ def search(
         position = {r: (m.conversation, m.seq) for r, m in messages.items()}
         scores = smooth_neighbours(scores, position, config.neighbour_weight, config.neighbour_span)
     if config.when_boost and asks_when(query):
-        timed = {r for r, m in messages.items() if mentions_time(m.text, m.timestamp)}
+        # Only the head can change places in the top k; parsing times costs ~0.2 ms a message.
+        head = [r for r, _ in top_items(scores, max(k, config.expand_top) * 2)]
+        timed = {r for r in head if mentions_time(messages[r].text, messages[r].timestamp)}
         scores = {r: s * (1.0 + config.when_boost) if r in timed else s for r, s in scores.items()}
     if config.person_boost:
         trace.names = names_in(query, people)
