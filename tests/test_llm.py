@@ -562,7 +562,7 @@ def test_registry_builds_the_fake_and_the_openai_model():
     assert isinstance(model, OpenAIChatModel) and isinstance(model, ChatModel)
     assert model.name == "openai:gpt-4o-mini@api.openai.com"
     assert model.timeout == 12.0
-    assert set(PROVIDERS) == {"openai", "fake"}
+    assert set(PROVIDERS) == {"openai", "local", "fake"}
 
 
 def test_registry_errors_name_the_problem():

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -165,14 +166,20 @@ class ScriptedServer:
         self.delay = delay
         self.requests: list[dict] = []
         self.delivered = 0
+        self.active = self.most_active = 0
 
     def handle_chat_completions(self, request: dict, callback) -> None:
         self.requests.append(request)
-        for chunk in self.chunks:
-            time.sleep(self.delay)
-            self.delivered += 1
-            if callback(chunk):
-                return
+        self.active += 1
+        self.most_active = max(self.most_active, self.active)
+        try:
+            for chunk in self.chunks:
+                time.sleep(self.delay)
+                self.delivered += 1
+                if callback(chunk):
+                    return
+        finally:
+            self.active -= 1
 
 
 def delta(text: str, finish: str | None = None, **extra) -> dict:
@@ -222,6 +229,20 @@ def test_server_error_becomes_llm_error(model: LocalLlamaChatModel) -> None:
     model._server = ScriptedServer(error)
     with pytest.raises(LLMError, match="exceed_context_size_error: too long"):
         model.complete([{"role": "user", "content": "hi"}])
+
+
+def test_a_truncated_stream_is_an_error(model: LocalLlamaChatModel) -> None:
+    model._server = ScriptedServer(delta('{"a": '))
+    with pytest.raises(LLMError, match="without a finish reason"):
+        model.complete([{"role": "user", "content": "hi"}])
+
+
+def test_calls_from_many_threads_run_one_at_a_time(model: LocalLlamaChatModel) -> None:
+    model._server = ScriptedServer(delta("a"), delta("b", "stop"), delay=0.005)
+    with ThreadPoolExecutor(4) as pool:
+        texts = list(pool.map(lambda _: model.complete([]).text, range(8)))
+    assert texts == ["ab"] * 8
+    assert model._server.most_active == 1
 
 
 def test_timeout_cancels_the_generation(model: LocalLlamaChatModel) -> None:
@@ -302,3 +323,16 @@ def test_real_local_model_extracts_a_conversation(tmp_path: Path) -> None:
             assert claim.speaker in conv.participants
             assert claim.evidence and set(claim.evidence) <= ids
         assert summary["model"] == llm.name
+
+
+def test_registry_builds_the_local_model_from_settings(tmp_path: Path) -> None:
+    from archivist.config import Settings
+    from archivist.errors import ConfigError
+    from archivist.llm import get_chat_model
+
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF")  # never loaded: construction reads nothing but the path
+    model = get_chat_model(Settings(llm="local", llm_model=str(gguf)))
+    assert type(model).__name__ == "LocalLlamaChatModel"
+    with pytest.raises(ConfigError, match="GGUF"):
+        Settings(llm="local")

