@@ -181,13 +181,20 @@ def keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
     the SQL filters still apply, so the result is exact either way. BM25 weighs
     only the text column.
     """
+    return _ranked_sql("messages", "m", "rowid", match, f, limit)
+
+
+def _ranked_sql(
+    table: str, alias: str, key: str, match: str, f: Filters, limit: int
+) -> tuple[str, list]:
+    """BM25 over ``{table}_fts`` (text column only), scope tokens in the MATCH, SQL filters."""
     scope = scope_match(f)
     full = f"{scope} AND {match}" if scope else match
-    where, params = filter_clause(f)
+    where, params = _where(f, alias, _MESSAGE_COLUMNS if table == "messages" else _CLAIM_COLUMNS)
     sql = (
-        "SELECT m.rowid, bm25(messages_fts, 1.0, 0.0) AS score FROM messages_fts "
-        "JOIN messages m ON m.rowid = messages_fts.rowid "
-        f"WHERE messages_fts MATCH ? AND {where} "
+        f"SELECT {alias}.{key}, bm25({table}_fts, 1.0, 0.0) AS score FROM {table}_fts "
+        f"JOIN {table} {alias} ON {alias}.{key} = {table}_fts.rowid "
+        f"WHERE {table}_fts MATCH ? AND {where} "
         "ORDER BY score LIMIT ?"
     )
     return sql, [full, *params, int(limit)]
@@ -206,16 +213,7 @@ def claim_filter_clause(f: Filters, alias: str = "c") -> tuple[str, list]:
 
 def claim_keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
     """BM25-ranked claim ids matching ``match`` under the filters (scope tokens in the MATCH)."""
-    scope = scope_match(f)
-    full = f"{scope} AND {match}" if scope else match
-    where, params = claim_filter_clause(f)
-    sql = (
-        "SELECT c.id, bm25(claims_fts, 1.0, 0.0) AS score FROM claims_fts "
-        "JOIN claims c ON c.id = claims_fts.rowid "
-        f"WHERE claims_fts MATCH ? AND {where} "
-        "ORDER BY score LIMIT ?"
-    )
-    return sql, [full, *params, int(limit)]
+    return _ranked_sql("claims", "c", "id", match, f, limit)
 
 
 def filtered_claim_ids_sql(f: Filters) -> tuple[str, list]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -421,17 +421,16 @@ class SQLiteStore(DerivedMemoryMixin):
             restrict = np.asarray(ids, dtype=np.int64)
         return idx.search(query, limit, restrict)
 
+    def _rows_by_ids(self, select: str, ids: Iterable[int]) -> Iterator[tuple]:
+        """Rows of ``select`` (ending in ``IN``) for the given ids, 500 per query."""
+        unique = list(dict.fromkeys(int(i) for i in ids))
+        for i in range(0, len(unique), 500):
+            chunk = unique[i : i + 500]
+            yield from self._db.execute(f"{select} ({','.join('?' * len(chunk))})", chunk)
+
     def messages_by_rowid(self, rowids: Iterable[int]) -> dict[int, Message]:
-        ids = list(dict.fromkeys(int(r) for r in rowids))
-        out: dict[int, Message] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            rows = self._db.execute(
-                f"SELECT {_MSG_COLS} FROM messages WHERE rowid IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            out.update(_row_to_message(r) for r in rows)
-        return out
+        rows = self._rows_by_ids(f"SELECT {_MSG_COLS} FROM messages WHERE rowid IN", rowids)
+        return dict(_row_to_message(r) for r in rows)
 
     def neighbours(
         self, rowid: int, before: int, after: int, filters: q.Filters | None = None

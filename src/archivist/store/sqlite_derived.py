@@ -350,16 +350,8 @@ class DerivedMemoryMixin:
         return idx.search(query, limit, restrict)
 
     def claims_by_id(self, ids: Iterable[int]) -> dict[int, Claim]:
-        ids = list(dict.fromkeys(int(i) for i in ids))
-        out: dict[int, Claim] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            rows = self._db.execute(
-                f"SELECT {_CLAIM_COLS} FROM claims WHERE id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            out.update((r[0], _row_to_claim(r)) for r in rows)
-        return out
+        rows = self._rows_by_ids(f"SELECT {_CLAIM_COLS} FROM claims WHERE id IN", ids)  # type: ignore[attr-defined]
+        return {r[0]: _row_to_claim(r) for r in rows}
 
     def claim_evidence_rowids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]:
         """claim id -> message rowids of its evidence, in conversation order."""
