@@ -45,6 +45,66 @@ def _ticker(
     return tick
 
 
+def _run_questions(
+    memory: MemoryService,
+    questions: list[tuple[str, dict]],
+    kmax: int,
+    retrievers: Sequence[str],
+    progress: Callable[[str, int, int], None] | None,
+) -> tuple[dict[str, list[tuple[int, list[str]]]], list[float]]:
+    """Each retriever's top-k message ids per question, and archivist's full-path latencies.
+
+    Baselines reuse the question's vector, so only archivist pays for embedding.
+    """
+    per_retriever: dict[str, list[tuple[int, list[str]]]] = {r: [] for r in retrievers}
+    latencies: list[float] = []
+    embedder = memory.embedder
+    people = memory.people()
+    for i, (cid, q) in enumerate(questions):
+        t = time.perf_counter()
+        hits = memory.search(q["question"], conversation=cid, k=kmax, preset="archivist")
+        latencies.append(time.perf_counter() - t)
+        qvec = embedder.embed_batch([q["question"]])[0]
+        for name in retrievers:
+            if name == "archivist":
+                ids = [h.message.id for h in hits]
+            else:
+                found = search(
+                    memory.store,
+                    embedder,
+                    q["question"],
+                    Filters(conversation=cid),
+                    kmax,
+                    PRESETS[name],
+                    people,
+                    SearchTrace(),
+                    query_vector=qvec,
+                )
+                ids = [h.message.id for h in found]
+            per_retriever[name].append((q["category"], ids))
+        if progress:
+            progress("questions", i + 1, len(questions))
+
+    return per_retriever, latencies
+
+
+def _extraction_report(memory: MemoryService, extraction, seconds: float, total: int) -> dict:
+    """What the archivist did during the run, and what it cost in LLM calls."""
+    calls = memory.llm_summary()["totals"].get("calls", 0)
+    return {
+        "archivist": extraction.method,
+        "sessions_processed": extraction.sessions,
+        "sessions_already_done": extraction.sessions_skipped,
+        "episodes": extraction.episodes,
+        "claims": extraction.claims,
+        "claims_rejected": extraction.rejected,
+        "heuristic_fallbacks": extraction.fallbacks,
+        "seconds": round(seconds, 3),
+        "claims_in_store": memory.stats()["claims"],
+        "llm_calls_per_message": round(calls / total, 4) if total else 0.0,
+    }
+
+
 def run_locomo(
     memory: MemoryService,
     path: str | Path,
@@ -83,36 +143,7 @@ def run_locomo(
         for q in items
         if q["category"] in RECALL_CATEGORIES and not q["evidence"]
     )
-    kmax = max(ks)
-    per_retriever: dict[str, list[tuple[int, list[str]]]] = {r: [] for r in retrievers}
-    latencies: list[float] = []
-    embedder = memory.embedder
-    people = memory.people()
-    for i, (cid, q) in enumerate(questions):
-        t = time.perf_counter()
-        hits = memory.search(q["question"], conversation=cid, k=kmax, preset="archivist")
-        latencies.append(time.perf_counter() - t)
-        qvec = embedder.embed_batch([q["question"]])[0]
-        for name in retrievers:
-            if name == "archivist":
-                ids = [h.message.id for h in hits]
-            else:
-                found = search(
-                    memory.store,
-                    embedder,
-                    q["question"],
-                    Filters(conversation=cid),
-                    kmax,
-                    PRESETS[name],
-                    people,
-                    SearchTrace(),
-                    query_vector=qvec,
-                )
-                ids = [h.message.id for h in found]
-            per_retriever[name].append((q["category"], ids))
-        if progress:
-            progress("questions", i + 1, len(questions))
-
+    per_retriever, latencies = _run_questions(memory, questions, max(ks), retrievers, progress)
     retrieval = {
         name: {
             f"recall@{k}": by_category(
@@ -139,29 +170,14 @@ def run_locomo(
             "messages_per_s": round(added / ingest_s, 1) if added and ingest_s else None,
             "note": None if added else "store already held the data: nothing was re-embedded",
         },
-        "extraction": {
-            "archivist": extraction.method,
-            "sessions_processed": extraction.sessions,
-            "sessions_already_done": extraction.sessions_skipped,
-            "episodes": extraction.episodes,
-            "claims": extraction.claims,
-            "claims_rejected": extraction.rejected,
-            "heuristic_fallbacks": extraction.fallbacks,
-            "seconds": round(extract_s, 3),
-            "claims_in_store": memory.stats()["claims"],
-            "llm_calls_per_message": round(
-                memory.llm_summary()["totals"].get("calls", 0) / total, 4
-            )
-            if total
-            else 0.0,
-        },
+        "extraction": _extraction_report(memory, extraction, extract_s, total),
         "search_latency_ms": {
             "retriever": "archivist (full path, query embedding included)",
             "p50": round(percentile(ms, 50), 2),
             "p95": round(percentile(ms, 95), 2),
             "mean": round(mean(ms), 2),
         },
-        "embedder": embedder.name,
+        "embedder": memory.embedder.name,
         "store": memory.stats().get("path"),
         "llm": memory.llm_summary(),
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
