@@ -16,7 +16,7 @@ import numpy as np
 from ..embed.base import Embedder
 from ..model import Hit, Message
 from ..store.base import Store
-from ..store.sql import Filters
+from ..store.sql import Filters, person_key
 from ..write.timeground import find_times
 from .fusion import rrf
 from .query import asks_when, names_in
@@ -123,11 +123,11 @@ def boost_speakers(
     boost: float,
 ) -> dict[int, float]:
     """Raise messages spoken by a person the question names (claims are the speaker's)."""
-    wanted = {n.lower() for n in names}
+    wanted = {person_key(n) for n in names}
     if not boost or not wanted:
         return dict(scores)
     return {
-        r: s * (1.0 + boost) if speakers.get(r, "").lower() in wanted else s
+        r: s * (1.0 + boost) if person_key(speakers.get(r, "")) in wanted else s
         for r, s in scores.items()
     }
 
