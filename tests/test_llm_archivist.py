@@ -24,6 +24,7 @@ from archivist.llm import structured as structured_module
 from archivist.llm.base import Completion, LLMRateLimited, LLMRefused, LLMTimeout
 from archivist.model import Claim, Conversation, Message
 from archivist.service import ExtractReport, MemoryService
+from archivist.store.sql import Filters
 from archivist.testing import FakeEmbedder, FakeLLM
 from conftest import make_conversation
 
@@ -735,3 +736,25 @@ def test_without_an_llm_the_heuristic_archivist_attributes_speakers(tmp_path: Pa
     assert right / len(first_hand) >= 0.95
     assert_log_intact_and_all_extracted(mem)
     mem.close()
+
+
+def test_episodes_are_indexed_and_lead_to_their_messages(tmp_path: Path) -> None:
+    """Index fine, return coarse: an episode found by its narrative votes for its messages."""
+    mem, _, _ = extract_fresh(tmp_path, None)
+    (episode,) = [e for e in mem.store.list_episodes(CID, limit=100) if "Azores" in e.narrative][:1]
+    hits = mem.search(episode.narrative, preset="episodes", k=len(episode.message_ids))
+    assert {h.message.id for h in hits} == set(episode.message_ids)
+    assert all(set(h.sources) <= {"episodes_bm25", "episodes_dense"} for h in hits)
+    assert all(h.episode is not None and h.episode.id == episode.id for h in hits)
+    # the caller's filters still hold for messages reached through an episode
+    lee_only = mem.search(episode.narrative, preset="episodes", speaker="Lee", k=50)
+    assert lee_only and {h.message.speaker for h in lee_only} == {"Lee"}
+    # a rebuild replaces the episodes in the keyword index too (no stale narratives)
+    mem.rebuild()
+    mem.rebuild()
+    found = {
+        e for e, _ in mem.store.episode_keyword_search("Azores", Filters(conversation=CID), 50)
+    }
+    current = {e.id: e for e in mem.store.list_episodes(CID, limit=100)}
+    assert found and found <= set(current)
+    assert found == {i for i, e in current.items() if "Azores" in e.narrative + e.title}

@@ -22,7 +22,7 @@ from .llm.structured import run_parallel
 from .model import Claim, Conversation, Hit, Message
 from .read.entities import entity_rows
 from .read.search import SearchConfig, SearchTrace, get_preset, search
-from .store.base import AddResult, IndexedClaim, IndexedMessage, Store
+from .store.base import AddResult, IndexedClaim, IndexedEpisode, IndexedMessage, Store
 from .store.sql import Filters
 from .write.archivist import Archivist, HeuristicArchivist, SessionResult
 from .write.index_text import (
@@ -30,6 +30,8 @@ from .write.index_text import (
     IndexOptions,
     claim_embed_text,
     claim_search_text,
+    episode_embed_text,
+    episode_search_text,
     index_rows,
     text_hash,
 )
@@ -324,12 +326,17 @@ class MemoryService:
             IndexedClaim(c, ep, claim_search_text(c), text_hash(claim_embed_text(c)))
             for ep, c in result.claims
         ]
+        episodes = [
+            IndexedEpisode(e, episode_search_text(e), text_hash(episode_embed_text(e)))
+            for e in result.episodes
+        ]
         wanted = {r.embed_hash: claim_embed_text(r.claim) for r in rows}
+        wanted |= {e.embed_hash: episode_embed_text(e.episode) for e in episodes}
         vectors, _ = self._embed_missing(wanted, None)
         self.store.save_extraction(
             cid,
             session,
-            result.episodes,
+            episodes,
             rows,
             self.embedder.name,
             vectors,
@@ -396,7 +403,11 @@ class MemoryService:
             else tuple(conversation)
         )
         filters = Filters(conv, person, speaker, session, since, until)
-        embedder = self.embedder if {"dense", "claims_dense"} & set(config.rankers) else None
+        embedder = (
+            self.embedder
+            if {"dense", "claims_dense", "episodes_dense"} & set(config.rankers)
+            else None
+        )
         if embedder is not None:
             self._check_embed_model(embedder)
         return search(self.store, embedder, query, filters, k, config, self.people(), trace)

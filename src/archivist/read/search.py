@@ -23,6 +23,7 @@ from .query import asks_when, names_in
 
 RANKERS = ("bm25", "dense")
 CLAIM_RANKERS = ("claims_bm25", "claims_dense")
+EPISODE_RANKERS = ("episodes_bm25", "episodes_dense")
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ PRESETS: Mapping[str, SearchConfig] = {
     "dense": SearchConfig("dense", rankers=("dense",)),
     "rrf": SearchConfig("rrf"),
     "claims": SearchConfig("claims", rankers=CLAIM_RANKERS),
+    "episodes": SearchConfig("episodes", rankers=EPISODE_RANKERS),
     # Measured on the LoCoMo development subset (README, "Retrieval choices"):
     # a sharper RRF (k=20) lets the speaker boost and neighbour smoothing act
     # on well-ranked hits instead of reshuffling the long tail; claim vectors
@@ -162,7 +164,7 @@ def search(
         t = time.perf_counter()
         rankings["bm25"] = [r for r, _ in store.keyword_search(query, filters, config.candidates)]
         trace.seconds["bm25"] = time.perf_counter() - t
-    dense_wanted = {"dense", "claims_dense"} & set(config.rankers)
+    dense_wanted = {"dense", "claims_dense", "episodes_dense"} & set(config.rankers)
     if dense_wanted and embedder is not None and query_vector is None:
         t = time.perf_counter()
         query_vector = embedder.embed_batch([query])[0]
@@ -236,6 +238,7 @@ def _claim_rankings(
     messages at rank r, so claims lift the messages that support them without
     crowding them out of the k results. Returns message rowid -> claim ids.
     """
+    _episode_rankings(store, embedder, query, query_vector, filters, config, rankings)
     found: dict[str, list[int]] = {}
     if "claims_bm25" in config.rankers:
         found["claims_bm25"] = [
@@ -262,6 +265,38 @@ def _claim_rankings(
                     matched[r].append(c)
         rankings[name] = list(ranked)
     return matched
+
+
+def _episode_rankings(
+    store: Store,
+    embedder: Embedder | None,
+    query: str,
+    query_vector: np.ndarray | None,
+    filters: Filters,
+    config: SearchConfig,
+    rankings: dict[str, list[int]],
+) -> None:
+    """Rank episodes by their narratives; an episode at rank r votes for its messages at r."""
+    found: dict[str, list[int]] = {}
+    if "episodes_bm25" in config.rankers:
+        found["episodes_bm25"] = [
+            e for e, _ in store.episode_keyword_search(query, filters, config.candidates)
+        ]
+    if "episodes_dense" in config.rankers and embedder is not None and query_vector is not None:
+        found["episodes_dense"] = [
+            e
+            for e, _ in store.episode_vector_search(
+                embedder.name, query_vector, filters, config.candidates
+            )
+        ]
+    if not found:
+        return
+    members = store.episode_message_rowids({e for ids in found.values() for e in ids})
+    # an episode passes the filters if one of its messages does; each message must too
+    allowed = store.filter_rowids({r for rs in members.values() for r in rs}, filters)
+    for name, ids in found.items():
+        ranked = dict.fromkeys(r for e in ids for r in members.get(e, ()) if r in allowed)
+        rankings[name] = list(ranked)
 
 
 def hit_messages(hits: Iterable[Hit]) -> list[Message]:

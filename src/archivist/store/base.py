@@ -35,6 +35,15 @@ class IndexedClaim:
     embed_hash: str
 
 
+@dataclass(frozen=True)
+class IndexedEpisode:
+    """An episode plus its keyword text and the hash of its embedded text (the narrative)."""
+
+    episode: Episode
+    search_text: str
+    embed_hash: str
+
+
 @dataclass
 class AddResult:
     """Outcome of adding one conversation."""
@@ -73,6 +82,8 @@ class Store(Protocol):
     ) -> list[tuple[int, float]]: ...
 
     def messages_by_rowid(self, rowids: Iterable[int]) -> dict[int, Message]: ...
+
+    def filter_rowids(self, rowids: Iterable[int], filters: Filters) -> set[int]: ...
 
     def neighbours(
         self, rowid: int, before: int, after: int, filters: Filters | None = None
@@ -129,6 +140,16 @@ class Store(Protocol):
     ) -> list[tuple[int, float]]: ...
 
     def claims_by_id(self, ids: Iterable[int]) -> dict[int, Claim]: ...
+
+    def episode_keyword_search(
+        self, text: str, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def episode_vector_search(
+        self, model: str, query: np.ndarray, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def episode_message_rowids(self, episode_ids: Iterable[int]) -> dict[int, list[int]]: ...
 
     def claim_evidence_rowids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]: ...
 

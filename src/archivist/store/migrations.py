@@ -150,9 +150,28 @@ MIGRATIONS: tuple[Migration, ...] = (
                 narrative TEXT NOT NULL DEFAULT '',
                 qa TEXT NOT NULL DEFAULT '[]',
                 method TEXT NOT NULL,
+                search_text TEXT NOT NULL DEFAULT '',
+                scope TEXT NOT NULL DEFAULT '',
+                embed_hash TEXT,
+                vec_id INTEGER,
                 created_at TEXT NOT NULL
             )""",
             "CREATE INDEX episodes_conv ON episodes (conversation, session)",
+            """CREATE VIRTUAL TABLE episodes_fts USING fts5(
+                search_text,
+                scope,
+                content='episodes',
+                content_rowid='id',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TRIGGER episodes_ai AFTER INSERT ON episodes BEGIN
+                INSERT INTO episodes_fts(rowid, search_text, scope)
+                VALUES (new.id, new.search_text, new.scope);
+            END""",
+            """CREATE TRIGGER episodes_ad AFTER DELETE ON episodes BEGIN
+                INSERT INTO episodes_fts(episodes_fts, rowid, search_text, scope)
+                VALUES ('delete', old.id, old.search_text, old.scope);
+            END""",
             """CREATE TABLE episode_messages (
                 episode_id INTEGER NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
                 msg_rowid INTEGER NOT NULL REFERENCES messages(rowid) ON DELETE CASCADE,

@@ -144,6 +144,19 @@ _CLAIM_COLUMNS = _Columns(
 )
 
 
+_EPISODE_COLUMNS = _Columns(
+    person="{a}.id IN (SELECT em.episode_id FROM episode_messages em JOIN message_people mp "
+    "ON mp.msg_rowid = em.msg_rowid WHERE mp.person = ?)",
+    session="{a}.session = ?",
+    time="CAST(strftime('%s', {a}.start_ts) AS REAL)",
+)
+_TABLE_COLUMNS = {
+    "messages": _MESSAGE_COLUMNS,
+    "claims": _CLAIM_COLUMNS,
+    "episodes": _EPISODE_COLUMNS,
+}
+
+
 def _where(f: Filters, alias: str, cols: _Columns) -> tuple[str, list]:
     parts: list[str] = []
     params: list = []
@@ -155,7 +168,10 @@ def _where(f: Filters, alias: str, cols: _Columns) -> tuple[str, list]:
         parts.append(cols.person.format(a=alias))
         params += [person_key(f.person)] * cols.person.count("?")
     if f.speaker is not None:
-        parts.append(f"{alias}.speaker_key = ?")
+        if cols is _EPISODE_COLUMNS:  # episodes have no speaker: those the person took part in
+            parts.append(cols.person.format(a=alias))
+        else:
+            parts.append(f"{alias}.speaker_key = ?")
         params.append(person_key(f.speaker))
     if f.session is not None:
         parts.append(cols.session.format(a=alias))
@@ -190,7 +206,7 @@ def _ranked_sql(
     """BM25 over ``{table}_fts`` (text column only), scope tokens in the MATCH, SQL filters."""
     scope = scope_match(f)
     full = f"{scope} AND {match}" if scope else match
-    where, params = _where(f, alias, _MESSAGE_COLUMNS if table == "messages" else _CLAIM_COLUMNS)
+    where, params = _where(f, alias, _TABLE_COLUMNS[table])
     sql = (
         f"SELECT {alias}.{key}, bm25({table}_fts, 1.0, 0.0) AS score FROM {table}_fts "
         f"JOIN {table} {alias} ON {alias}.{key} = {table}_fts.rowid "
@@ -220,3 +236,14 @@ def filtered_claim_ids_sql(f: Filters) -> tuple[str, list]:
     """Ids of the claims the filters admit, ascending."""
     where, params = claim_filter_clause(f)
     return f"SELECT c.id FROM claims c WHERE {where} ORDER BY c.id", params
+
+
+def episode_keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
+    """BM25-ranked episode ids (title + narrative) under the filters."""
+    return _ranked_sql("episodes", "e", "id", match, f, limit)
+
+
+def filtered_episode_ids_sql(f: Filters) -> tuple[str, list]:
+    """Ids of the episodes the filters admit, ascending."""
+    where, params = _where(f, "e", _EPISODE_COLUMNS)
+    return f"SELECT e.id FROM episodes e WHERE {where} ORDER BY e.id", params

@@ -29,7 +29,7 @@ from .vecindex import DenseIndex, pack, unpack_many
 
 FREQUENT_TERMS_MIN_STORE = 50_000  # below this every query term is ranked
 FREQUENT_TERM_SHARE = 0.05
-_VECTOR_TABLES = {"messages": "rowid", "claims": "id"}  # table -> integer key
+_VECTOR_TABLES = {"messages": "rowid", "claims": "id", "episodes": "id"}  # table -> integer key
 _MSG_COLS = (
     "rowid, conversation, msg_id, session, seq, speaker, addressees, role, text, "
     "attachments, ts, session_start"
@@ -427,6 +427,23 @@ class SQLiteStore(DerivedMemoryMixin):
         for i in range(0, len(unique), 500):
             chunk = unique[i : i + 500]
             yield from self._db.execute(f"{select} ({','.join('?' * len(chunk))})", chunk)
+
+    def filter_rowids(self, rowids: Iterable[int], filters: q.Filters) -> set[int]:
+        """The subset of ``rowids`` whose messages pass ``filters``."""
+        if filters.is_empty():
+            return set(rowids)
+        where, params = q.filter_clause(filters)
+        out: set[int] = set()
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = self._db.execute(
+                f"SELECT m.rowid FROM messages m WHERE {where} AND m.rowid IN "
+                f"({','.join('?' * len(chunk))})",
+                (*params, *chunk),
+            )
+            out.update(r for (r,) in rows)
+        return out
 
     def messages_by_rowid(self, rowids: Iterable[int]) -> dict[int, Message]:
         rows = self._rows_by_ids(f"SELECT {_MSG_COLS} FROM messages WHERE rowid IN", rowids)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..model import Claim, EntityMention, Episode
 from . import sql as q
-from .base import IndexedClaim
+from .base import IndexedClaim, IndexedEpisode
 from .vecindex import pack
 
 _CLAIM_COLS = (
@@ -173,7 +173,7 @@ class DerivedMemoryMixin:
         self,
         conversation: str,
         session: int,
-        episodes: Sequence[Episode],
+        episodes: Sequence[IndexedEpisode],
         claims: Sequence[IndexedClaim],
         model: str,
         vectors: dict[str, np.ndarray],
@@ -195,7 +195,7 @@ class DerivedMemoryMixin:
                 "INSERT OR IGNORE INTO vectors(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
                 [(model, h, int(v.shape[0]), pack(v)) for h, v in vectors.items()],
             )
-            episode_ids = [self._insert_episode(db, e, msg_rowids, now) for e in episodes]
+            episode_ids = [self._insert_episode(db, e, msg_rowids, model, now) for e in episodes]
             claim_ids = [
                 self._insert_claim(db, c, episode_ids, msg_rowids, model, now) for c in claims
             ]
@@ -221,8 +221,10 @@ class DerivedMemoryMixin:
             "(SELECT id FROM episodes WHERE conversation = ? AND session = ?)",
             (conv, session),
         ).rowcount
-        db.execute("DELETE FROM episodes WHERE conversation = ? AND session = ?", (conv, session))
-        if n:
+        m = db.execute(
+            "DELETE FROM episodes WHERE conversation = ? AND session = ?", (conv, session)
+        ).rowcount
+        if n or m:
             self._bump_vector_epoch(db)
 
     @staticmethod
@@ -234,12 +236,29 @@ class DerivedMemoryMixin:
 
     @staticmethod
     def _insert_episode(
-        db: sqlite3.Connection, e: Episode, msg_rowids: dict[str, int], now: str
+        db: sqlite3.Connection,
+        ie: IndexedEpisode,
+        msg_rowids: dict[str, int],
+        model: str,
+        now: str,
     ) -> int:
+        e = ie.episode
         rowids = [msg_rowids[m] for m in e.message_ids if m in msg_rowids]
+        people = {
+            p
+            for (p,) in db.execute(
+                f"SELECT DISTINCT person FROM message_people WHERE msg_rowid IN "
+                f"({','.join('?' * len(rowids))})",
+                rowids,
+            )
+        }
+        vec = db.execute(
+            "SELECT id FROM vectors WHERE model = ? AND hash = ?", (model, ie.embed_hash)
+        ).fetchone()
         cur = db.execute(
             "INSERT INTO episodes(conversation, session, message_ids, n_messages, start_ts, "
-            "end_ts, title, narrative, qa, method, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "end_ts, title, narrative, qa, method, search_text, scope, embed_hash, vec_id, "
+            "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 e.conversation,
                 e.session,
@@ -251,6 +270,10 @@ class DerivedMemoryMixin:
                 e.narrative,
                 json.dumps([list(p) for p in e.qa]),
                 e.method,
+                ie.search_text,
+                q.scope_text(e.conversation, people),
+                ie.embed_hash,
+                vec[0] if vec else None,
                 now,
             ),
         )
@@ -348,6 +371,44 @@ class DerivedMemoryMixin:
             sql, params = q.filtered_claim_ids_sql(filters)
             restrict = np.asarray([r[0] for r in self._db.execute(sql, params)], dtype=np.int64)
         return idx.search(query, limit, restrict)
+
+    def episode_keyword_search(
+        self, text: str, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """BM25 over episode titles and narratives; higher is better."""
+        match = q.fts_query(text)
+        if match is None:
+            return []
+        sql, params = q.episode_keyword_search_sql(match, filters, limit)
+        return [(eid, -score) for eid, score in self._db.execute(sql, params).fetchall()]
+
+    def episode_vector_search(
+        self, model: str, query: np.ndarray, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """Exact cosine search over the filtered episodes' narratives."""
+        idx = self._dense_index(model, "episodes")  # type: ignore[attr-defined]
+        if not len(idx):
+            return []
+        restrict = None
+        if not filters.is_empty():
+            sql, params = q.filtered_episode_ids_sql(filters)
+            restrict = np.asarray([r[0] for r in self._db.execute(sql, params)], dtype=np.int64)
+        return idx.search(query, limit, restrict)
+
+    def episode_message_rowids(self, episode_ids: Iterable[int]) -> dict[int, list[int]]:
+        """episode id -> its message rowids in conversation order."""
+        out: dict[int, list[int]] = {}
+        ids = list(dict.fromkeys(int(i) for i in episode_ids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            for eid, rid in self._db.execute(
+                "SELECT em.episode_id, em.msg_rowid FROM episode_messages em JOIN messages m "
+                f"ON m.rowid = em.msg_rowid WHERE em.episode_id IN ({','.join('?' * len(chunk))}) "
+                "ORDER BY m.seq",
+                chunk,
+            ):
+                out.setdefault(eid, []).append(rid)
+        return out
 
     def claims_by_id(self, ids: Iterable[int]) -> dict[int, Claim]:
         rows = self._rows_by_ids(f"SELECT {_CLAIM_COLS} FROM claims WHERE id IN", ids)  # type: ignore[attr-defined]

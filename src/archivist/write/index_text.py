@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..model import Claim, Message, content_hash
+from ..model import Claim, Episode, Message, content_hash
 
 _FIRST = {
     "i": "{s}",
@@ -133,6 +133,17 @@ def claim_search_text(c: Claim) -> str:
 def claim_embed_text(c: Claim) -> str:
     """Embedded text of a claim: the attributed sentence."""
     return f"{c.speaker}: {c.text}"
+
+
+def episode_search_text(e: Episode) -> str:
+    """Keyword text of an episode: title, narrative, question/answer pairs and its date."""
+    qa = " ".join(f"{q} {a}" for q, a in e.qa)
+    return f"{e.title}: {e.narrative} {qa} ({e.start.day} {e.start:%B %Y})".strip()
+
+
+def episode_embed_text(e: Episode) -> str:
+    """Embedded text of an episode: its narrative (the title if there is none)."""
+    return e.narrative or e.title
 
 
 def text_hash(text: str) -> str:
