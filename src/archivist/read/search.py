@@ -223,6 +223,30 @@ def search(
     return hits
 
 
+def _find_derived(
+    kind: str,
+    store: Store,
+    embedder: Embedder | None,
+    query: str,
+    query_vector: np.ndarray | None,
+    filters: Filters,
+    config: SearchConfig,
+) -> dict[str, list[int]]:
+    """Ids of ``kind`` ("claims" or "episodes") ranked by its keyword and vector rankers."""
+    keyword, vector = {
+        "claims": (store.claim_keyword_search, store.claim_vector_search),
+        "episodes": (store.episode_keyword_search, store.episode_vector_search),
+    }[kind]
+    found: dict[str, list[int]] = {}
+    if f"{kind}_bm25" in config.rankers:
+        found[f"{kind}_bm25"] = [i for i, _ in keyword(query, filters, config.candidates)]
+    if f"{kind}_dense" in config.rankers and embedder is not None and query_vector is not None:
+        found[f"{kind}_dense"] = [
+            i for i, _ in vector(embedder.name, query_vector, filters, config.candidates)
+        ]
+    return found
+
+
 def _claim_rankings(
     store: Store,
     embedder: Embedder | None,
@@ -232,25 +256,24 @@ def _claim_rankings(
     config: SearchConfig,
     rankings: dict[str, list[int]],
 ) -> dict[int, list[int]]:
-    """Rank claims and turn each ranking into one over their evidence messages.
+    """Rank claims and episodes and turn each ranking into one over their messages.
 
     Index fine, return coarse: a claim found at rank r votes for its evidence
-    messages at rank r, so claims lift the messages that support them without
-    crowding them out of the k results. Returns message rowid -> claim ids.
+    messages at rank r (an episode for its messages), so they lift the messages
+    that support them without crowding them out of the k results. Returns
+    message rowid -> claim ids.
     """
-    _episode_rankings(store, embedder, query, query_vector, filters, config, rankings)
-    found: dict[str, list[int]] = {}
-    if "claims_bm25" in config.rankers:
-        found["claims_bm25"] = [
-            c for c, _ in store.claim_keyword_search(query, filters, config.candidates)
-        ]
-    if "claims_dense" in config.rankers and embedder is not None and query_vector is not None:
-        found["claims_dense"] = [
-            c
-            for c, _ in store.claim_vector_search(
-                embedder.name, query_vector, filters, config.candidates
+    args = (store, embedder, query, query_vector, filters, config)
+    episodes = _find_derived("episodes", *args)
+    if episodes:
+        members = store.episode_message_rowids({e for ids in episodes.values() for e in ids})
+        # an episode passes the filters if one of its messages does; each message must too
+        allowed = store.filter_rowids({r for rs in members.values() for r in rs}, filters)
+        for name, ids in episodes.items():
+            rankings[name] = list(
+                dict.fromkeys(r for e in ids for r in members.get(e, ()) if r in allowed)
             )
-        ]
+    found = _find_derived("claims", *args)
     if not found:
         return {}
     evidence = store.claim_evidence_rowids({c for ids in found.values() for c in ids})
@@ -265,38 +288,6 @@ def _claim_rankings(
                     matched[r].append(c)
         rankings[name] = list(ranked)
     return matched
-
-
-def _episode_rankings(
-    store: Store,
-    embedder: Embedder | None,
-    query: str,
-    query_vector: np.ndarray | None,
-    filters: Filters,
-    config: SearchConfig,
-    rankings: dict[str, list[int]],
-) -> None:
-    """Rank episodes by their narratives; an episode at rank r votes for its messages at r."""
-    found: dict[str, list[int]] = {}
-    if "episodes_bm25" in config.rankers:
-        found["episodes_bm25"] = [
-            e for e, _ in store.episode_keyword_search(query, filters, config.candidates)
-        ]
-    if "episodes_dense" in config.rankers and embedder is not None and query_vector is not None:
-        found["episodes_dense"] = [
-            e
-            for e, _ in store.episode_vector_search(
-                embedder.name, query_vector, filters, config.candidates
-            )
-        ]
-    if not found:
-        return
-    members = store.episode_message_rowids({e for ids in found.values() for e in ids})
-    # an episode passes the filters if one of its messages does; each message must too
-    allowed = store.filter_rowids({r for rs in members.values() for r in rs}, filters)
-    for name, ids in found.items():
-        ranked = dict.fromkeys(r for e in ids for r in members.get(e, ()) if r in allowed)
-        rankings[name] = list(ranked)
 
 
 def hit_messages(hits: Iterable[Hit]) -> list[Message]:
