@@ -16,6 +16,8 @@ from .errors import ConfigError
 ENV_PREFIX = "ARCHIVIST_"
 EMBEDDERS = ("local", "openai", "fake")
 LLMS = ("", "none", "openai", "local", "fake")
+CONFLICT_POLICIES = ("newest_wins", "oldest_wins", "keep_both")
+CONSOLIDATE_MODES = ("inline", "background", "manual")
 
 
 def default_db_path() -> Path:
@@ -45,6 +47,11 @@ class Settings:
     llm_api_key: str = ""
     llm_timeout: float = 60.0
     llm_concurrency: int = 4  # parallel LLM calls (extraction batches across episodes)
+    conflict_policy: str = "newest_wins"  # how a contradiction between two claims resolves
+    consolidate_every: int = 10  # new messages per conversation between consolidation rounds
+    # inline: add() runs due jobs before returning; background: a worker thread runs
+    # them (servers); manual: only ``consolidate()`` / ``archivist consolidate`` does.
+    consolidate_mode: str = "inline"
 
     def __post_init__(self) -> None:
         if self.embedder not in EMBEDDERS:
@@ -60,6 +67,18 @@ class Settings:
                 "llm 'openai' needs llm_model and llm_base_url "
                 f"(env {ENV_PREFIX}LLM_MODEL, {ENV_PREFIX}LLM_BASE_URL)"
             )
+        if self.conflict_policy not in CONFLICT_POLICIES:
+            raise ConfigError(
+                f"conflict_policy must be one of {', '.join(CONFLICT_POLICIES)}; "
+                f"got {self.conflict_policy!r}"
+            )
+        if self.consolidate_mode not in CONSOLIDATE_MODES:
+            raise ConfigError(
+                f"consolidate_mode must be one of {', '.join(CONSOLIDATE_MODES)}; "
+                f"got {self.consolidate_mode!r}"
+            )
+        if self.consolidate_every < 1:
+            raise ConfigError("consolidate_every must be >= 1")
         if self.llm_timeout <= 0 or self.llm_concurrency < 1:
             raise ConfigError("llm_timeout must be > 0 and llm_concurrency >= 1")
         if self.embedder == "openai" and not (self.embed_model and self.embed_base_url):
@@ -92,6 +111,8 @@ class Settings:
             "llm_model",
             "llm_base_url",
             "llm_api_key",
+            "conflict_policy",
+            "consolidate_mode",
         ):
             if v := env.get(ENV_PREFIX + name.upper()):
                 kw[name] = v
@@ -102,6 +123,7 @@ class Settings:
             ("embed_threads", int),
             ("llm_timeout", float),
             ("llm_concurrency", int),
+            ("consolidate_every", int),
         ):
             if v := env.get(ENV_PREFIX + name.upper()):
                 try:

@@ -198,6 +198,11 @@ class Claim:
     method: str = "heuristic"  # "heuristic" or the model that extracted it
     episode: int | None = None  # store id of the episode, once stored
     id: int | None = None  # store id, once stored
+    # Reconciliation state (write/reconcile.py): "current", "superseded" (a newer
+    # claim replaced it; valid_to closed) or "duplicate" (its evidence merged into
+    # ``replaced_by``). Nothing is deleted; ``Memory.claim_history`` shows the path.
+    status: str = "current"
+    replaced_by: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,4 +218,132 @@ class Episode:
     title: str = ""
     method: str = "heuristic"
     qa: tuple[tuple[str, str], ...] = ()  # question/answer pairs the episode answers
+    id: int | None = None
+
+
+CLAIM_STATUSES: tuple[str, ...] = ("current", "superseded", "duplicate")
+
+
+@dataclass(frozen=True)
+class ClaimEvent:
+    """One step in a claim's history: created, merged a duplicate, refined, superseded."""
+
+    claim: int
+    action: str  # "created", "absorbed", "duplicate_of", "refined", "superseded", ...
+    at: datetime  # when it happened in conversation time (the newer claim's said_at)
+    other: int | None = None  # the other claim involved
+    detail: dict = field(default_factory=dict)
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A person, place, organisation, object or project as one speaker refers to it.
+
+    Entities belong to one conversation and one ``owner`` (the speaker whose
+    mentions built it): Caroline's "nurse" and Melanie's "nurse" are two
+    entities until evidence says otherwise.
+    """
+
+    conversation: str
+    owner: str
+    name: str
+    kind: str = "other"
+    aliases: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    states: tuple[tuple[str, str], ...] = ()  # (ISO date, state) over time
+    brief: str = ""  # two sentences: who or what it is
+    dossier: str = ""  # capped summary of its current claims (consolidation)
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+    mentions: int = 0
+    method: str = "heuristic"
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two claims that cannot both hold, and how the conflict was resolved."""
+
+    conversation: str
+    subject: str
+    attribute: str  # "job", "diet", "residence", "partner", ... or "statement"
+    old_claim: int
+    new_claim: int
+    old_value: str
+    new_value: str
+    old_time: datetime
+    new_time: datetime
+    kind: str = "contradiction"  # "contradiction", "evolution", "correction"
+    resolution: str = "newest_wins"  # what was done: newest_wins, oldest_wins, kept_both
+    method: str = "heuristic"
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class Person:
+    """Someone across conversations: one or more (conversation, name) identities."""
+
+    id: str
+    name: str
+    identities: tuple[tuple[str, str], ...] = ()  # (conversation, name as spoken there)
+    declared: bool = False  # identity declared by the caller (same user id)
+    key_info: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An identity decision (MERGE or SEPARATE) with the reasons and evidence behind it."""
+
+    kind: str  # "identity"
+    a: str  # "conversation/name"
+    b: str
+    verdict: str  # "MERGE" or "SEPARATE"
+    reasons: str
+    evidence: tuple[str, ...] = ()  # message or claim references the reasons cite
+    method: str = "heuristic"  # "declared", "no_llm", "agent:<model>"
+    steps: tuple[dict, ...] = ()  # the agent's tool calls, for inspection
+    created_at: datetime | None = None
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A theme: episodes of a conversation clustered by meaning and time."""
+
+    conversation: str
+    title: str
+    summary: str
+    episode_ids: tuple[int, ...]
+    start: datetime
+    end: datetime
+    method: str = "heuristic"
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A message summary at a level: 1 = a session, 2 = a run of level-1 summaries, ..."""
+
+    conversation: str
+    level: int
+    start: datetime
+    end: datetime
+    text: str
+    covers: tuple[int, ...] = ()  # sessions (level 1) or summary ids of the level below
+    method: str = "heuristic"
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A unit of background work on the durable queue (jobs.py)."""
+
+    kind: str
+    key: str  # idempotency key: (kind, key) is enqueued at most once
+    payload: dict = field(default_factory=dict)
+    status: str = "queued"  # queued, running, done, failed, skipped
+    attempts: int = 0
+    error: str = ""
+    result: dict = field(default_factory=dict)
     id: int | None = None

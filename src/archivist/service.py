@@ -363,6 +363,12 @@ class MemoryService:
         self._people = None
         return n
 
+    # -- reconciliation (layers 1-2) -------------------------------------------------
+
+    # -- people across conversations (layer 3) ----------------------------------------
+
+    # -- consolidation output: scenes, summaries, dossiers, key info, usefulness --------
+
     # -- reads ----------------------------------------------------------------------
 
     def people(self) -> list[str]:

@@ -55,9 +55,26 @@ class AddResult:
     added_ids: list[str] = field(default_factory=list)
 
 
+class ReconcileStore(Protocol):
+    """Layers 1-2 (store/sqlite_reconcile.py): entities, claim history, conflicts."""
+
+
+class PeopleStore(Protocol):
+    """Layer 3 (store/sqlite_people.py): persons across conversations, identity decisions."""
+
+
+class ConsolidationStore(Protocol):
+    """Consolidation output (store/sqlite_consolidate.py): scenes, summaries, dossiers,
+    key info, context log and usefulness scores."""
+
+
+class JobStore(Protocol):
+    """The durable background queue (store/sqlite_jobs.py; driven by jobs.py)."""
+
+
 @runtime_checkable
-class Store(Protocol):
-    """Durable message log with keyword and vector indexes."""
+class Store(ReconcileStore, PeopleStore, ConsolidationStore, JobStore, Protocol):
+    """Durable message log with keyword and vector indexes, and the memory derived from it."""
 
     def add_conversation(
         self,

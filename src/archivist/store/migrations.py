@@ -244,4 +244,192 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        "0003_reconcile_consolidate",
+        (
+            # -- layers 1-2: claim history, entities, conflicts ------------------------
+            "ALTER TABLE claims ADD COLUMN status TEXT NOT NULL DEFAULT 'current'",
+            "ALTER TABLE claims ADD COLUMN replaced_by INTEGER",
+            "ALTER TABLE claims ADD COLUMN reconciled INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX claims_reconcile ON claims (conversation, reconciled)",
+            """CREATE TABLE claim_events (
+                id INTEGER PRIMARY KEY,
+                claim_id INTEGER NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
+                conversation TEXT NOT NULL,
+                action TEXT NOT NULL,
+                other_claim INTEGER,
+                at TEXT NOT NULL,
+                detail TEXT NOT NULL DEFAULT '{}',
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX claim_events_claim ON claim_events (claim_id)",
+            """CREATE TABLE entities (
+                id INTEGER PRIMARY KEY,
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                owner TEXT NOT NULL,
+                owner_key TEXT NOT NULL,
+                name TEXT NOT NULL,
+                name_key TEXT NOT NULL,
+                kind TEXT NOT NULL DEFAULT 'other',
+                aliases TEXT NOT NULL DEFAULT '[]',
+                roles TEXT NOT NULL DEFAULT '[]',
+                states TEXT NOT NULL DEFAULT '[]',
+                brief TEXT NOT NULL DEFAULT '',
+                dossier TEXT NOT NULL DEFAULT '',
+                dossier_hash TEXT NOT NULL DEFAULT '',
+                first_seen TEXT,
+                last_seen TEXT,
+                mentions INTEGER NOT NULL DEFAULT 0,
+                method TEXT NOT NULL DEFAULT 'heuristic',
+                search_text TEXT NOT NULL DEFAULT '',
+                scope TEXT NOT NULL DEFAULT '',
+                embed_hash TEXT,
+                vec_id INTEGER,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX entities_owner ON entities (conversation, owner_key)",
+            "CREATE INDEX entities_name ON entities (name_key)",
+            """CREATE VIRTUAL TABLE entities_fts USING fts5(
+                search_text,
+                scope,
+                content='entities',
+                content_rowid='id',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TRIGGER entities_ai AFTER INSERT ON entities BEGIN
+                INSERT INTO entities_fts(rowid, search_text, scope)
+                VALUES (new.id, new.search_text, new.scope);
+            END""",
+            """CREATE TRIGGER entities_ad AFTER DELETE ON entities BEGIN
+                INSERT INTO entities_fts(entities_fts, rowid, search_text, scope)
+                VALUES ('delete', old.id, old.search_text, old.scope);
+            END""",
+            """CREATE TRIGGER entities_au AFTER UPDATE OF search_text, scope ON entities BEGIN
+                INSERT INTO entities_fts(entities_fts, rowid, search_text, scope)
+                VALUES ('delete', old.id, old.search_text, old.scope);
+                INSERT INTO entities_fts(rowid, search_text, scope)
+                VALUES (new.id, new.search_text, new.scope);
+            END""",
+            """CREATE TABLE claim_entities (
+                claim_id INTEGER NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
+                entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+                PRIMARY KEY (claim_id, entity_id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX claim_entities_entity ON claim_entities (entity_id)",
+            """CREATE TABLE conflicts (
+                id INTEGER PRIMARY KEY,
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                subject TEXT NOT NULL,
+                attribute TEXT NOT NULL,
+                old_claim INTEGER NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
+                new_claim INTEGER NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
+                old_value TEXT NOT NULL,
+                new_value TEXT NOT NULL,
+                old_time TEXT NOT NULL,
+                new_time TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                resolution TEXT NOT NULL,
+                method TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                UNIQUE (old_claim, new_claim)
+            )""",
+            # -- layer 3: people across conversations ---------------------------------
+            """CREATE TABLE persons (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                declared INTEGER NOT NULL DEFAULT 0,
+                key_info TEXT NOT NULL DEFAULT '',
+                key_info_hash TEXT NOT NULL DEFAULT '',
+                created_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE person_identities (
+                person_id TEXT NOT NULL REFERENCES persons(id) ON DELETE CASCADE,
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                name_key TEXT NOT NULL,
+                declared_id TEXT,
+                PRIMARY KEY (conversation, name_key)
+            )""",
+            "CREATE INDEX person_identities_person ON person_identities (person_id)",
+            """CREATE TABLE decisions (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL,
+                a TEXT NOT NULL,
+                b TEXT NOT NULL,
+                verdict TEXT NOT NULL CHECK (verdict IN ('MERGE', 'SEPARATE')),
+                reasons TEXT NOT NULL,
+                evidence TEXT NOT NULL DEFAULT '[]',
+                steps TEXT NOT NULL DEFAULT '[]',
+                method TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX decisions_pair ON decisions (kind, a, b)",
+            # -- consolidation: durable jobs and what they build -------------------------
+            """CREATE TABLE jobs (
+                id INTEGER PRIMARY KEY,
+                kind TEXT NOT NULL,
+                key TEXT NOT NULL,
+                payload TEXT NOT NULL DEFAULT '{}',
+                status TEXT NOT NULL DEFAULT 'queued',
+                attempts INTEGER NOT NULL DEFAULT 0,
+                error TEXT NOT NULL DEFAULT '',
+                result TEXT NOT NULL DEFAULT '{}',
+                lease_until REAL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                UNIQUE (kind, key)
+            )""",
+            "CREATE INDEX jobs_status ON jobs (status, id)",
+            """CREATE TABLE scenes (
+                id INTEGER PRIMARY KEY,
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                title TEXT NOT NULL DEFAULT '',
+                summary TEXT NOT NULL DEFAULT '',
+                summary_hash TEXT NOT NULL DEFAULT '',
+                centroid BLOB,
+                n_episodes INTEGER NOT NULL DEFAULT 0,
+                start_ts TEXT NOT NULL,
+                end_ts TEXT NOT NULL,
+                method TEXT NOT NULL DEFAULT 'heuristic',
+                updated_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE scene_episodes (
+                scene_id INTEGER NOT NULL REFERENCES scenes(id) ON DELETE CASCADE,
+                episode_id INTEGER NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
+                PRIMARY KEY (scene_id, episode_id)
+            ) WITHOUT ROWID""",
+            "CREATE UNIQUE INDEX scene_episodes_episode ON scene_episodes (episode_id)",
+            """CREATE TABLE summaries (
+                id INTEGER PRIMARY KEY,
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                level INTEGER NOT NULL CHECK (level >= 1),
+                start_ts TEXT NOT NULL,
+                end_ts TEXT NOT NULL,
+                covers TEXT NOT NULL,
+                covers_hash TEXT NOT NULL,
+                text TEXT NOT NULL,
+                method TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                UNIQUE (conversation, level, covers_hash)
+            )""",
+            """CREATE TABLE context_log (
+                id INTEGER PRIMARY KEY,
+                person TEXT,
+                conversation TEXT,
+                items TEXT NOT NULL,
+                reply TEXT NOT NULL DEFAULT '',
+                at TEXT NOT NULL,
+                reviewed INTEGER NOT NULL DEFAULT 0
+            )""",
+            """CREATE TABLE usefulness (
+                item_kind TEXT NOT NULL,
+                item_id TEXT NOT NULL,
+                shown INTEGER NOT NULL DEFAULT 0,
+                used INTEGER NOT NULL DEFAULT 0,
+                score REAL NOT NULL DEFAULT 0.5,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (item_kind, item_id)
+            )""",
+        ),
+    ),
 )

@@ -24,7 +24,11 @@ from ..model import Attachment, Conversation, Message
 from . import sql as q
 from .base import AddResult, IndexedMessage
 from .migrations import LEDGER_DDL, MIGRATIONS
+from .sqlite_consolidate import ConsolidationMixin
 from .sqlite_derived import DerivedMemoryMixin
+from .sqlite_jobs import JobsMixin
+from .sqlite_people import PeopleMixin
+from .sqlite_reconcile import ReconcileMixin
 from .vecindex import DenseIndex, pack, unpack_many
 
 FREQUENT_TERMS_MIN_STORE = 50_000  # below this every query term is ranked
@@ -53,7 +57,7 @@ def _row_to_message(r: sqlite3.Row | tuple) -> tuple[int, Message]:
     )
 
 
-class SQLiteStore(DerivedMemoryMixin):
+class SQLiteStore(DerivedMemoryMixin, ReconcileMixin, PeopleMixin, ConsolidationMixin, JobsMixin):
     """The embedded default Store. Safe to share between threads (one lock per store)."""
 
     def __init__(self, path: str | Path) -> None:

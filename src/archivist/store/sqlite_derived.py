@@ -22,7 +22,8 @@ from .vecindex import pack
 
 _CLAIM_COLS = (
     "id, conversation, episode_id, text, speaker, subject, kind, source, importance, "
-    "salience, said_at, valid_from, valid_to, evidence, entities, supports, method"
+    "salience, said_at, valid_from, valid_to, evidence, entities, supports, method, status, "
+    "replaced_by"
 )
 
 
@@ -53,6 +54,8 @@ def _row_to_claim(r: tuple) -> Claim:
         ents,
         sup,
         meth,
+        status,
+        replaced_by,
     ) = r
     return Claim(
         id=cid,
@@ -74,6 +77,8 @@ def _row_to_claim(r: tuple) -> Claim:
         ),
         evidence_claims=tuple(json.loads(sup)),
         method=meth,
+        status=status,
+        replaced_by=replaced_by,
     )
 
 
@@ -342,9 +347,17 @@ class DerivedMemoryMixin:
         """Forget derived memory (all, or one conversation's) so it can be rebuilt."""
         where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
         with self._write() as db:  # type: ignore[attr-defined]
-            db.execute(f"DELETE FROM claims {where}", params)
-            db.execute(f"DELETE FROM episodes {where}", params)
-            db.execute(f"DELETE FROM extraction_state {where}", params)
+            # Everything reconciliation and consolidation built goes too: it is
+            # derived from these claims and episodes and is rebuilt with them.
+            for table in (
+                "claims",
+                "episodes",
+                "extraction_state",
+                "entities",
+                "scenes",
+                "summaries",
+            ):
+                db.execute(f"DELETE FROM {table} {where}", params)
             self._bump_vector_epoch(db)
 
     # -- reads -----------------------------------------------------------------------------
