@@ -23,6 +23,7 @@ import pytest
 from archivist.llm import structured as structured_module
 from archivist.llm.base import Completion, LLMRateLimited, LLMRefused, LLMTimeout
 from archivist.model import Claim, Conversation, Message
+from archivist.config import Settings
 from archivist.service import ExtractReport, MemoryService
 from archivist.store.sql import Filters
 from archivist.testing import FakeEmbedder, FakeLLM
@@ -190,7 +191,9 @@ def _close_services():
 
 def service(path: Path, responder: Callable | None = None) -> tuple[MemoryService, FakeLLM]:
     llm = FakeLLM(responder=responder or Responder())
-    mem = MemoryService(path, embedder=FakeEmbedder(), llm=llm)
+    # Extraction alone: consolidation rounds (their own LLM calls) are tested elsewhere.
+    settings = Settings(consolidate_mode="manual")
+    mem = MemoryService(path, settings=settings, embedder=FakeEmbedder(), llm=llm)
     _OPEN.append(mem)
     return mem, llm
 

@@ -251,6 +251,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE claims ADD COLUMN status TEXT NOT NULL DEFAULT 'current'",
             "ALTER TABLE claims ADD COLUMN replaced_by INTEGER",
             "ALTER TABLE claims ADD COLUMN reconciled INTEGER NOT NULL DEFAULT 0",
+            # Reconciliation closes validity here, never in valid_to, so a reset
+            # (a session re-extracted) restores what the archivist said.
+            "ALTER TABLE claims ADD COLUMN closed_at TEXT",
             "CREATE INDEX claims_reconcile ON claims (conversation, reconciled)",
             """CREATE TABLE claim_events (
                 id INTEGER PRIMARY KEY,

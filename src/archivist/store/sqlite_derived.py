@@ -20,11 +20,21 @@ from . import sql as q
 from .base import IndexedClaim, IndexedEpisode
 from .vecindex import pack
 
-_CLAIM_COLS = (
-    "id, conversation, episode_id, text, speaker, subject, kind, source, importance, "
-    "salience, said_at, valid_from, valid_to, evidence, entities, supports, method, status, "
-    "replaced_by"
-)
+
+def claim_cols(alias: str = "") -> str:
+    """The claim columns ``_row_to_claim`` reads; validity closed by reconciliation wins."""
+    a = f"{alias}." if alias else ""
+    names = (
+        "id, conversation, episode_id, text, speaker, subject, kind, source, importance, "
+        "salience, said_at, valid_from"
+    ).split(", ")
+    tail = "evidence, entities, supports, method, status, replaced_by".split(", ")
+    return ", ".join(
+        [*(a + n for n in names), f"coalesce({a}closed_at, {a}valid_to)", *(a + n for n in tail)]
+    )
+
+
+_CLAIM_COLS = claim_cols()
 
 
 def _iso(d: datetime | None) -> str | None:
@@ -231,6 +241,9 @@ class DerivedMemoryMixin:
         ).rowcount
         if n or m:
             self._bump_vector_epoch(db)
+            # Claims that replaced or absorbed the deleted ones are gone: the
+            # conversation is reconciled again from what the archivist said.
+            self._reset_reconciliation(db, conv)  # type: ignore[attr-defined]
 
     @staticmethod
     def _bump_vector_epoch(db: sqlite3.Connection) -> None:

@@ -1,0 +1,137 @@
+"""The durable background queue: consolidation as jobs stored in the Store.
+
+Every ``consolidate_every`` new messages of a conversation (and on demand) a
+*round* is enqueued: reconcile (layers 1-2), people (layer 3), scenes,
+summaries, dossiers, key info and usefulness. Jobs are rows, so a crash loses
+none: a job taken by a worker that died is taken again when its lease ends.
+Enqueueing is idempotent on (kind, key) and every handler is idempotent on
+its own, so running a round twice changes nothing.
+
+Handlers are ``fn(memory, payload) -> dict``; a result with ``"skipped"``
+(nothing to do, or no heuristic form without an LLM) is recorded as skipped.
+An exception is captured into the job row (retried up to MAX_ATTEMPTS), never
+lost in a thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .model import Job
+
+if TYPE_CHECKING:
+    from .service import MemoryService
+
+log = logging.getLogger("archivist.jobs")
+
+Handler = Callable[["MemoryService", dict], dict]
+
+# kind -> "module:function", imported when first run (keeps optional parts lazy).
+# Order matters within a round: claims are reconciled before people are compared,
+# entities exist before dossiers, persons before key info.
+HANDLERS: dict[str, str] = {
+    "reconcile": "archivist.write.reconcile_job:run_reconcile",
+    "people": "archivist.write.people:run_people",
+    "scenes": "archivist.write.consolidate:run_scenes",
+    "summaries": "archivist.write.consolidate:run_summaries",
+    "dossiers": "archivist.write.consolidate:run_dossiers",
+    "key_info": "archivist.write.consolidate:run_key_info",
+    "usefulness": "archivist.write.consolidate:run_usefulness",
+}
+PER_CONVERSATION = ("reconcile", "scenes", "summaries", "dossiers")
+MAX_ATTEMPTS = 3
+LEASE_SECONDS = 600.0
+RETRY_BACKOFF = 30.0  # seconds before a failed job's first retry; doubles each attempt
+
+
+def handler(kind: str) -> Handler:
+    """The function that runs jobs of ``kind``."""
+    module, _, name = HANDLERS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class JobRunner:
+    """Enqueues consolidation rounds and runs queued jobs, inline or on a worker thread."""
+
+    def __init__(self, memory: MemoryService, lease_s: float = LEASE_SECONDS) -> None:
+        self.memory = memory
+        self.lease_s = lease_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._run_lock = threading.Lock()
+
+    def enqueue_round(self, conversations: list[str], tag: str) -> list[int]:
+        """Queue one round of every job kind; ``tag`` names the round (idempotency key)."""
+        store = self.memory.store
+        ids: list[int | None] = []
+        for kind in HANDLERS:
+            if kind in PER_CONVERSATION:
+                for cid in conversations:
+                    ids.append(store.enqueue_job(kind, f"{cid}@{tag}", {"conversation": cid}))
+            else:
+                ids.append(store.enqueue_job(kind, f"*@{tag}", {}))
+        self._wake.set()
+        return [i for i in ids if i is not None]
+
+    def run_pending(self, limit: int | None = None) -> list[Job]:
+        """Run queued jobs in order until none is left (or ``limit`` ran); returns them."""
+        done: list[Job] = []
+        with self._run_lock:  # one runner at a time per process keeps rounds in order
+            while limit is None or len(done) < limit:
+                job = self.memory.store.take_job(time.time(), self.lease_s, MAX_ATTEMPTS)
+                if job is None:
+                    break
+                done.append(self._run(job))
+        return done
+
+    def _run(self, job: Job) -> Job:
+        store = self.memory.store
+        try:
+            result = handler(job.kind)(self.memory, dict(job.payload)) or {}
+        except Exception as e:  # noqa: BLE001 - captured into the job row, retried, surfaced
+            error = f"{type(e).__name__}: {e}"
+            last = job.attempts >= MAX_ATTEMPTS
+            retry_at = None if last else time.time() + RETRY_BACKOFF * 2 ** (job.attempts - 1)
+            store.finish_job(job.id, "failed" if last else "queued", {}, error, retry_at)  # type: ignore[arg-type]
+            log.warning("job %s %s failed (attempt %d): %s", job.kind, job.key, job.attempts, error)
+            log.debug("%s", traceback.format_exc())
+            return Job(**{**job.__dict__, "status": "failed" if last else "queued", "error": error})
+        status = "skipped" if "skipped" in result else "done"
+        store.finish_job(job.id, status, result)  # type: ignore[arg-type]
+        return Job(**{**job.__dict__, "status": status, "result": result})
+
+    # -- background mode -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run jobs on a daemon thread as they are enqueued (servers: never block a chat)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="archivist-jobs", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(timeout=5.0)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self.run_pending()
+            except Exception:  # noqa: BLE001 - the store failed; keep the worker alive
+                log.exception("job worker: store error; retrying in 5 s")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the worker after its current job (unfinished jobs stay queued)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None

@@ -1,0 +1,193 @@
+"""Single-valued attributes of a person read off a claim's words: job, diet, home, partner...
+
+Reconciliation needs to know when two claims cannot both hold: "Ana works as
+a software engineer" and, later, "Ana was promoted to team lead" are two
+values of one attribute, so the newer closes the older and a conflict is
+logged. Without an LLM this is the heuristic's whole notion of contradiction,
+so it is deliberately narrow: a handful of attributes that are single-valued
+at any one time, with patterns that need the attribute's own cue words. A
+claim that matches nothing is never in conflict (duplicates and refinements
+are found separately, by wording).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Occupations the "is a ..." pattern accepts; anything after "works as" is accepted.
+_JOBS = (
+    "engineer|developer|programmer|designer|lead|manager|director|nurse|doctor|teacher|"
+    "professor|lawyer|accountant|pilot|chef|cook|waiter|waitress|barista|writer|author|"
+    "artist|painter|musician|singer|photographer|student|intern|consultant|analyst|"
+    "scientist|researcher|architect|electrician|plumber|mechanic|driver|firefighter|"
+    "officer|soldier|counselor|counsellor|therapist|pharmacist|dentist|vet|veterinarian|"
+    "librarian|cashier|clerk|receptionist|secretary|assistant|founder|ceo|cto|"
+    "entrepreneur|freelancer|coach|trainer|instructor|journalist|editor|farmer|baker|"
+    "carpenter|paramedic|surgeon|physician|technician|administrator|executive|"
+    "salesperson|marketer|recruiter|tutor|caregiver|retiree|volunteer"
+)
+_ARTICLE = r"(?:an?\s+|the\s+)?"
+# Where a job title ends: a preposition, a time word, or punctuation.
+_JOB_END = (
+    r"(?=\s+(?:at|for|in|on|with|after|since|and|but|last|this|next|yesterday|today|"
+    r"recently|earlier|again|now)\b|[.,;!?]|$)"
+)
+_NAME = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"
+# A place: capitalised words, plus ", Country" only where the sentence ends with it.
+_PLACE = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}(?:,\s+[A-Z][\w'-]+(?=\s*[.!?;]|$))?)"
+
+
+@dataclass(frozen=True)
+class AttributeValue:
+    """One attribute and its value as a claim states it."""
+
+    attribute: str
+    value: str
+    change: str = ""  # "promotion", "move", "correction": why a newer value replaced an older
+
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    (
+        "job",
+        re.compile(
+            rf"\bpromot(?:ed|ion)\s+(?:to|as)\s+{_ARTICLE}(?P<v>[\w -]{{2,40}}?){_JOB_END}",
+            re.I,
+        ),
+        "promotion",
+    ),
+    (
+        "job",
+        re.compile(
+            rf"\b(?:works?|working|worked|job|career|employed|started|starting)\s+as\s+{_ARTICLE}"
+            rf"(?P<v>[\w -]{{2,40}}?){_JOB_END}",
+            re.I,
+        ),
+        "",
+    ),
+    (
+        "job",
+        re.compile(
+            r"\b(?:is|am|'m|are|became|become|becoming|now)\s+(?:now\s+)?(?:an?\s+)"
+            rf"(?P<v>(?:[\w-]+\s+){{0,2}}(?:{_JOBS}))\b",
+            re.I,
+        ),
+        "",
+    ),
+    (
+        "employer",
+        re.compile(
+            rf"\b(?:works?|working|employed|job|joined|hired)\s+(?:at|for|by)\s+{_NAME}",
+        ),
+        "",
+    ),
+    (
+        "residence",
+        re.compile(rf"\b(?:lives?|living|live|based|settled)\s+in\s+{_PLACE}"),
+        "",
+    ),
+    ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{_PLACE}"), "move"),
+    (
+        "diet",
+        re.compile(
+            r"\b(?:is|am|'m|are|became|become|went|gone|going|turned|now|being)\s+(?:now\s+)?"
+            r"(?:a\s+|fully\s+|strictly\s+)?(?P<v>vegan|vegetarian|pescatarian|pescetarian|"
+            r"carnivore|omnivore|keto|flexitarian)\b",
+            re.I,
+        ),
+        "",
+    ),
+    (
+        "diet",
+        re.compile(r"\b(?P<v>eats?\s+meat|eating\s+meat\s+again)\b", re.I),
+        "",
+    ),
+    (
+        "partner",
+        re.compile(
+            r"\b(?:dating|married\s+to|engaged\s+to|seeing|in\s+a\s+relationship\s+with)\s+" + _NAME
+        ),
+        "",
+    ),
+    (
+        "partner",
+        re.compile(
+            r"\b(?:boyfriend|girlfriend|partner|husband|wife|fianc[ée]e?)\s*,?\s+(?:is\s+)?" + _NAME
+        ),
+        "",
+    ),
+    (
+        "age",
+        re.compile(r"\b(?:is|am|'m|turned|turning)\s+(?P<v>\d{1,3})(?:\s+years?\s+old)?\b"),
+        "",
+    ),
+)
+
+_CORRECTION = re.compile(
+    r"\b(?:actually|correction|i\s+misspoke|to\s+correct|not\s+\w+\s+but|i\s+meant|"
+    r"no\s+longer|anymore|any\s+more|instead)\b",
+    re.I,
+)
+_DIET_CANON = {
+    "pescetarian": "pescatarian",
+    "eats meat": "omnivore",
+    "eat meat": "omnivore",
+    "eating meat again": "omnivore",
+    "carnivore": "omnivore",
+}
+_TRAILING = re.compile(r"\s+(?:now|again|too|as well|already|full[- ]time|part[- ]time)$", re.I)
+
+
+def _clean(attribute: str, value: str) -> str:
+    v = " ".join(value.split()).strip(" ,.;")
+    if attribute == "diet":
+        v = _DIET_CANON.get(v.lower(), v.lower())
+    elif attribute == "job":
+        v = _TRAILING.sub("", v).lower()
+    elif attribute == "age" and not (1 <= int(v) <= 120):
+        return ""
+    return v
+
+
+def _holds(text: str, subject: str, start: int, attribute: str = "") -> bool:
+    """Whether ``subject`` is the one the cue at ``start`` speaks of.
+
+    The subject's name must come before the cue with nothing in between that
+    hands the attribute to someone else: "Ana's sister Mia lives in Porto" is
+    Mia's home, not Ana's.
+    """
+    first = subject.split()[0] if subject.split() else ""
+    if not first:
+        return False
+    hits = list(re.finditer(rf"\b{re.escape(first)}\b", text[:start], re.I))
+    if not hits:
+        return False
+    between = text[hits[-1].end() : start]
+    if attribute == "partner" and re.fullmatch(r"'s\s+", between):
+        return True  # "Ana's boyfriend Carl": the possessive names the holder
+    return not re.search(r"^'s\b|\b[A-Z][a-z]+\b", between)
+
+
+def attribute_of(text: str, subject: str) -> AttributeValue | None:
+    """The first single-valued attribute ``text`` states of ``subject``, or None.
+
+    Claims are stored with names, not pronouns, so the subject's name is in the
+    text; a cue that belongs to someone else in the sentence is skipped.
+    """
+    for attribute, pattern, change in _PATTERNS:
+        m = pattern.search(text)
+        if not m or not _holds(text, subject, m.start(), attribute):
+            continue
+        value = _clean(attribute, m.group("v"))
+        if not value or (attribute == "age" and "year" not in text.lower()):
+            continue
+        if _CORRECTION.search(text) and not change:
+            change = "correction"
+        return AttributeValue(attribute, value, change)
+    return None
+
+
+def same_value(a: str, b: str) -> bool:
+    """Values naming the same thing ("team lead" / "Team Lead", "Lisbon" / "Lisbon, Portugal")."""
+    x, y = a.casefold(), b.casefold()
+    return x == y or x.startswith(y + ",") or y.startswith(x + ",")

@@ -1,0 +1,313 @@
+"""Layer 2: each new claim judged against its nearest stored claims, within a conversation.
+
+Verdicts: duplicate (its evidence counts for the older claim), refinement (the
+more precise claim replaces the vaguer one, history kept), contradiction /
+evolution / correction (the older claim's validity closes where the newer
+one starts, and a Conflict is logged), or new. Nothing is deleted: a claim's
+status and ``replaced_by`` change, and every step is a ClaimEvent.
+
+Candidates are claims by the same speaker about the same subject. Without an
+LLM, duplicates and refinements are found by wording (vectors and shared
+content words) and conflicts by single-valued attributes (write/attributes.py);
+with one, the claims the heuristics leave undecided but that sit close to a
+stored claim are judged by the model in batches (prompt ``judge_claims``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import numpy as np
+
+from ..model import Claim, ClaimEvent, Conflict
+from ..store.sql import person_key, query_terms
+from .attributes import AttributeValue, attribute_of, same_value
+
+# [(new claim, stored candidates)] -> one verdict per item: (verdict, candidate index,
+# attribute, old value, new value); verdict "new" leaves the claim alone.
+Judge = Callable[[list[tuple[Claim, list[Claim]]]], list[tuple[str, int | None, str, str, str]]]
+
+_NUMBER = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class ReconcileConfig:
+    """Thresholds of claim reconciliation (frozen, like search presets)."""
+
+    duplicate_cosine: float = 0.95  # near-identical wording
+    duplicate_overlap: float = 0.8  # Jaccard of content words that also means "same"
+    refine_cover: float = 0.9  # share of the older claim's words the refinement repeats
+    refine_cosine: float = 0.8
+    judge_cosine: float = 0.75  # undecided claims this close to a stored one go to the LLM
+    candidates: int = 4
+    policy: str = "newest_wins"  # newest_wins, oldest_wins, keep_both
+
+
+RECONCILE_DEFAULT = ReconcileConfig()
+
+
+def start_of(c: Claim) -> datetime:
+    """When a claim starts to hold: its valid_from, else when it was said."""
+    return c.valid_from or c.said_at
+
+
+@dataclass
+class ClaimOutcome:
+    """What reconciliation decided for one conversation, applied in one transaction."""
+
+    updates: dict[int, tuple[str, int | None, datetime | None]] = field(default_factory=dict)
+    events: list[ClaimEvent] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    counts: dict[str, int] = field(
+        default_factory=lambda: {
+            "claims": 0,
+            "duplicates": 0,
+            "refinements": 0,
+            "conflicts": 0,
+            "judged_by_llm": 0,
+        }
+    )
+
+
+class _State:
+    """Current claims by (speaker, subject), their words and attributes, as decisions land."""
+
+    def __init__(self, claims: Sequence[Claim], vectors: dict[int, np.ndarray]) -> None:
+        self.vectors = vectors
+        self.by_id = {c.id: c for c in claims}
+        self.groups: dict[tuple[str, str], list[int]] = {}
+        self.words: dict[int, set[str]] = {}
+        self.attrs: dict[int, AttributeValue | None] = {}
+        for c in claims:
+            self.words[c.id] = set(query_terms(c.text))
+            self.attrs[c.id] = attribute_of(c.text, c.subject)
+
+    @staticmethod
+    def key(c: Claim) -> tuple[str, str]:
+        return person_key(c.speaker), person_key(c.subject)
+
+    def add(self, c: Claim) -> None:
+        self.groups.setdefault(self.key(c), []).append(c.id)
+
+    def drop(self, claim_id: int) -> None:
+        c = self.by_id[claim_id]
+        group = self.groups.get(self.key(c), [])
+        if claim_id in group:
+            group.remove(claim_id)
+
+    def nearest(self, c: Claim, k: int) -> list[tuple[int, float]]:
+        ids = [i for i in self.groups.get(self.key(c), []) if i != c.id]
+        v = self.vectors.get(c.id)
+        if not ids:
+            return []
+        if v is None:
+            return [(i, 0.0) for i in ids[-k:]]
+        have = [i for i in ids if i in self.vectors]
+        if not have:
+            return []
+        sims = np.stack([self.vectors[i] for i in have]) @ v
+        order = np.argsort(-sims)[:k]
+        return [(have[j], float(sims[j])) for j in order]
+
+
+def _numbers(text: str) -> set[str]:
+    return set(_NUMBER.findall(text))
+
+
+def _duplicate(s: _State, new: Claim, old: Claim, cos: float, cfg: ReconcileConfig) -> bool:
+    if _numbers(new.text) != _numbers(old.text):
+        return False  # "30 years old" / "31 years old" is a conflict, not a duplicate
+    a, b = s.words[new.id], s.words[old.id]
+    overlap = len(a & b) / max(1, len(a | b))
+    return cos >= cfg.duplicate_cosine or overlap >= cfg.duplicate_overlap
+
+
+def _refines(s: _State, new: Claim, old: Claim, cos: float, cfg: ReconcileConfig) -> bool:
+    a, b = s.words[new.id], s.words[old.id]
+    if not b or len(a) <= len(b):
+        return False
+    return len(a & b) / len(b) >= cfg.refine_cover and cos >= cfg.refine_cosine
+
+
+def reconcile_claims(
+    stored: Sequence[Claim],
+    new: Sequence[Claim],
+    vectors: dict[int, np.ndarray],
+    config: ReconcileConfig = RECONCILE_DEFAULT,
+    judge: Judge | None = None,
+) -> ClaimOutcome:
+    """Decide every claim of ``new`` against the current claims (``stored`` and earlier new).
+
+    ``stored`` are already-reconciled claims (any status); ``new`` are taken in
+    the order they were said: what was said later is the newer information,
+    even when it dates its start back ("I went vegan this month").
+    """
+    out = ClaimOutcome()
+    state = _State([*stored, *new], vectors)
+    for c in stored:
+        if c.status == "current":
+            state.add(c)
+    undecided: list[tuple[Claim, list[Claim]]] = []
+    for c in sorted(new, key=lambda c: (c.said_at, c.id or 0)):
+        out.counts["claims"] += 1
+        near = state.nearest(c, config.candidates)
+        decided, same = _by_attribute(state, out, c, config)
+        decided = decided or _by_wording(state, out, c, near, config)
+        if not decided and same is not None:  # same value, other words: a restatement
+            _duplicate_of(out, c, same)
+        elif not decided:
+            close = [state.by_id[i] for i, cos in near if cos >= config.judge_cosine]
+            if close and judge is not None:
+                undecided.append((c, close))
+        if out.updates.get(c.id, ("current",))[0] == "current":
+            state.add(c)
+    if undecided and judge is not None:
+        _apply_judgements(state, out, undecided, judge(undecided), config)
+    return out
+
+
+def _by_wording(
+    s: _State, out: ClaimOutcome, c: Claim, near: list[tuple[int, float]], cfg: ReconcileConfig
+) -> bool:
+    for oid, cos in near:
+        old = s.by_id[oid]
+        if _duplicate(s, c, old, cos, cfg):
+            _duplicate_of(out, c, old)
+            return True
+        if _refines(s, c, old, cos, cfg):
+            _mark(out, old, "superseded", c.id, None)
+            s.drop(old.id)
+            _event(out, old, "refined_by", c)
+            _event(out, c, "refines", old)
+            out.counts["refinements"] += 1
+            return True
+    return False
+
+
+def _by_attribute(
+    s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig
+) -> tuple[bool, Claim | None]:
+    """Conflicts with current claims giving the same attribute another value.
+
+    Returns whether any conflict was logged, and a current claim that gives the
+    same value (a restatement, unless the wording says it refines it).
+    """
+    av = s.attrs.get(c.id)
+    if av is None:
+        return False, None
+    decided, same = False, None
+    for oid in list(s.groups.get(s.key(c), [])):
+        ov = s.attrs.get(oid)
+        if ov is None or ov.attribute != av.attribute or oid == c.id:
+            continue
+        old = s.by_id[oid]
+        if same_value(ov.value, av.value):
+            same = same or old
+            continue
+        kind = {"promotion": "evolution", "move": "evolution", "correction": "correction"}.get(
+            av.change, "contradiction"
+        )
+        _conflict(s, out, old, c, av.attribute, ov.value, av.value, kind, cfg, "heuristic")
+        decided = True
+    return decided, same
+
+
+def _duplicate_of(out: ClaimOutcome, c: Claim, old: Claim) -> None:
+    _mark(out, c, "duplicate", old.id, None)
+    _event(out, old, "absorbed", c)
+    _event(out, c, "duplicate_of", old)
+    out.counts["duplicates"] += 1
+
+
+def _conflict(
+    s: _State,
+    out: ClaimOutcome,
+    a: Claim,
+    b: Claim,
+    attribute: str,
+    a_value: str,
+    b_value: str,
+    kind: str,
+    cfg: ReconcileConfig,
+    method: str,
+) -> None:
+    """Log a conflict between two claims and resolve it by the configured policy."""
+    old, new = (a, b) if (a.said_at, a.id or 0) <= (b.said_at, b.id or 0) else (b, a)
+    old_v, new_v = (a_value, b_value) if old is a else (b_value, a_value)
+    resolution = cfg.policy
+    # The older claim holds until the newer one starts (never before it began itself).
+    closed = max(start_of(new), start_of(old))
+    if cfg.policy == "newest_wins":
+        _mark(out, old, "superseded", new.id, closed)
+        s.drop(old.id)
+        _event(out, old, "superseded", new, attribute=attribute, value=old_v)
+    elif cfg.policy == "oldest_wins":
+        _mark(out, new, "superseded", old.id, closed)
+        s.drop(new.id)
+        _event(out, new, "rejected", old, attribute=attribute, value=new_v)
+    out.conflicts.append(
+        Conflict(
+            conversation=new.conversation,
+            subject=new.subject,
+            attribute=attribute or "statement",
+            old_claim=old.id,  # type: ignore[arg-type]
+            new_claim=new.id,  # type: ignore[arg-type]
+            old_value=old_v or old.text,
+            new_value=new_v or new.text,
+            old_time=start_of(old),
+            new_time=start_of(new),
+            kind=kind,
+            resolution=resolution,
+            method=method,
+        )
+    )
+    out.counts["conflicts"] += 1
+
+
+def _mark(out: ClaimOutcome, c: Claim, status: str, by: int | None, closed: datetime | None):
+    out.updates[c.id] = (status, by, closed)  # type: ignore[index]
+
+
+def _event(out: ClaimOutcome, c: Claim, action: str, other: Claim, **detail: str) -> None:
+    out.events.append(
+        ClaimEvent(claim=c.id, action=action, at=other.said_at, other=other.id, detail=detail)  # type: ignore[arg-type]
+    )
+
+
+def _apply_judgements(
+    s: _State,
+    out: ClaimOutcome,
+    items: list[tuple[Claim, list[Claim]]],
+    verdicts: list[tuple[str, int | None, str, str, str]],
+    cfg: ReconcileConfig,
+) -> None:
+    """Apply the LLM's verdicts; targets already closed by an earlier verdict are skipped."""
+    for (c, cands), (verdict, target, attribute, old_v, new_v) in zip(
+        items, verdicts, strict=False
+    ):
+        if verdict == "new" or target is None or not 0 <= target < len(cands):
+            continue
+        old = cands[target]
+        if out.updates.get(old.id, ("current",))[0] != "current" or c.id in out.updates:
+            continue
+        out.counts["judged_by_llm"] += 1
+        if verdict == "duplicate":
+            _duplicate_of(out, c, old)
+        elif verdict == "refinement":
+            _mark(out, old, "superseded", c.id, None)
+            _event(out, old, "refined_by", c)
+            _event(out, c, "refines", old)
+            out.counts["refinements"] += 1
+        else:
+            _conflict(s, out, old, c, attribute, old_v, new_v, verdict, cfg, "llm")
+
+
+def with_updates(c: Claim, out: ClaimOutcome) -> Claim:
+    """``c`` as reconciliation left it (for callers that keep working on it)."""
+    if c.id not in out.updates:
+        return c
+    status, by, closed = out.updates[c.id]
+    return replace(c, status=status, replaced_by=by, valid_to=closed or c.valid_to)
