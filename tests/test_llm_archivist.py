@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from archivist.config import Settings
 from archivist.llm import structured as structured_module
 from archivist.llm.base import Completion, LLMRateLimited, LLMRefused, LLMTimeout
 from archivist.model import Claim, Conversation, Message
-from archivist.config import Settings
 from archivist.service import ExtractReport, MemoryService
 from archivist.store.sql import Filters
 from archivist.testing import FakeEmbedder, FakeLLM

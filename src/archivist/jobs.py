@@ -59,9 +59,15 @@ def handler(kind: str) -> Handler:
 class JobRunner:
     """Enqueues consolidation rounds and runs queued jobs, inline or on a worker thread."""
 
-    def __init__(self, memory: MemoryService, lease_s: float = LEASE_SECONDS) -> None:
+    def __init__(
+        self,
+        memory: MemoryService,
+        lease_s: float = LEASE_SECONDS,
+        handlers: dict[str, Handler] | None = None,
+    ) -> None:
         self.memory = memory
         self.lease_s = lease_s
+        self.handlers = dict(handlers or {})  # kind -> function, overriding HANDLERS
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -94,7 +100,8 @@ class JobRunner:
     def _run(self, job: Job) -> Job:
         store = self.memory.store
         try:
-            result = handler(job.kind)(self.memory, dict(job.payload)) or {}
+            run = self.handlers.get(job.kind) or handler(job.kind)
+            result = run(self.memory, dict(job.payload)) or {}
         except Exception as e:  # noqa: BLE001 - captured into the job row, retried, surfaced
             error = f"{type(e).__name__}: {e}"
             last = job.attempts >= MAX_ATTEMPTS

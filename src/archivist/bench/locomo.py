@@ -105,6 +105,49 @@ def _extraction_report(memory: MemoryService, extraction, seconds: float, total:
     }
 
 
+def _consolidate(memory: MemoryService, conversations: list[str], total: int) -> dict:
+    """One consolidation round over the benchmark's conversations, with what it found.
+
+    Reports entities before/after resolution, duplicate claims, conflicts,
+    identity decisions, each job's outcome and the LLM calls per ingested
+    message spent here (apart from extraction's).
+    """
+    calls_before = memory.llm_summary()["totals"].get("calls", 0)
+    t0 = time.perf_counter()
+    jobs = [j for cid in conversations for j in memory.consolidate(cid)]
+    seconds = time.perf_counter() - t0
+    calls = memory.llm_summary()["totals"].get("calls", 0) - calls_before
+    sums: dict[str, dict[str, int]] = {}
+    statuses: dict[str, dict[str, int]] = {}
+    for j in jobs:
+        st = statuses.setdefault(j.kind, {})
+        st[j.status] = st.get(j.status, 0) + 1
+        for key, value in j.result.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                row = sums.setdefault(j.kind, {})
+                row[key] = row.get(key, 0) + value
+    rec = sums.get("reconcile", {})
+    stats = memory.store.reconcile_stats()
+    decisions = memory.store.list_decisions() if hasattr(memory.store, "list_decisions") else []
+    return {
+        "seconds": round(seconds, 3),
+        "entity_names_before": rec.get("entity_names_before", 0),
+        "entity_mentions": rec.get("entity_mentions", 0),
+        "entities_after": stats["entities"],
+        "duplicate_claims": rec.get("duplicates", 0),
+        "refined_claims": rec.get("refinements", 0),
+        "conflicts": stats["conflicts"],
+        "decisions": {
+            v: sum(1 for d in decisions if d.verdict == v) for v in ("MERGE", "SEPARATE")
+        },
+        "jobs": statuses,
+        "results": sums,
+        "llm_calls": calls,
+        "llm_calls_per_message": round(calls / total, 4) if total else 0.0,
+        "errors": [f"{j.kind} {j.key}: {j.error}" for j in jobs if j.error][:10],
+    }
+
+
 def run_locomo(
     memory: MemoryService,
     path: str | Path,
@@ -129,6 +172,8 @@ def run_locomo(
         [c.id for c in convs], progress=_ticker(progress, "archivist", total)
     )
     extract_s = time.perf_counter() - t0
+    extraction_report = _extraction_report(memory, extraction, extract_s, total)
+    consolidation_report = _consolidate(memory, [c.id for c in convs], total)
 
     questions = [
         (cid, q)
@@ -170,7 +215,8 @@ def run_locomo(
             "messages_per_s": round(added / ingest_s, 1) if added and ingest_s else None,
             "note": None if added else "store already held the data: nothing was re-embedded",
         },
-        "extraction": _extraction_report(memory, extraction, extract_s, total),
+        "extraction": extraction_report,
+        "consolidation": consolidation_report,
         "search_latency_ms": {
             "retriever": "archivist (full path, query embedding included)",
             "p50": round(percentile(ms, 50), 2),

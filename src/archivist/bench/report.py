@@ -38,10 +38,30 @@ def locomo_table(r: dict) -> str:
         f"{totals.get('calls', 0)} calls ({ex['llm_calls_per_message']} per message), "
         f"{totals.get('input_tokens', 0)} input / {totals.get('output_tokens', 0)} output tokens, "
         f"{totals.get('cache_hits', 0)} cache hits",
+        *_consolidation_lines(r.get("consolidation")),
         f"search latency ({lat['retriever']}): p50 {lat['p50']} ms, p95 {lat['p95']} ms",
         f"embedder: {r['embedder']}",
     ]
     return "\n".join(lines)
+
+
+def _consolidation_lines(c: dict | None) -> list[str]:
+    if not c:
+        return []
+    jobs = ", ".join(
+        f"{kind} " + "/".join(f"{n} {status}" for status, n in sorted(st.items()))
+        for kind, st in c["jobs"].items()
+    )
+    return [
+        f"consolidation: {c['seconds']} s; entities {c['entity_names_before']} names -> "
+        f"{c['entities_after']} entities ({c['entity_mentions']} mentions); "
+        f"{c['duplicate_claims']} duplicate and {c['refined_claims']} refined claims; "
+        f"{c['conflicts']} conflicts; decisions {c['decisions']['MERGE']} merge / "
+        f"{c['decisions']['SEPARATE']} separate; {c['llm_calls']} LLM calls "
+        f"({c['llm_calls_per_message']} per message)",
+        f"jobs: {jobs}",
+        *(f"job error: {e}" for e in c["errors"]),
+    ]
 
 
 def scale_table(r: dict) -> str:

@@ -56,22 +56,27 @@ def claims(
 
 
 @show.command("entities")
-@click.option("--person", help="Entities mentioned in claims by or about this person.")
+@click.option("--person", help="Entities as this speaker refers to them.")
+@click.option("--conversation", help="Only this conversation.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
-def entities(ctx: Context, person: str | None, limit: int, as_json: bool) -> None:
-    """Entity mentions aggregated over claims (reconciliation comes later)."""
-    rows = ctx.memory.entities(person=person)[:limit]
+def entities(
+    ctx: Context, person: str | None, conversation: str | None, limit: int, as_json: bool
+) -> None:
+    """Resolved entities (one per speaker's referent), most mentioned first."""
+    rows = ctx.memory.entities(person=person, conversation=conversation, limit=limit)
     if as_json:
-        emit_json(rows)
+        emit_json([{**e.__dict__} for e in rows])
         return
     for e in rows:
         click.echo(
-            f"{e['name']} ({e['kind']}): {e['mentions']} mentions by "
-            f"{', '.join(e['speakers'])}"
-            + (f"; aliases {', '.join(e['aliases'])}" if e["aliases"] else "")
+            f"{e.name} ({e.kind}): {e.mentions} mentions by {e.owner} in {e.conversation}"
+            + (f"; aliases {', '.join(e.aliases)}" if e.aliases else "")
+            + (f"; roles {', '.join(e.roles)}" if e.roles else "")
         )
+    if not rows:
+        click.echo("(no entities: run `archivist consolidate`)")
 
 
 @show.command("episodes")

@@ -8,11 +8,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..model import Claim, Conversation, Episode, Message
+from ..model import (
+    Claim,
+    ClaimEvent,
+    Conflict,
+    Conversation,
+    Decision,
+    Entity,
+    Episode,
+    Job,
+    Message,
+    Person,
+    Scene,
+    Summary,
+)
 from .sql import Filters
 
 
@@ -55,21 +69,177 @@ class AddResult:
     added_ids: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ReconcileBatch:
+    """One conversation's reconciliation, written in one transaction.
+
+    ``updates``: claim id -> (status, replaced_by, closed_at); ``entities``: new
+    (id None) or changed entities with the claim ids that mention them, their
+    keyword text and embedded-text hash; ``reconciled``: claims now judged.
+    """
+
+    conversation: str
+    updates: dict[int, tuple[str, int | None, datetime | None]]
+    events: list[ClaimEvent]
+    conflicts: list[Conflict]
+    entities: list[tuple[Entity, tuple[int, ...], str, str]]
+    reconciled: list[int]
+    model: str
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+
 class ReconcileStore(Protocol):
     """Layers 1-2 (store/sqlite_reconcile.py): entities, claim history, conflicts."""
+
+    def claims_to_reconcile(self, conversation: str) -> tuple[list[Claim], list[Claim]]: ...
+
+    def claim_vectors(self, model: str, ids: Iterable[int]) -> dict[int, np.ndarray]: ...
+
+    def save_reconciliation(self, batch: ReconcileBatch) -> None: ...
+
+    def reset_reconciliation(self, conversation: str) -> None: ...
+
+    def list_entities(
+        self,
+        conversation: str | None = None,
+        owner: str | None = None,
+        name: str | None = None,
+        limit: int = 1000,
+    ) -> list[Entity]: ...
+
+    def entity_claims(self, entity_id: int, current_only: bool = True) -> list[Claim]: ...
+
+    def claim_history(self, claim_id: int) -> list[ClaimEvent]: ...
+
+    def list_conflicts(
+        self, conversation: str | None = None, subject: str | None = None, limit: int = 1000
+    ) -> list[Conflict]: ...
+
+    def reconcile_stats(self) -> dict: ...
 
 
 class PeopleStore(Protocol):
     """Layer 3 (store/sqlite_people.py): persons across conversations, identity decisions."""
+
+    def ensure_identities(self) -> int: ...
+
+    def persons(self) -> list[Person]: ...
+
+    def identity_message_counts(self) -> dict[tuple[str, str], int]: ...
+
+    def declared_identities(self) -> list[tuple[str, str, str, str]]: ...
+
+    def declare_identity(
+        self, conversation: str, name: str, user_id: str
+    ) -> list[tuple[str, str]] | None: ...
+
+    def merge_persons(self, keep: str, drop: str) -> None: ...
+
+    def add_decision(
+        self,
+        decision: Decision,
+        fingerprint: str = "",
+        merge: tuple[str, str] | None = None,
+    ) -> int: ...
+
+    def decisions(self, kind: str | None = None) -> list[Decision]: ...
+
+    def decision_keys(self, kind: str) -> set[tuple[str, str, str, str]]: ...
 
 
 class ConsolidationStore(Protocol):
     """Consolidation output (store/sqlite_consolidate.py): scenes, summaries, dossiers,
     key info, context log and usefulness scores."""
 
+    def scene_rows(self, conversation: str) -> list[tuple[Scene, np.ndarray | None, str]]: ...
+
+    def list_scenes(self, conversation: str | None = None) -> list[Scene]: ...
+
+    def episode_vectors(self, model: str, episode_ids: Iterable[int]) -> dict[int, np.ndarray]: ...
+
+    def save_scenes(
+        self,
+        conversation: str,
+        scenes: Sequence[tuple[Scene, np.ndarray, str]],
+        delete: Iterable[int] = (),
+    ) -> list[int]: ...
+
+    def list_summaries(
+        self, conversation: str | None = None, level: int | None = None
+    ) -> list[Summary]: ...
+
+    def summary_rows(
+        self, conversation: str | None = None, level: int | None = None
+    ) -> list[tuple[Summary, str]]: ...
+
+    def replace_summaries(
+        self,
+        conversation: str,
+        level: int,
+        delete: Iterable[int],
+        add: Sequence[tuple[Summary, str]],
+    ) -> list[int]: ...
+
+    def dossier_states(self, conversation: str | None = None) -> list[tuple[int, str, str]]: ...
+
+    def current_entity_claims(self, entity_ids: Iterable[int]) -> dict[int, list[Claim]]: ...
+
+    def save_dossiers(self, rows: Iterable[tuple[int, str, str]]) -> int: ...
+
+    def entity_dossier(self, entity_id: int) -> str | None: ...
+
+    def key_info_states(
+        self, conversation: str | None = None
+    ) -> list[tuple[str, str, str, list[tuple[str, str]]]]: ...
+
+    def self_claims(self, identities: Iterable[tuple[str, str]]) -> list[Claim]: ...
+
+    def save_key_info(self, rows: Iterable[tuple[str, str, str]]) -> int: ...
+
+    def person_key_info(self, person_id: str) -> str | None: ...
+
+    def log_context(
+        self,
+        person: str | None,
+        conversation: str | None,
+        items: Sequence[tuple[str, str | int, str]],
+        reply: str,
+    ) -> int: ...
+
+    def unreviewed_context(
+        self, conversation: str | None = None, limit: int = 200
+    ) -> list[tuple[int, list[tuple[str, str, str]], str]]: ...
+
+    def record_usefulness(
+        self, log_ids: Iterable[int], outcomes: Iterable[tuple[str, str, bool]]
+    ) -> None: ...
+
+    def usefulness_scores(self, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]: ...
+
 
 class JobStore(Protocol):
     """The durable background queue (store/sqlite_jobs.py; driven by jobs.py)."""
+
+    def enqueue_job(self, kind: str, key: str, payload: dict) -> int | None: ...
+
+    def take_job(self, now: float, lease_s: float, max_attempts: int) -> Job | None: ...
+
+    def finish_job(
+        self,
+        job_id: int,
+        status: str,
+        result: dict,
+        error: str = "",
+        retry_at: float | None = None,
+    ) -> None: ...
+
+    def list_jobs(self, status: str | None = None, limit: int = 100) -> list[Job]: ...
+
+    def job_counts(self) -> dict[str, int]: ...
+
+    def meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
 
 
 @runtime_checkable

@@ -1,15 +1,386 @@
 """SQLite persistence of consolidation output: scenes, summaries, dossiers, key info,
 context log and usefulness scores.
 
-A mixin of SQLiteStore, kept apart so no module grows past ~500 lines.
+A mixin of SQLiteStore, kept apart so no module grows past ~500 lines. Every
+write here is one transaction, and the jobs only call a write when something
+changed, so a re-run over unchanged data touches no row.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+
+from ..model import Claim, Scene, Summary
+from . import sql as q
+from .sqlite_derived import _CLAIM_COLS, _row_to_claim
+from .vecindex import pack
+
+_SELF_KINDS = ("fact", "event", "preference", "plan", "foresight")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _unpack(blob: bytes | None) -> np.ndarray | None:
+    return None if blob is None else np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+def _row_to_summary(r: tuple) -> Summary:
+    i, conv, level, a, b, covers, text, method = r
+    return Summary(
+        id=i,
+        conversation=conv,
+        level=level,
+        start=datetime.fromisoformat(a),
+        end=datetime.fromisoformat(b),
+        covers=tuple(json.loads(covers)),
+        text=text,
+        method=method,
+    )
+
+
+_SUMMARY_COLS = "id, conversation, level, start_ts, end_ts, covers, text, method"
 
 
 class ConsolidationMixin:
     """Part of SQLiteStore (see the module docstring)."""
 
     _db: sqlite3.Connection
+
+    # -- scenes ------------------------------------------------------------------------
+
+    def scene_rows(self, conversation: str) -> list[tuple[Scene, np.ndarray | None, str]]:
+        """A conversation's scenes with their centroids and summary hashes (for clustering)."""
+        return self._scenes("WHERE s.conversation = ?", (conversation,), centroids=True)
+
+    def list_scenes(self, conversation: str | None = None) -> list[Scene]:
+        """Scenes (all, or one conversation's) in time order, members oldest first."""
+        where, params = ("WHERE s.conversation = ?", (conversation,)) if conversation else ("", ())
+        return [s for s, _, _ in self._scenes(where, params, centroids=False)]
+
+    def _scenes(
+        self, where: str, params: tuple, *, centroids: bool
+    ) -> list[tuple[Scene, np.ndarray | None, str]]:
+        members: dict[int, list[int]] = {}
+        for sid, eid in self._db.execute(
+            "SELECT se.scene_id, se.episode_id FROM scene_episodes se "
+            "JOIN episodes e ON e.id = se.episode_id JOIN scenes s ON s.id = se.scene_id "
+            f"{where} ORDER BY e.start_ts, e.id",
+            params,
+        ):
+            members.setdefault(sid, []).append(eid)
+        centroid = "s.centroid" if centroids else "NULL"
+        rows = self._db.execute(
+            "SELECT s.id, s.conversation, s.title, s.summary, s.summary_hash, s.start_ts, "
+            f"s.end_ts, s.method, {centroid} FROM scenes s {where} "
+            "ORDER BY s.conversation, s.start_ts, s.id",
+            params,
+        )
+        out = []
+        for sid, conv, title, summary, h, a, b, method, blob in rows:
+            scene = Scene(
+                conversation=conv,
+                title=title,
+                summary=summary,
+                episode_ids=tuple(members.get(sid, ())),
+                start=datetime.fromisoformat(a),
+                end=datetime.fromisoformat(b),
+                method=method,
+                id=sid,
+            )
+            out.append((scene, _unpack(blob), h))
+        return out
+
+    def episode_vectors(self, model: str, episode_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Stored narrative vectors of episodes under ``model`` (episodes without one left out)."""
+        ids = list(dict.fromkeys(int(i) for i in episode_ids))
+        out: dict[int, np.ndarray] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = self._db.execute(
+                "SELECT e.id, v.vec FROM episodes e JOIN vectors v ON v.id = e.vec_id "
+                f"WHERE v.model = ? AND e.id IN ({','.join('?' * len(chunk))})",
+                (model, *chunk),
+            )
+            out.update(
+                (eid, np.frombuffer(blob, dtype="<f4").astype(np.float32)) for eid, blob in rows
+            )
+        return out
+
+    def save_scenes(
+        self,
+        conversation: str,
+        scenes: Sequence[tuple[Scene, np.ndarray, str]],
+        delete: Iterable[int] = (),
+    ) -> list[int]:
+        """Insert or update scenes with their members, and drop emptied ones, atomically."""
+        now = _now()
+        ids: list[int] = []
+        with self._write() as db:  # type: ignore[attr-defined]
+            db.executemany(
+                "DELETE FROM scenes WHERE id = ? AND conversation = ?",
+                [(i, conversation) for i in delete],
+            )
+            for scene, centroid, summary_hash in scenes:
+                values = (
+                    scene.title,
+                    scene.summary,
+                    summary_hash,
+                    pack(centroid),
+                    len(scene.episode_ids),
+                    scene.start.isoformat(),
+                    scene.end.isoformat(),
+                    scene.method,
+                    now,
+                )
+                if scene.id is None:
+                    cur = db.execute(
+                        "INSERT INTO scenes(title, summary, summary_hash, centroid, n_episodes, "
+                        "start_ts, end_ts, method, updated_at, conversation) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        (*values, conversation),
+                    )
+                    sid = int(cur.lastrowid)  # type: ignore[arg-type]
+                else:
+                    sid = scene.id
+                    db.execute(
+                        "UPDATE scenes SET title = ?, summary = ?, summary_hash = ?, centroid = ?, "
+                        "n_episodes = ?, start_ts = ?, end_ts = ?, method = ?, updated_at = ? "
+                        "WHERE id = ?",
+                        (*values, sid),
+                    )
+                db.executemany(
+                    "INSERT OR IGNORE INTO scene_episodes(scene_id, episode_id) VALUES (?, ?)",
+                    [(sid, e) for e in scene.episode_ids],
+                )
+                ids.append(sid)
+        return ids
+
+    # -- message summaries -------------------------------------------------------------
+
+    def list_summaries(
+        self, conversation: str | None = None, level: int | None = None
+    ) -> list[Summary]:
+        """Summaries, by conversation, then level, then time."""
+        return [s for s, _ in self.summary_rows(conversation, level)]
+
+    def summary_rows(
+        self, conversation: str | None = None, level: int | None = None
+    ) -> list[tuple[Summary, str]]:
+        """Summaries with their covers_hash (what makes a re-run idempotent)."""
+        parts, params = [], []
+        if conversation is not None:
+            parts.append("conversation = ?")
+            params.append(conversation)
+        if level is not None:
+            parts.append("level = ?")
+            params.append(int(level))
+        where = f"WHERE {' AND '.join(parts)}" if parts else ""
+        rows = self._db.execute(
+            f"SELECT {_SUMMARY_COLS}, covers_hash FROM summaries {where} "
+            "ORDER BY conversation, level, start_ts, id",
+            params,
+        )
+        return [(_row_to_summary(r[:-1]), r[-1]) for r in rows]
+
+    def replace_summaries(
+        self,
+        conversation: str,
+        level: int,
+        delete: Iterable[int],
+        add: Sequence[tuple[Summary, str]],
+    ) -> list[int]:
+        """Drop stale summaries of one level and insert new ones, in one transaction."""
+        now = _now()
+        ids = []
+        with self._write() as db:  # type: ignore[attr-defined]
+            db.executemany(
+                "DELETE FROM summaries WHERE id = ? AND conversation = ? AND level = ?",
+                [(i, conversation, level) for i in delete],
+            )
+            for s, covers_hash in add:
+                cur = db.execute(
+                    "INSERT INTO summaries(conversation, level, start_ts, end_ts, covers, "
+                    "covers_hash, text, method, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (
+                        conversation,
+                        level,
+                        s.start.isoformat(),
+                        s.end.isoformat(),
+                        json.dumps(list(s.covers)),
+                        covers_hash,
+                        s.text,
+                        s.method,
+                        now,
+                    ),
+                )
+                ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
+        return ids
+
+    # -- entity dossiers ---------------------------------------------------------------
+
+    def dossier_states(self, conversation: str | None = None) -> list[tuple[int, str, str]]:
+        """(entity id, name, dossier_hash) of every entity (of one conversation)."""
+        where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
+        rows = self._db.execute(
+            f"SELECT id, name, dossier_hash FROM entities {where} ORDER BY id", params
+        )
+        return [tuple(r) for r in rows]  # type: ignore[misc]
+
+    def current_entity_claims(self, entity_ids: Iterable[int]) -> dict[int, list[Claim]]:
+        """entity id -> its current claims (status 'current'), oldest first."""
+        ids = list(dict.fromkeys(int(i) for i in entity_ids))
+        links: dict[int, list[int]] = {i: [] for i in ids}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = self._db.execute(
+                "SELECT ce.entity_id, ce.claim_id FROM claim_entities ce "
+                "JOIN claims c ON c.id = ce.claim_id WHERE c.status = 'current' "
+                f"AND ce.entity_id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            )
+            for eid, cid in rows:
+                links[eid].append(cid)
+        claims = self.claims_by_id(c for cs in links.values() for c in cs)  # type: ignore[attr-defined]
+        return {
+            eid: sorted((claims[c] for c in cs if c in claims), key=lambda c: (c.said_at, c.id))
+            for eid, cs in links.items()
+        }
+
+    def save_dossiers(self, rows: Iterable[tuple[int, str, str]]) -> int:
+        """Write (entity id, dossier, dossier_hash) rows; returns how many were written."""
+        with self._write() as db:  # type: ignore[attr-defined]
+            cur = db.executemany(
+                "UPDATE entities SET dossier = ?, dossier_hash = ? WHERE id = ?",
+                [(d, h, i) for i, d, h in rows],
+            )
+        return cur.rowcount
+
+    def entity_dossier(self, entity_id: int) -> str | None:
+        """An entity's dossier ('' before consolidation), or None if there is no such entity."""
+        row = self._db.execute("SELECT dossier FROM entities WHERE id = ?", (entity_id,)).fetchone()
+        return row[0] if row else None
+
+    # -- key info per person -----------------------------------------------------------
+
+    def key_info_states(
+        self, conversation: str | None = None
+    ) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
+        """(person id, name, key_info_hash, identities) of persons (those in ``conversation``)."""
+        idents: dict[str, list[tuple[str, str]]] = {}
+        for pid, conv, name in self._db.execute(
+            "SELECT person_id, conversation, name FROM person_identities "
+            "ORDER BY person_id, conversation, name_key"
+        ):
+            idents.setdefault(pid, []).append((conv, name))
+        out = []
+        for pid, name, h in self._db.execute(
+            "SELECT id, name, key_info_hash FROM persons ORDER BY id"
+        ):
+            mine = idents.get(pid, [])
+            if conversation is None or any(c == conversation for c, _ in mine):
+                out.append((pid, name, h, mine))
+        return out
+
+    def self_claims(self, identities: Iterable[tuple[str, str]]) -> list[Claim]:
+        """Current first-hand claims each identity made about itself (facts, plans, ...)."""
+        kinds = ",".join(f"'{k}'" for k in _SELF_KINDS)
+        out: list[Claim] = []
+        for conv, name in identities:
+            key = q.person_key(name)
+            rows = self._db.execute(
+                f"SELECT {_CLAIM_COLS} FROM claims WHERE conversation = ? AND speaker_key = ? "
+                "AND subject_key = ? AND source = 'first_hand' AND status = 'current' "
+                f"AND kind IN ({kinds}) ORDER BY said_epoch, id",
+                (conv, key, key),
+            )
+            out += [_row_to_claim(r) for r in rows]
+        return out
+
+    def save_key_info(self, rows: Iterable[tuple[str, str, str]]) -> int:
+        """Write (person id, key_info, key_info_hash) rows; returns how many were written."""
+        with self._write() as db:  # type: ignore[attr-defined]
+            cur = db.executemany(
+                "UPDATE persons SET key_info = ?, key_info_hash = ? WHERE id = ?",
+                [(k, h, i) for i, k, h in rows],
+            )
+        return cur.rowcount
+
+    def person_key_info(self, person_id: str) -> str | None:
+        """A person's key info ('' before consolidation), or None if there is no such person."""
+        row = self._db.execute("SELECT key_info FROM persons WHERE id = ?", (person_id,)).fetchone()
+        return row[0] if row else None
+
+    # -- context log and usefulness ----------------------------------------------------
+
+    def log_context(
+        self,
+        person: str | None,
+        conversation: str | None,
+        items: Sequence[tuple[str, str | int, str]],
+        reply: str,
+    ) -> int:
+        """Record what was shown for one assistant turn and the reply it got."""
+        payload = json.dumps([[k, str(i), t] for k, i, t in items], ensure_ascii=False)
+        with self._write() as db:  # type: ignore[attr-defined]
+            cur = db.execute(
+                "INSERT INTO context_log(person, conversation, items, reply, at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (person, conversation, payload, reply, _now()),
+            )
+        return int(cur.lastrowid)  # type: ignore[arg-type]
+
+    def unreviewed_context(
+        self, conversation: str | None = None, limit: int = 200
+    ) -> list[tuple[int, list[tuple[str, str, str]], str]]:
+        """The oldest context logs not yet scored: (log id, items, reply)."""
+        where, params = ("AND conversation = ?", (conversation,)) if conversation else ("", ())
+        rows = self._db.execute(
+            f"SELECT id, items, reply FROM context_log WHERE reviewed = 0 {where} "
+            "ORDER BY id LIMIT ?",
+            (*params, int(limit)),
+        )
+        return [(i, [tuple(x) for x in json.loads(items)], reply) for i, items, reply in rows]  # type: ignore[misc]
+
+    def record_usefulness(
+        self, log_ids: Iterable[int], outcomes: Iterable[tuple[str, str, bool]]
+    ) -> None:
+        """Count each (kind, id, used) outcome and mark the logs reviewed, atomically.
+
+        score = (used + 1) / (shown + 2): Laplace's rule, 0.5 for an item never shown.
+        """
+        now = _now()
+        with self._write() as db:  # type: ignore[attr-defined]
+            db.executemany(
+                "INSERT INTO usefulness(item_kind, item_id, shown, used, score, updated_at) "
+                "VALUES (?, ?, 1, ?, (? + 1.0) / 3.0, ?) "
+                "ON CONFLICT(item_kind, item_id) DO UPDATE SET shown = shown + 1, "
+                "used = used + excluded.used, "
+                "score = (used + excluded.used + 1.0) / (shown + 1 + 2.0), "
+                "updated_at = excluded.updated_at",
+                [(k, str(i), int(u), int(u), now) for k, i, u in outcomes],
+            )
+            db.executemany(
+                "UPDATE context_log SET reviewed = 1 WHERE id = ?", [(i,) for i in log_ids]
+            )
+
+    def usefulness_scores(self, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:
+        """item id (as given) -> its usefulness score; items never reviewed are left out."""
+        wanted = {str(i): i for i in ids}
+        out: dict[str | int, float] = {}
+        keys = list(wanted)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i : i + 500]
+            rows = self._db.execute(
+                "SELECT item_id, score FROM usefulness WHERE item_kind = ? "
+                f"AND item_id IN ({','.join('?' * len(chunk))})",
+                (kind, *chunk),
+            )
+            out.update({wanted[item]: score for item, score in rows})
+        return out

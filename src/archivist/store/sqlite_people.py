@@ -1,14 +1,253 @@
 """SQLite persistence of layer 3: persons across conversations and identity decisions.
 
 A mixin of SQLiteStore, kept apart so no module grows past ~500 lines.
+
+Every (conversation, participant name) is an identity row; each identity
+belongs to one person. A person made from one identity has the id
+``p-<hash>``; a person the caller declared (a user id) has that id and
+``declared = 1``. A decision's ``steps`` column holds a JSON list whose first
+element may be ``{"fingerprint": ...}``: what the pair looked like when it was
+decided (see write/people.py); ``decisions()`` strips it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
+from datetime import UTC, datetime
+
+from ..model import Decision, Person
+from . import sql as q
+
+
+def person_id_for(conversation: str, name: str) -> str:
+    """The deterministic id of the person first made from one identity."""
+    digest = hashlib.sha1(f"{conversation}\x1f{q.person_key(name)}".encode()).hexdigest()
+    return f"p-{digest[:12]}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
 
 
 class PeopleMixin:
     """Part of SQLiteStore (see the module docstring)."""
 
     _db: sqlite3.Connection
+
+    # -- identities and persons ---------------------------------------------------------
+
+    def ensure_identities(self) -> int:
+        """Give every non-system speaker of every conversation an identity and a person.
+
+        Identities whose speaker no longer has messages (and that nobody
+        declared) go, and so do persons left without identities. Returns the
+        number of identities created; running it again creates none.
+        """
+        rows = self._db.execute(
+            "SELECT conversation, speaker, speaker_key, min(seq) FROM messages "
+            "WHERE role != 'system' GROUP BY conversation, speaker_key ORDER BY conversation"
+        ).fetchall()
+        known = {
+            (c, k)
+            for c, k in self._db.execute("SELECT conversation, name_key FROM person_identities")
+        }
+        fresh = [(c, s, k) for c, s, k, _ in rows if (c, k) not in known]
+        with self._write() as db:  # type: ignore[attr-defined]
+            for conv, speaker, key in fresh:
+                pid = person_id_for(conv, speaker)
+                db.execute(
+                    "INSERT OR IGNORE INTO persons(id, name, declared, created_at) "
+                    "VALUES (?, ?, 0, ?)",
+                    (pid, speaker, _now()),
+                )
+                db.execute(
+                    "INSERT INTO person_identities(person_id, conversation, name, name_key) "
+                    "VALUES (?, ?, ?, ?)",
+                    (pid, conv, speaker, key),
+                )
+            db.execute(
+                "DELETE FROM person_identities WHERE declared_id IS NULL AND NOT EXISTS "
+                "(SELECT 1 FROM messages m WHERE m.conversation = person_identities.conversation "
+                "AND m.speaker_key = person_identities.name_key)"
+            )
+            _drop_empty_persons(db)
+        return len(fresh)
+
+    def persons(self) -> list[Person]:
+        """Every person with its identities, declared ones first, then by name."""
+        ids: dict[str, list[tuple[str, str]]] = {}
+        for pid, conv, name in self._db.execute(
+            "SELECT person_id, conversation, name FROM person_identities "
+            "ORDER BY conversation, name_key"
+        ):
+            ids.setdefault(pid, []).append((conv, name))
+        rows = self._db.execute(
+            "SELECT id, name, declared, key_info FROM persons ORDER BY declared DESC, name, id"
+        )
+        return [
+            Person(pid, name, tuple(ids.get(pid, ())), bool(declared), key_info)
+            for pid, name, declared, key_info in rows
+        ]
+
+    def identity_message_counts(self) -> dict[tuple[str, str], int]:
+        """(conversation, name key) -> messages that identity sent."""
+        rows = self._db.execute(
+            "SELECT pi.conversation, pi.name_key, count(m.rowid) FROM person_identities pi "
+            "LEFT JOIN messages m ON m.conversation = pi.conversation "
+            "AND m.speaker_key = pi.name_key GROUP BY pi.conversation, pi.name_key"
+        )
+        return {(c, k): n for c, k, n in rows}
+
+    def declared_identities(self) -> list[tuple[str, str, str, str]]:
+        """(conversation, name, declared id, person id) of every declared identity."""
+        rows = self._db.execute(
+            "SELECT conversation, name, declared_id, person_id FROM person_identities "
+            "WHERE declared_id IS NOT NULL ORDER BY declared_id, conversation, name_key"
+        )
+        return [tuple(r) for r in rows]  # type: ignore[misc]
+
+    def declare_identity(
+        self, conversation: str, name: str, user_id: str
+    ) -> list[tuple[str, str]] | None:
+        """Put the identity (conversation, name) under the declared person ``user_id``.
+
+        Returns None when it was already there (nothing changed), else the
+        identities the declared person held before it joined. Undeclared
+        identities merged into the identity's old person move along with it.
+        """
+        key = q.person_key(name)
+        with self._write() as db:  # type: ignore[attr-defined]
+            row = db.execute(
+                "SELECT person_id, declared_id FROM person_identities "
+                "WHERE conversation = ? AND name_key = ?",
+                (conversation, key),
+            ).fetchone()
+            if row is not None and row[0] == user_id and row[1] == user_id:
+                return None
+            joined = [
+                (c, n)
+                for c, n in db.execute(
+                    "SELECT conversation, name FROM person_identities WHERE person_id = ? "
+                    "ORDER BY conversation, name_key",
+                    (user_id,),
+                )
+                if (c, q.person_key(n)) != (conversation, key)
+            ]
+            db.execute(
+                "INSERT INTO persons(id, name, declared, created_at) VALUES (?, ?, 1, ?) "
+                "ON CONFLICT(id) DO UPDATE SET declared = 1",
+                (user_id, name, _now()),
+            )
+            if row is None:
+                db.execute(
+                    "INSERT INTO person_identities(person_id, conversation, name, name_key, "
+                    "declared_id) VALUES (?, ?, ?, ?, ?)",
+                    (user_id, conversation, name, key, user_id),
+                )
+            else:
+                _move_declared(db, row[0], conversation, key, user_id)
+            _drop_empty_persons(db)
+        return joined
+
+    def merge_persons(self, keep: str, drop: str) -> None:
+        """Move every identity of ``drop`` under ``keep`` and remove ``drop``."""
+        with self._write() as db:  # type: ignore[attr-defined]
+            _merge(db, keep, drop)
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def add_decision(
+        self, decision: Decision, fingerprint: str = "", merge: tuple[str, str] | None = None
+    ) -> int:
+        """Store a decision (and apply its merge, ``(keep, drop)``) in one transaction."""
+        steps = ([{"fingerprint": fingerprint}] if fingerprint else []) + list(decision.steps)
+        created = (decision.created_at or datetime.now(UTC)).isoformat()
+        with self._write() as db:  # type: ignore[attr-defined]
+            if merge is not None:
+                _merge(db, *merge)
+            cur = db.execute(
+                "INSERT INTO decisions(kind, a, b, verdict, reasons, evidence, steps, method, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    decision.kind,
+                    decision.a,
+                    decision.b,
+                    decision.verdict,
+                    decision.reasons,
+                    json.dumps(list(decision.evidence), ensure_ascii=False),
+                    json.dumps(steps, ensure_ascii=False, default=str),
+                    decision.method,
+                    created,
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def decisions(self, kind: str | None = None) -> list[Decision]:
+        """Stored decisions, oldest first (optionally of one kind)."""
+        where, params = ("WHERE kind = ?", (kind,)) if kind else ("", ())
+        rows = self._db.execute(
+            "SELECT id, kind, a, b, verdict, reasons, evidence, steps, method, created_at "
+            f"FROM decisions {where} ORDER BY id",
+            params,
+        )
+        out = []
+        for did, k, a, b, verdict, reasons, evidence, steps, method, created in rows:
+            out.append(
+                Decision(
+                    kind=k,
+                    a=a,
+                    b=b,
+                    verdict=verdict,
+                    reasons=reasons,
+                    evidence=tuple(json.loads(evidence)),
+                    method=method,
+                    steps=tuple(s for s in json.loads(steps) if set(s) != {"fingerprint"}),
+                    created_at=datetime.fromisoformat(created),
+                    id=did,
+                )
+            )
+        return out
+
+    def decision_keys(self, kind: str) -> set[tuple[str, str, str, str]]:
+        """(a, b, fingerprint, method) of every decision of ``kind``: what is decided already."""
+        out = set()
+        for a, b, steps, method in self._db.execute(
+            "SELECT a, b, steps, method FROM decisions WHERE kind = ?", (kind,)
+        ):
+            first = (json.loads(steps) or [{}])[0]
+            out.add((a, b, str(first.get("fingerprint", "")), method))
+        return out
+
+
+def _merge(db: sqlite3.Connection, keep: str, drop: str) -> None:
+    if keep == drop:
+        raise ValueError(f"cannot merge person {keep!r} into itself")
+    db.execute("UPDATE person_identities SET person_id = ? WHERE person_id = ?", (keep, drop))
+    db.execute("DELETE FROM persons WHERE id = ?", (drop,))
+
+
+def _move_declared(
+    db: sqlite3.Connection, old: str, conversation: str, key: str, user_id: str
+) -> None:
+    """Move a declared identity (and the undeclared ones merged with it) to ``user_id``."""
+    old_declared = db.execute("SELECT declared FROM persons WHERE id = ?", (old,)).fetchone()
+    db.execute(
+        "UPDATE person_identities SET person_id = ?, declared_id = ? "
+        "WHERE conversation = ? AND name_key = ?",
+        (user_id, user_id, conversation, key),
+    )
+    if old != user_id and old_declared is not None and not old_declared[0]:
+        db.execute(
+            "UPDATE person_identities SET person_id = ? "
+            "WHERE person_id = ? AND declared_id IS NULL",
+            (user_id, old),
+        )
+
+
+def _drop_empty_persons(db: sqlite3.Connection) -> None:
+    db.execute(
+        "DELETE FROM persons WHERE NOT EXISTS "
+        "(SELECT 1 FROM person_identities pi WHERE pi.person_id = persons.id)"
+    )

@@ -1,0 +1,215 @@
+"""Consolidation jobs: the handlers the durable job queue calls (DESIGN §1.6).
+
+Each handler is ``run_<kind>(mem, payload) -> dict`` (jobs.py names them in its
+registry): it returns counts, or
+``{"skipped": reason}`` when there is nothing to do. All are idempotent: a
+second run over unchanged data writes no row, because every output carries a
+hash of its inputs and is rewritten only when that hash changes. With a model
+(``mem.llm``) texts are written by it; any LLM failure falls back to the
+heuristic for that item and is counted, never raised.
+
+    scenes      episodes clustered by theme and time            (write/scenes.py)
+    summaries   session summaries rolled up in levels            (write/summaries.py)
+    dossiers    capped summary of each entity's current claims
+    key_info    capped summary of what each person said of themselves
+    usefulness  was each context item shown for a turn used by the reply?
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..model import Claim
+from ..prompts import dossier as dossier_prompt
+from ..prompts import key_info as key_info_prompt
+from ..prompts import usefulness as usefulness_prompt
+from ..store.sql import query_terms
+from .condense import (
+    Asker,
+    Counts,
+    LLMPolicy,
+    claims_hash,
+    llm_session,
+    newest_important,
+    select_claims,
+    trim,
+)
+from .scenes import DEFAULT_SCENES, SceneConfig, run_scenes
+from .summaries import DEFAULT_SUMMARIES, SummaryConfig, run_summaries
+
+if TYPE_CHECKING:
+    from ..service import MemoryService
+
+__all__ = [
+    "DEFAULT_SCENES",
+    "DEFAULT_SUMMARIES",
+    "DigestConfig",
+    "LLMPolicy",
+    "SceneConfig",
+    "SummaryConfig",
+    "UsefulnessConfig",
+    "reply_uses",
+    "run_dossiers",
+    "run_key_info",
+    "run_scenes",
+    "run_summaries",
+    "run_usefulness",
+]
+
+
+@dataclass(frozen=True)
+class DigestConfig:
+    """Caps of an entity dossier or a person's key info, and how many claims a model sees."""
+
+    cap: int
+    llm_claims: int = 60  # highest-priority claims shown to the model
+    llm: LLMPolicy = LLMPolicy()
+
+
+DOSSIER = DigestConfig(cap=400)
+KEY_INFO = DigestConfig(cap=600)
+
+
+def _digest(
+    name: str,
+    claims: Sequence[Claim],
+    prompt,
+    output_type,
+    field: str,
+    asker: Asker,
+    config: DigestConfig,
+) -> str:
+    """The model's capped digest of ``claims``, else the most important ones, newest first."""
+    if asker.model is not None and claims:
+        shown = sorted(claims, key=newest_important)[: config.llm_claims]
+        shown.sort(key=lambda c: (c.said_at, c.id or 0))
+        out = asker.ask(prompt, prompt.build(name, shown, config.cap), output_type)
+        text = getattr(out, field, "") if out is not None else ""
+        if text.strip():
+            asker.counts.add("llm_written")
+            return trim(text, config.cap)
+    return select_claims(claims, config.cap, time_order=False, key=newest_important)
+
+
+def run_dossiers(mem: MemoryService, payload: dict, config: DigestConfig = DOSSIER) -> dict:
+    """Job handler: refresh the dossier of every entity whose current claims changed."""
+    states = mem.store.dossier_states(payload.get("conversation"))
+    if not states:
+        return {"skipped": "no entities"}
+    claims = mem.store.current_entity_claims([i for i, _, _ in states])
+    counts, rows = Counts(), []
+    with llm_session(mem, counts, config.llm) as asker:
+        for eid, name, old_hash in states:
+            mine = claims.get(eid, [])
+            new_hash = claims_hash(mine)
+            if new_hash == old_hash:
+                continue
+            text = _digest(
+                name, mine, dossier_prompt, dossier_prompt.DossierOut, "dossier", asker, config
+            )
+            rows.append((eid, text, new_hash))
+    if rows:
+        mem.store.save_dossiers(rows)
+    return counts.result(entities=len(states), dossiers_written=len(rows))
+
+
+def run_key_info(mem: MemoryService, payload: dict, config: DigestConfig = KEY_INFO) -> dict:
+    """Job handler: refresh each person's key info from what they said about themselves."""
+    states = mem.store.key_info_states(payload.get("conversation"))
+    if not states:
+        return {"skipped": "no persons"}
+    counts, rows = Counts(), []
+    with llm_session(mem, counts, config.llm) as asker:
+        for pid, name, old_hash, identities in states:
+            mine = mem.store.self_claims(identities)
+            new_hash = claims_hash(mine)
+            if new_hash == old_hash:
+                continue
+            text = _digest(
+                name, mine, key_info_prompt, key_info_prompt.KeyInfoOut, "key_info", asker, config
+            )
+            rows.append((pid, text, new_hash))
+    if rows:
+        mem.store.save_key_info(rows)
+    return counts.result(persons=len(states), key_info_written=len(rows))
+
+
+# -- usefulness ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsefulnessConfig:
+    """When a reply counts as having used a context item (heuristic), and batch size.
+
+    An item is used when the reply shares at least ``min_shared`` of its content
+    words (non-stopwords, archivist.store.sql.query_terms) and those make up at
+    least ``min_share`` of the item's content words.
+    """
+
+    min_shared: int = 2
+    min_share: float = 0.3
+    batch: int = 200  # context logs reviewed per transaction
+    llm: LLMPolicy = LLMPolicy()
+
+
+DEFAULT_USEFULNESS = UsefulnessConfig()
+
+
+def reply_uses(
+    item: str, reply: str | set[str], config: UsefulnessConfig = DEFAULT_USEFULNESS
+) -> bool:
+    """True when ``reply`` reuses enough of ``item``'s content words (see UsefulnessConfig)."""
+    terms = set(query_terms(item))
+    said = reply if isinstance(reply, set) else set(query_terms(reply))
+    shared = len(terms & said)
+    return bool(terms) and shared >= config.min_shared and shared >= config.min_share * len(terms)
+
+
+def _judge(
+    items: Sequence[tuple[str, str, str]], reply: str, asker: Asker, config: UsefulnessConfig
+) -> list[bool]:
+    """Per item, whether the reply used it: the model's verdict, else word overlap."""
+    if asker.model is not None and items:
+        out = asker.ask(
+            usefulness_prompt,
+            usefulness_prompt.build([t for _, _, t in items], reply),
+            usefulness_prompt.UsedOut,
+        )
+        if out is not None and all(1 <= n <= len(items) for n in out.used):
+            chosen = set(out.used)
+            return [n in chosen for n in range(1, len(items) + 1)]
+        if out is not None:  # an alias out of range: the answer cannot be trusted
+            asker.counts.add("llm_fallbacks")
+            asker.counts.add("llm_out_of_range")
+    said = set(query_terms(reply))
+    return [reply_uses(t, said, config) for _, _, t in items]
+
+
+def run_usefulness(
+    mem: MemoryService, payload: dict, config: UsefulnessConfig = DEFAULT_USEFULNESS
+) -> dict:
+    """Job handler: score the items of unreviewed context logs by whether replies used them."""
+    conversation = payload.get("conversation")
+    logs = mem.store.unreviewed_context(conversation, limit=config.batch)
+    if not logs:
+        return {"skipped": "no unreviewed context"}
+    counts = Counts()
+    with llm_session(mem, counts, config.llm) as asker:
+        while logs:
+            outcomes: dict[tuple[str, str], bool] = {}
+            batch: list[tuple[str, str, bool]] = []
+            for _, items, reply in logs:
+                outcomes.clear()
+                for (kind, item_id, _), used in zip(
+                    items, _judge(items, reply, asker, config), strict=True
+                ):
+                    outcomes[(kind, item_id)] = outcomes.get((kind, item_id), False) or used
+                batch += [(k, i, u) for (k, i), u in outcomes.items()]
+            mem.store.record_usefulness([i for i, _, _ in logs], batch)
+            counts.add("logs", len(logs))
+            counts.add("items", len(batch))
+            counts.add("used", sum(u for _, _, u in batch))
+            logs = mem.store.unreviewed_context(conversation, limit=config.batch)
+    return counts.result(logs=0, items=0, used=0)

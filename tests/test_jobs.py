@@ -1,0 +1,90 @@
+"""The durable job queue: idempotent enqueue, retries with backoff, leases, background mode."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from archivist.config import Settings
+from archivist.jobs import HANDLERS, JobRunner
+from archivist.service import MemoryService
+from archivist.testing import FakeEmbedder
+from archivist.write.archivist import HeuristicArchivist
+from conftest import make_conversation
+
+
+def memory(path: Path, **settings: object) -> MemoryService:
+    s = Settings(**{"consolidate_mode": "manual", **settings})
+    return MemoryService(path, settings=s, embedder=FakeEmbedder(), archivist=HeuristicArchivist())
+
+
+def test_enqueue_is_idempotent_per_kind_and_key(tmp_path: Path) -> None:
+    with memory(tmp_path / "m.db") as mem:
+        assert mem.store.enqueue_job("reconcile", "c@1", {"conversation": "c"}) is not None
+        assert mem.store.enqueue_job("reconcile", "c@1", {"conversation": "c"}) is None
+        assert mem.job_counts() == {"queued": 1}
+
+
+def test_a_failing_job_is_retried_later_then_fails_with_its_error(tmp_path: Path) -> None:
+    calls: list[dict] = []
+
+    def boom(mem: MemoryService, payload: dict) -> dict:
+        calls.append(payload)
+        raise RuntimeError("disk on fire")
+
+    with memory(tmp_path / "m.db") as mem:
+        runner = JobRunner(mem, handlers={"reconcile": boom})
+        mem.store.enqueue_job("reconcile", "c@1", {"conversation": "c"})
+        (job,) = runner.run_pending()
+        assert job.status == "queued" and "disk on fire" in job.error
+        assert runner.run_pending() == []  # backing off: not retried at once
+        mem.store._db.execute("UPDATE jobs SET lease_until = 0")  # the backoff has passed
+        runner.run_pending()
+        mem.store._db.execute("UPDATE jobs SET lease_until = 0")
+        (last,) = runner.run_pending()
+        assert last.status == "failed" and len(calls) == 3
+        (stored,) = mem.store.list_jobs("failed")
+        assert stored.error == "RuntimeError: disk on fire" and stored.attempts == 3
+
+
+def test_a_job_whose_worker_died_is_taken_again_after_its_lease(tmp_path: Path) -> None:
+    with memory(tmp_path / "m.db") as mem:
+        mem.store.enqueue_job("reconcile", "c@1", {})
+        taken = mem.store.take_job(time.time(), lease_s=60, max_attempts=3)
+        assert taken is not None and taken.status == "running"  # ... and the process dies
+        assert mem.store.take_job(time.time(), 60, 3) is None  # leased to the dead worker
+        again = mem.store.take_job(time.time() + 61, 60, 3)
+        assert again is not None and again.id == taken.id and again.attempts == 2
+
+
+def test_the_queue_survives_reopening_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with memory(path) as mem:
+        mem.add(make_conversation("c", [[("Ana", f"I read book number {i}.")] for i in range(12)]))
+        assert mem.job_counts().get("queued", 0) == len(HANDLERS)  # a round, not run
+    with memory(path) as mem:
+        jobs = mem.jobs.run_pending()
+        assert {j.kind for j in jobs} == set(HANDLERS)
+        assert all(j.status in ("done", "skipped") for j in jobs), [j.error for j in jobs]
+        assert mem.job_counts().get("queued", 0) == 0
+
+
+def test_a_round_is_due_every_n_messages(tmp_path: Path) -> None:
+    with memory(tmp_path / "m.db", consolidate_every=10) as mem:
+        mem.add(make_conversation("c", [[("Ana", f"Note {i}.") for i in range(6)]]))
+        assert mem.job_counts() == {}
+        more = make_conversation("c", [[("Ana", f"Later {i}.") for i in range(5)]], first_session=2)
+        mem.add(more)
+        assert sum(mem.job_counts().values()) == len(HANDLERS)
+
+
+def test_background_mode_runs_jobs_off_the_calling_thread(tmp_path: Path) -> None:
+    with memory(tmp_path / "m.db", consolidate_mode="background") as mem:
+        mem.add(
+            make_conversation("c", [[("Ana", f"I live in Lisbon, note {i}.")] for i in range(11)])
+        )
+        deadline = time.time() + 20
+        while mem.job_counts().get("queued", 0) + mem.job_counts().get("running", 0):
+            assert time.time() < deadline, mem.job_counts()
+            time.sleep(0.05)
+        assert mem.store.reconcile_stats()["claims_unreconciled"] == 0
