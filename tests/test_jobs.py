@@ -88,3 +88,58 @@ def test_background_mode_runs_jobs_off_the_calling_thread(tmp_path: Path) -> Non
             assert time.time() < deadline, mem.job_counts()
             time.sleep(0.05)
         assert mem.store.reconcile_stats()["claims_unreconciled"] == 0
+
+
+DERIVED = (
+    "claims",
+    "claim_events",
+    "conflicts",
+    "entities",
+    "claim_entities",
+    "persons",
+    "person_identities",
+    "decisions",
+    "scenes",
+    "scene_episodes",
+    "summaries",
+    "usefulness",
+    "context_log",
+)
+
+
+def dump(mem: MemoryService) -> dict[str, list]:
+    db = mem.store._db
+    return {t: db.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall() for t in DERIVED}
+
+
+def test_a_second_consolidation_round_changes_nothing(tmp_path: Path) -> None:
+    work = make_conversation(
+        "work",
+        [
+            [("Ana", "I work as a barista at Bean There."), ("Lee", "I am a nurse.")],
+            [("Ana", "I started working as a teacher at Oak School."), ("Lee", "Nice!")],
+            [("Ana", "I was promoted to head teacher yesterday!"), ("Lee", "Congrats, Ana!")],
+        ],
+    )
+    other = make_conversation(
+        "other", [[("Ana", "I teach at Oak School."), ("Mia", "Cool.")]], people=("Ana", "Mia")
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add([work, other])
+        first = mem.consolidate()
+        assert all(j.status in ("done", "skipped") for j in first), [j.error for j in first]
+        mem.record_context([("claim", "1", "Ana works as a barista")], "You work as a barista.")
+        mem.consolidate()
+        before = dump(mem)
+        again = mem.consolidate()
+        assert {j.status for j in again} == {"skipped"} or all(
+            j.status in ("done", "skipped") for j in again
+        )
+        assert dump(mem) == before
+        # Job changes (DESIGN.md): three jobs, the latest current, a promotion as evolution
+        jobs = [c for c in mem.conflicts(conversation="work") if c.attribute == "job"]
+        assert [(c.old_value, c.new_value, c.kind) for c in jobs] == [
+            ("barista", "teacher", "contradiction"),
+            ("teacher", "head teacher", "evolution"),
+        ]
+        assert [e for e in mem.persons() if e.name == "Ana"] and len(mem.persons()) == 4

@@ -20,8 +20,25 @@ def stats(ctx: Context, as_json: bool) -> None:
         emit_json(s)
         return
     click.echo(f"store:         {s['path']} ({s['bytes'] / 1e6:.1f} MB)")
-    for key in ("conversations", "sessions", "messages", "people", "episodes", "claims"):
+    for key in (
+        "conversations",
+        "sessions",
+        "messages",
+        "people",
+        "persons",
+        "episodes",
+        "claims",
+        "entities",
+        "conflicts",
+        "decisions",
+        "scenes",
+        "summaries",
+    ):
         click.echo(f"{key + ':':<15}{s[key]}")
+    status = ", ".join(f"{n} {k}" for k, n in sorted(s["claims_by_status"].items()))
+    click.echo(f"claim status:  {status or '-'}")
+    jobs = ", ".join(f"{n} {k}" for k, n in sorted(s["jobs"].items()))
+    click.echo(f"jobs:          {jobs or 'none'}")
     click.echo(f"embed model:   {s['embed_model'] or '(none yet)'}")
     for model, n in s["vectors"].items():
         click.echo(f"vectors:       {n} ({model})")

@@ -519,4 +519,10 @@ class SQLiteStore(DerivedMemoryMixin, ReconcileMixin, PeopleMixin, Consolidation
             "migrations": self.migrations(),
             "bytes": self.path.stat().st_size if self.path.exists() else 0,
             **self.derived_stats(),
+            **self.reconcile_stats(),
+            "persons": one("SELECT count(*) FROM persons"),
+            "decisions": one("SELECT count(*) FROM decisions"),
+            "scenes": one("SELECT count(*) FROM scenes"),
+            "summaries": one("SELECT count(*) FROM summaries"),
+            "jobs": self.job_counts(),
         }
