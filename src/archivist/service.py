@@ -594,6 +594,12 @@ class MemoryService:
         scores = self.store.usefulness_scores(kind, wanted)
         return {i: scores.get(i, 0.5) for i in wanted}
 
+    # -- recall: routing, time, re-ranking (issue 5) -----------------------------------
+
+    # -- selection and context assembly (issue 5) ----------------------------------------
+
+    # -- answers with provenance (issue 5) -----------------------------------------------
+
     # -- reads ----------------------------------------------------------------------
 
     def people(self) -> list[str]:
