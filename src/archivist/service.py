@@ -422,7 +422,15 @@ class MemoryService:
 
     # -- reconciliation (layers 1-2) -------------------------------------------------
 
-    def llm_call(self, prompt, messages: list[dict], output_type):
+    def llm_call(
+        self,
+        prompt,
+        messages: list[dict],
+        output_type,
+        *,
+        max_attempts: int = 3,
+        backoff: float = 1.0,
+    ):
         """One schema-constrained call for a prompt module, cached in the store and counted.
 
         Raises LLMError when the model fails after repair and retries; callers
@@ -444,6 +452,8 @@ class MemoryService:
                 cache=StoreResponseCache(self.store),
                 ledger=self.llm_ledger,
                 limiter=self._llm_limiter,
+                max_attempts=max_attempts,
+                backoff=backoff,
             )
         finally:
             self._persist_llm_usage(before)

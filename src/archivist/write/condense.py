@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from ..llm.base import LLMError
-from ..llm.structured import call_structured
 from ..model import Claim, content_hash
 
 if TYPE_CHECKING:
@@ -155,9 +154,6 @@ class Asker:
     def __init__(self, mem: MemoryService, counts: Counts, policy: LLMPolicy) -> None:
         self.mem, self.counts, self.policy = mem, counts, policy
         self.model = mem.llm
-        from ..service import StoreResponseCache  # the service imports write/, not vice versa
-
-        self.cache = StoreResponseCache(mem.store)
 
     @property
     def method(self) -> str:
@@ -168,14 +164,10 @@ class Asker:
         if self.model is None:
             return None
         try:
-            return call_structured(
-                self.model,
-                task=prompt.NAME,
-                version=prompt.VERSION,
-                messages=messages,
-                output_type=output_type,
-                cache=self.cache,
-                ledger=self.mem.llm_ledger,
+            return self.mem.llm_call(  # cached in the store, counted, usage persisted
+                prompt,
+                messages,
+                output_type,
                 max_attempts=self.policy.max_attempts,
                 backoff=self.policy.backoff,
             )
@@ -187,12 +179,8 @@ class Asker:
 
 @contextmanager
 def llm_session(mem: MemoryService, counts: Counts, policy: LLMPolicy) -> Iterator[Asker]:
-    """An Asker whose spending is added to the store's lifetime usage when the job ends."""
-    before = mem.llm_ledger.summary()
-    try:
-        yield Asker(mem, counts, policy)
-    finally:
-        mem._persist_llm_usage(before)
+    """An Asker for one job run (kept as a context so a job's calls read as one block)."""
+    yield Asker(mem, counts, policy)
 
 
 def conversations(mem: MemoryService, payload: dict) -> list[str]:

@@ -17,14 +17,13 @@ labels, the claim ids each side has and the messages each side sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, NotFound
 from ..llm.base import ChatModel, LLMError
-from ..llm.structured import call_structured
 from ..model import Decision, Person
 from ..prompts import identity as prompt
 from ..store.sql import person_key
@@ -41,8 +40,6 @@ from .people_tools import (
 )
 
 if TYPE_CHECKING:
-    from ..llm.accounting import Accounting
-    from ..llm.cache import ResponseCache
     from ..service import MemoryService
     from ..store.base import Store
 
@@ -187,18 +184,17 @@ def evidence_refs(aliases: Sequence[str], shown: set[str], a: Side, b: Side) -> 
 
 
 def run_agent(
-    llm: ChatModel,
+    ask: Callable[[list[dict]], prompt.IdentityStep],
     a: Side,
     b: Side,
     participants: dict[str, list[str]],
     *,
-    cache: ResponseCache | None = None,
-    ledger: Accounting | None = None,
     max_steps: int = MAX_STEPS,
 ) -> AgentResult:
     """Tool calls until the model decides, or SEPARATE when the step budget runs out.
 
-    LLMError propagates: the caller records no decision for the pair.
+    ``ask`` is one structured call of the identity prompt (MemoryService.llm_call:
+    cached, counted). LLMError propagates: the caller records no decision.
     """
     info_a, info_b = _side_info(a, participants), _side_info(b, participants)
     stamps = [m.timestamp for m in a.own_messages() + b.own_messages()]
@@ -207,15 +203,7 @@ def run_agent(
     transcript: list[prompt.ToolResult] = []
     steps: list[dict] = []
     for n in range(max_steps):
-        out = call_structured(
-            llm,
-            task=prompt.NAME,
-            version=prompt.VERSION,
-            messages=prompt.build(info_a, info_b, transcript, now, max_steps - n),
-            output_type=prompt.IdentityStep,
-            cache=cache,
-            ledger=ledger,
-        )
+        out = ask(prompt.build(info_a, info_b, transcript, now, max_steps - n))
         if out.action == "decide":
             shown = shown_aliases(r.output for r in transcript)
             return AgentResult(
@@ -264,19 +252,15 @@ def _decide_one(
     mem: MemoryService, llm: ChatModel, a: Person, b: Person, fp: str, run: _Run, max_steps: int
 ) -> bool:
     """Run the agent on one pair and store its decision; True when it merged."""
-    from ..service import StoreResponseCache
-
     store = mem.store
     participants = {c["id"]: list(c["participants"]) for c in store.conversations()}
     side_a, side_b = load_side(store, a, "a"), load_side(store, b, "b")
     try:
         result = run_agent(
-            llm,
+            lambda messages: mem.llm_call(prompt, messages, prompt.IdentityStep),
             side_a,
             side_b,
             participants,
-            cache=StoreResponseCache(store),
-            ledger=mem.llm_ledger,
             max_steps=max_steps,
         )
     except LLMError:
@@ -344,10 +328,7 @@ def run_people(mem: MemoryService, payload: dict | None = None) -> dict:
     run.counts["declared"] = apply_declarations(store)
     llm = mem.llm
     before = mem.llm_ledger.summary()
-    try:
-        _decide_all(mem, llm, run, max_steps)
-    finally:  # what was spent is recorded even when the run is interrupted
-        mem._persist_llm_usage(before)
+    _decide_all(mem, llm, run, max_steps)  # llm_call persists usage call by call
     after = mem.llm_ledger.summary().get(prompt.NAME, {})
     run.counts["llm_calls"] = after.get("calls", 0) - before.get(prompt.NAME, {}).get("calls", 0)
     run.counts["persons"] = len(store.persons())
