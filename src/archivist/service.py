@@ -195,7 +195,7 @@ class MemoryService:
         self._people = None
         if extract:
             self.extract([c.id for c in convs])
-            self._schedule_consolidation([c.id for c in convs])
+            self.schedule_consolidation([c.id for c in convs])
         return results
 
     def _add_one(self, conv: Conversation, progress: Progress | None) -> AddResult:
@@ -385,7 +385,7 @@ class MemoryService:
 
     # -- consolidation rounds on the durable job queue ---------------------------------
 
-    def _schedule_consolidation(self, conversations: Sequence[str]) -> None:
+    def schedule_consolidation(self, conversations: Sequence[str]) -> list[Job]:
         """Queue a round for conversations with ``consolidate_every`` new messages; run it
         now (inline), wake the worker (background), or leave it queued (manual)."""
         due = []
@@ -401,9 +401,10 @@ class MemoryService:
             self.jobs.enqueue_round(due, f"m{total}")
         mode = self.settings.consolidate_mode
         if mode == "inline":
-            self.jobs.run_pending()
-        elif mode == "background":
+            return self.jobs.run_pending()
+        if mode == "background":
             self.jobs.start()
+        return []
 
     def consolidate(self, conversation: str | None = None) -> list[Job]:
         """Run a consolidation round now (and anything already queued); returns the jobs run.

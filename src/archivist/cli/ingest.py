@@ -63,6 +63,7 @@ def ingest(
                 f"archivist ({ctx.memory.archivist.name})", total, enabled=not as_json
             ) as advance:
                 report = ctx.memory.extract([c.id for c in convs], progress=advance)
+            jobs = ctx.memory.schedule_consolidation([c.id for c in convs])
         seconds = time.perf_counter() - t0
         added = sum(r.added for r in results)
         summary.append(
@@ -74,6 +75,9 @@ def ingest(
                 "unchanged": sum(r.unchanged for r in results),
                 "seconds": round(seconds, 3),
                 "extraction": None if no_extract else vars(report),
+                "consolidation": None
+                if no_extract
+                else [{"kind": j.kind, "status": j.status, "error": j.error} for j in jobs],
             }
         )
         if not as_json:
@@ -87,6 +91,8 @@ def ingest(
                     f"{report.episodes} episodes, {report.claims} claims "
                     f"({report.rejected} rejected, {report.fallbacks} heuristic fallbacks)"
                 )
+                ran = ", ".join(f"{j.kind} {j.status}" for j in jobs)
+                click.echo(f"  consolidation: {ran or 'queued for later (see `archivist jobs`)'}")
     if as_json:
         emit_json(
             {
