@@ -22,8 +22,8 @@ from types import ModuleType
 import pytest
 from pydantic import BaseModel
 
-from archivist.model import Attachment, Message
-from archivist.prompts import extract, segment
+from archivist.model import Attachment, Claim, Message
+from archivist.prompts import extract, judge_claims, rewrite, same_entity, segment
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 NOW = datetime(2023, 7, 14, 9, 30, tzinfo=UTC)
@@ -78,7 +78,57 @@ TASKS = [
         lambda now: extract.build(MESSAGES, PEOPLE, now),
         id="extract",
     ),
+    pytest.param(
+        judge_claims,
+        judge_claims.JudgeOut,
+        lambda now: judge_claims.build([(CLAIMS[1], [CLAIMS[0]])], now),
+        id="judge_claims",
+    ),
+    pytest.param(
+        same_entity,
+        same_entity.SameEntityOut,
+        lambda now: same_entity.build(
+            [
+                (
+                    "Ana",
+                    "Sam (person) friend — in: Ana's friend Sam is a nurse.",
+                    "Sam Lopez (other)",
+                )
+            ],
+            now,
+        ),
+        id="same_entity",
+    ),
+    pytest.param(
+        rewrite,
+        rewrite.RewriteOut,
+        lambda now: rewrite.build("When did Ana adopt Pixel?", ["Ana adopted a cat."], now),
+        id="rewrite",
+    ),
 ]
+
+
+CLAIMS = (
+    Claim(
+        text="Ana works as a software engineer at Acme.",
+        speaker="Ana",
+        subject="Ana",
+        conversation="c",
+        evidence=("D1:1",),
+        said_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+        id=41,
+    ),
+    Claim(
+        text="Ana was promoted to team lead.",
+        speaker="Ana",
+        subject="Ana",
+        conversation="c",
+        evidence=("D2:1",),
+        said_at=datetime(2023, 6, 8, 13, 56, tzinfo=UTC),
+        valid_from=datetime(2023, 6, 7, tzinfo=UTC),
+        id=42,
+    ),
+)
 
 
 def render(module: ModuleType, prompt: list[dict]) -> str:
@@ -123,7 +173,7 @@ def test_builders_are_pure_and_use_the_now_passed_in(module, schema, build) -> N
     assert old[0] == first[0]
 
 
-@pytest.mark.parametrize(("module", "schema", "build"), TASKS)
+@pytest.mark.parametrize(("module", "schema", "build"), TASKS[:2])  # the prompts that show messages
 def test_messages_are_shown_by_short_aliases_never_raw_ids(module, schema, build) -> None:
     text = "\n".join(m["content"] for m in build(NOW))
     aliases = [int(a) for a in re.findall(r"^\[(\d+)\] ", text, flags=re.MULTILINE)]

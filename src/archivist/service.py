@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ from .model import (
     Scene,
     Summary,
 )
+from .read.route import Recall, Route
 from .read.search import SearchConfig, SearchTrace, get_preset, search
 from .store.base import AddResult, IndexedClaim, IndexedEpisode, IndexedMessage, Store
 from .store.sql import Filters
@@ -607,9 +608,160 @@ class MemoryService:
 
     # -- recall: routing, time, re-ranking (issue 5) -----------------------------------
 
+    def route(self, question: str, *, at: datetime | None = None) -> Route:
+        """Who, which conversation and which period ``question`` is about, as of ``at``."""
+        from .read.route import route
+
+        now = at or datetime.now(UTC)
+        found = route(question, self.people(), self.conversations(), now)
+        if found.intent is None:  # "before the wedding": date the event within the route
+            found = route(
+                question, self.people(), self.conversations(), now, self._locator(found.filters())
+            )
+        return found
+
+    def _locator(self, filters: Filters) -> Callable[[str], datetime | None]:
+        """Find when an event was talked about ("the wedding"): its best keyword match's time."""
+
+        def locate(event: str) -> datetime | None:
+            found = self.store.keyword_search(event, filters, 1)
+            msgs = self.store.messages_by_rowid(r for r, _ in found)
+            return next((m.timestamp for m in msgs.values()), None)
+
+        return locate
+
+    def recall(
+        self,
+        question: str,
+        *,
+        person: str | None = None,
+        conversation: str | Sequence[str] | None = None,
+        at: datetime | None = None,
+        k: int = 10,
+        preset: str | SearchConfig | None = None,
+        rewrite: bool | None = None,
+    ) -> Recall:
+        """Routed, time-aware search as of ``at`` (default now); with an LLM, rewrites if short.
+
+        The LLM (when configured, unless ``rewrite=False``) checks whether the
+        hits answer the question and proposes up to 3 queries; their results
+        are fused with the first by RRF. A failing LLM leaves the plain result.
+        """
+        from .read.route import Recall
+
+        at = at or datetime.now(UTC)
+        trace = SearchTrace()
+        args = dict(person=person, conversation=conversation, at=at, k=k, preset=preset)
+        hits = self.search(question, route=True, trace=trace, **args)
+        result = Recall(hits=hits, route=trace.route, queries=(question,))
+        if self.llm is None or rewrite is False:
+            return result
+        return self._rewrite(question, result, args)
+
+    def _rewrite(self, question: str, first: Recall, args: dict) -> Recall:
+        """The sufficiency check and up to 3 rewritten queries, fused with the first by RRF."""
+        from .llm.base import LLMError
+        from .prompts import rewrite as prompt
+        from .read.fusion import rrf
+
+        found = [f"{h.message.speaker}: {h.message.text}" for h in first.hits]
+        try:
+            messages = prompt.build(question, found, args["at"])
+            out = self.llm_call(prompt, messages, prompt.RewriteOut)
+        except LLMError:
+            return first
+        queries = [q.strip() for q in out.queries if q.strip()][: prompt.MAX_QUERIES]
+        if out.sufficient or not queries:
+            return replace(first, sufficient=True if out.sufficient else None)
+        runs = {question: first.hits}
+        for q in queries:
+            runs[q] = self.search(q, route=True, **args)
+        key = lambda h: (h.message.conversation, h.message.id)  # noqa: E731
+        by_key = {key(h): h for hits in runs.values() for h in hits}
+        fused = rrf({q: [key(h) for h in hits] for q, hits in runs.items()}, k=20)
+        top = sorted(fused.items(), key=lambda kv: -kv[1])[: args["k"]]
+        hits = [replace(by_key[c], score=s) for c, s in top]
+        return replace(first, hits=hits, queries=(question, *queries), sufficient=False)
+
     # -- selection and context assembly (issue 5) ----------------------------------------
 
+    def select(
+        self,
+        person: str,
+        view="all_involving",
+        *,
+        conversation: str | None = None,
+        memorize_to: str | None = None,
+        at_most: int | None = None,
+        llm: ChatModel | None = None,
+    ):
+        """The messages ``person``'s memory holds under a view (read.select), criteria and cap.
+
+        ``view``: a ``read.select.View`` or its name (``goldfish`` = no memory).
+        Criteria are judged by ``llm`` (default: the configured model), or by
+        retrieval without one; the returned Selection says which.
+        """
+        from .read.select import select
+
+        return select(
+            self,
+            person,
+            view,
+            conversation=conversation,
+            memorize_to=memorize_to,
+            at_most=at_most,
+            llm=llm if llm is not None else self.llm,
+        )
+
+    def context(
+        self,
+        question_or_turn: str,
+        *,
+        person: str | None = None,
+        conversation: str | None = None,
+        budget_tokens: int = 1500,
+        previous: Sequence = (),
+        at: datetime | None = None,
+    ):
+        """Memory context for an assistant turn within ``budget_tokens`` (read.context).
+
+        Returns a Context: its text and the items shown; pass
+        ``ctx.records()`` and the reply to ``record_context`` afterwards.
+        """
+        from .read.context import assemble_context
+
+        return assemble_context(
+            self,
+            question_or_turn,
+            person=person,
+            conversation=conversation,
+            budget_tokens=budget_tokens,
+            previous=previous,
+            at=at,
+        )
+
     # -- answers with provenance (issue 5) -----------------------------------------------
+
+    def ask(
+        self,
+        question: str,
+        *,
+        person: str | None = None,
+        conversation: str | None = None,
+        at: datetime | None = None,
+        k: int = 10,
+    ):
+        """Answer from memory with evidence ids, speaker and confidence, or abstain.
+
+        Uses the configured LLM when there is one (falling back to an extractive
+        answer if it fails); a question that pins someone else's action on the
+        named person abstains and says whose it was. Returns a read.answer.Answer.
+        """
+        from .read.answer import answer_question
+
+        if not isinstance(question, str) or not question.strip():
+            raise InputError("ask() needs a non-empty question")
+        return answer_question(self, question, person=person, conversation=conversation, at=at, k=k)
 
     # -- reads ----------------------------------------------------------------------
 
@@ -631,13 +783,21 @@ class MemoryService:
         k: int = 10,
         preset: str | SearchConfig | None = None,
         trace: SearchTrace | None = None,
+        at: datetime | None = None,
+        route: bool = False,
     ) -> list[Hit]:
-        """The k messages that best answer ``query``, with scores and provenance."""
+        """The k messages that best answer ``query``, with scores and provenance.
+
+        ``at``: search memory as it stood then (nothing said later; claims
+        closed by then, such as expired foresights, do not count as current).
+        ``route``: find the period the query asks about and, when neither a
+        conversation nor a person is given, where to look (read/route.py).
+        """
         if not isinstance(query, str) or not query.strip():
             raise InputError("search query must be a non-empty string")
         if not isinstance(k, int) or not 1 <= k <= 1000:
             raise InputError(f"k must be an integer between 1 and 1000; got {k!r}")
-        for name, when in (("since", since), ("until", until)):
+        for name, when in (("since", since), ("until", until), ("at", at)):
             if when is not None and when.tzinfo is None:
                 raise InputError(f"{name} must be timezone-aware")
         config = (
@@ -651,6 +811,13 @@ class MemoryService:
             else tuple(conversation)
         )
         filters = Filters(conv, person, speaker, session, since, until)
+        trace = trace if trace is not None else SearchTrace()
+        intent = None
+        if route:
+            trace.route = self.route(query, at=at)
+            intent = trace.route.intent
+            if conv is None and person is None:
+                filters = trace.route.filters(filters)
         embedder = (
             self.embedder
             if {"dense", "claims_dense", "episodes_dense"} & set(config.rankers)
@@ -658,7 +825,18 @@ class MemoryService:
         )
         if embedder is not None:
             self._check_embed_model(embedder)
-        return search(self.store, embedder, query, filters, k, config, self.people(), trace)
+        return search(
+            self.store,
+            embedder,
+            query,
+            filters,
+            k,
+            config,
+            self.people(),
+            trace,
+            intent=intent,
+            at=at,
+        )
 
     def _check_embed_model(self, embedder: Embedder) -> None:
         """Refuse to query one model's index with another model's vectors."""

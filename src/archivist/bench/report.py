@@ -6,7 +6,8 @@ from __future__ import annotations
 def locomo_table(r: dict) -> str:
     """Recall@k per retriever and category, then ingest and latency lines."""
     cats = ["overall", *sorted(r["categories"])]
-    head = "retriever  k    " + " ".join(
+    width = max(10, *(len(n) for n in r["retrieval"]))
+    head = f"{'retriever':<{width}} k    " + " ".join(
         f"{(c if c == 'overall' else c + ' ' + r['categories'][c]):>15}" for c in cats
     )
     lines = [
@@ -20,7 +21,7 @@ def locomo_table(r: dict) -> str:
         for key, row in by_k.items():
             k = key.split("@", 1)[1]
             lines.append(
-                f"{name:<10} {k:<4} " + " ".join(f"{row.get(c, 0.0):>15.3f}" for c in cats)
+                f"{name:<{width}} {k:<4} " + " ".join(f"{row.get(c, 0.0):>15.3f}" for c in cats)
             )
     ing = r["ingest"]
     rate = f"{ing['messages_per_s']} msg/s" if ing["messages_per_s"] else ing["note"]
@@ -80,3 +81,59 @@ def scale_table(r: dict) -> str:
             f"{s['db_bytes'] / 1e6:>8.1f}"
         )
     return "\n".join(lines)
+
+
+def locomo_qa_table(r: dict) -> str:
+    """LoCoMo QA as markdown: F1 / BLEU-1 / J per category and system, abstention, costs."""
+    cats = ["1", "2", "3", "4"]
+    names = r["categories"]
+    head = "| system | metric | " + " | ".join(f"{c} {names[c]}" for c in cats)
+    lines = [
+        f"## LoCoMo QA: {r['conversations']} conversations, {r['questions']} questions",
+        "",
+        f"answer model: {r['answer_model'] or 'none (extractive answers)'}; "
+        f"judge model: {r['judge_model'] or 'none (no J)'}; embedder: {r['embedder']}",
+        "",
+        head + " | overall 1-4 | 5 adversarial |",
+        "|" + "---|" * (len(cats) + 4),
+    ]
+    scored = {s: row for s, row in r["systems"].items() if "f1" in row}
+    for system, row in scored.items():
+        for metric in ("f1", "bleu1", "j"):
+            values = row.get(metric)
+            if values is None:
+                continue
+            cells = [f"{values[c]:.3f}" if c in values else "-" for c in cats]
+            five = f"{values['5']:.3f}" if "5" in values else "-"
+            lines.append(
+                f"| {system} | {metric} | "
+                + " | ".join(cells)
+                + f" | {values['overall']:.3f} | {five} |"
+            )
+    lines += [
+        "",
+        "| system | adversarial abstained | named whose it was | false abstention (1-4) | "
+        "context tokens/q | LLM calls/q | search p50/p95 ms | answer p50/p95 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for system, row in scored.items():
+        lat = row["latency_ms"]
+        lines.append(
+            f"| {system} | {_pct(row['adversarial_abstention'])} | "
+            f"{_pct(row['adversarial_named_owner'])} | {_pct(row['false_abstention'])} | "
+            f"{row['context_tokens_per_question']} | {row['llm_calls_per_question']} | "
+            f"{lat['search']['p50']} / {lat['search']['p95']} | "
+            f"{lat['answer']['p50']} / {lat['answer']['p95']} |"
+        )
+    for system, row in r["systems"].items():
+        if "status" in row:
+            lines.append(f"\n{system}: {row['status']}")
+    lines.append(
+        "\nF1: official LoCoMo token F1 (category 5 = share answering 'not mentioned'); "
+        "context tokens are whitespace tokens."
+    )
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"

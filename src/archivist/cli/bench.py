@@ -30,13 +30,32 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 @click.option("--k", "ks", default="5,10,25", show_default=True, help="Comma-separated k values.")
 @click.option("--no-llm", is_flag=True, help="Use the heuristic archivist even if an LLM is set.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@click.option("--qa", is_flag=True, help="Question answering (F1, BLEU-1, J) instead of recall.")
+@click.option("--limit", type=click.IntRange(1), help="--qa: first N questions per conversation.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="--qa: results dir.")
+@click.option("--answer-model", help="--qa: answer model name on the configured LLM endpoint.")
+@click.option("--judge-model", help="--qa: judge model name (default: the answer model).")
 @pass_ctx
-def locomo(ctx: Context, path: Path, ks: str, no_llm: bool, as_json: bool) -> None:
-    """Evidence recall@k on a LoCoMo file: archivist vs BM25, dense and plain RRF."""
+def locomo(
+    ctx: Context,
+    path: Path,
+    ks: str,
+    no_llm: bool,
+    as_json: bool,
+    qa: bool,
+    limit: int | None,
+    out: Path | None,
+    answer_model: str | None,
+    judge_model: str | None,
+) -> None:
+    """Evidence recall@k on a LoCoMo file (archivist vs BM25, dense, plain RRF), or --qa."""
     from ..bench.locomo import run_locomo
     from ..bench.report import locomo_table
 
     kvals = _parse_ks(ks)
+    if qa:
+        _locomo_qa(ctx, path, no_llm, as_json, limit, out, answer_model, judge_model)
+        return
     if no_llm:
         ctx.settings = ctx.settings.with_(llm="none")
     progress = StagedProgress(enabled=not as_json)
@@ -52,6 +71,71 @@ def locomo(ctx: Context, path: Path, ks: str, no_llm: bool, as_json: bool) -> No
 
 def register(cli: click.Group) -> None:
     cli.add_command(bench)
+
+
+def _chat_model(ctx: Context, model: str | None):
+    """A ChatModel for ``model`` on the configured endpoint, or the configured model itself.
+
+    A name different from ARCHIVIST_LLM_MODEL builds a second client from the same
+    settings (provider, base URL, key) with only the model name changed.
+    """
+    from ..llm import get_chat_model
+
+    settings = ctx.settings
+    if model is None:
+        return get_chat_model(settings)
+    provider = settings.llm if settings.llm not in ("", "none") else "openai"
+    return get_chat_model(settings.with_(llm=provider, llm_model=model))
+
+
+def _locomo_qa(
+    ctx: Context,
+    path: Path,
+    no_llm: bool,
+    as_json: bool,
+    limit: int | None,
+    out: Path | None,
+    answer_model: str | None,
+    judge_model: str | None,
+) -> None:
+    """Run the QA benchmark and write results.json, results.md and chart.png to ``out``."""
+    import json
+
+    from ..bench.chart import bar_chart
+    from ..bench.qa import run_locomo_qa
+    from ..bench.report import locomo_qa_table
+
+    answer = _chat_model(ctx, answer_model) if answer_model or not no_llm else None
+    judge = _chat_model(ctx, judge_model) if judge_model else answer
+    if no_llm:  # the heuristic archivist ingests; an explicit --answer-model still answers
+        ctx.settings = ctx.settings.with_(llm="none")
+    progress = StagedProgress(enabled=not as_json)
+    try:
+        result = run_locomo_qa(
+            ctx.memory, path, answer_llm=answer, judge_llm=judge, limit=limit, progress=progress
+        )
+    finally:
+        progress.close()
+    table = locomo_qa_table(result)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(
+            json.dumps(result, indent=2, ensure_ascii=False, default=str), encoding="utf-8"
+        )
+        series = {s: row["f1"] for s, row in result["systems"].items() if "f1" in row}
+        png, colors = bar_chart(["1", "2", "3", "4", "5"], series)
+        (out / "chart.png").write_bytes(png)
+        legend = ", ".join(f"{s}: rgb{c}" for s, c in colors.items())
+        (out / "results.md").write_text(
+            f"{table}\n\n![F1 per category](chart.png)\n\nChart colours: {legend}.\n",
+            encoding="utf-8",
+        )
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(table)
+        if out is not None:
+            click.echo(f"\nwrote {out / 'results.json'}, {out / 'results.md'}, {out / 'chart.png'}")
 
 
 @bench.command("scale")

@@ -39,9 +39,21 @@ def cli(ctx: click.Context, db: Path | None, embedder: str | None) -> None:
 
 
 def _register() -> None:
-    from . import bench, demo, ingest, memory, people, reconcile, search, show, stats
+    from . import ask, bench, context, demo, ingest, memory, people, reconcile, search, show, stats
 
-    for module in (ingest, search, stats, show, reconcile, people, memory, demo, bench):
+    for module in (
+        ingest,
+        search,
+        ask,
+        context,
+        stats,
+        show,
+        reconcile,
+        people,
+        memory,
+        demo,
+        bench,
+    ):
         module.register(cli)
 
 

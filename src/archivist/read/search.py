@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 
 import numpy as np
 
 from ..embed.base import Embedder
-from ..model import Hit, Message
+from ..model import Claim, Hit, Message
 from ..store.base import Store
 from ..store.sql import Filters, person_key
 from ..write.timeground import find_times
 from .fusion import rrf
 from .query import asks_when, names_in
+from .rerank import RerankConfig, features, rerank
+from .route import Route
+from .temporal import TimeIntent
 
 RANKERS = ("bm25", "dense")
 CLAIM_RANKERS = ("claims_bm25", "claims_dense")
@@ -40,6 +44,15 @@ class SearchConfig:
     neighbour_span: int = 1  # how many turns either side count as adjacent
     expand_top: int = 30  # how many top hits pull their neighbours in as candidates
     when_boost: float = 0.0  # for "when" questions: boost messages that mention a time
+    # Temporal intent (read/temporal.py), given by the caller or the router:
+    time_boost: float = 0.0  # soft: boost messages said (or mentioning a time) in the window
+    time_grace_days: float = 0.0  # the window's end extended: things are told after they happen
+    hard_time: bool = False  # explicit windows ("in May 2023") become filters
+    # As of ``at``: messages whose every claim was closed by then (an expired
+    # foresight, a superseded fact) are multiplied by this, unless the question
+    # asks about the past; 1.0 = no effect. Closed claims never vote.
+    stale_weight: float = 1.0
+    rerank: RerankConfig | None = None
 
 
 PRESETS: Mapping[str, SearchConfig] = {
@@ -52,7 +65,11 @@ PRESETS: Mapping[str, SearchConfig] = {
     # a sharper RRF (k=20) lets the speaker boost and neighbour smoothing act
     # on well-ranked hits instead of reshuffling the long tail; claim vectors
     # vote for their evidence messages (claim BM25 measured worse: left out);
-    # "when" questions favour messages that carry a time expression.
+    # "when" questions favour messages that carry a time expression; a period the
+    # question names (routed searches) boosts messages inside it, soft (a hard
+    # filter measured worse); as of a time, messages whose claims had all
+    # closed are left out unless the question asks about the past; the head is
+    # re-ranked by claim importance (salience, recency measured no better).
     "archivist": SearchConfig(
         "archivist",
         rankers=("bm25", "dense", "claims_dense"),
@@ -60,6 +77,10 @@ PRESETS: Mapping[str, SearchConfig] = {
         person_boost=0.5,
         neighbour_weight=0.5,
         when_boost=0.2,
+        time_boost=1.0,
+        time_grace_days=31.0,
+        stale_weight=0.0,
+        rerank=RerankConfig("importance", importance=0.2),
     ),
     "archivist-messages": SearchConfig(
         "archivist-messages",
@@ -88,6 +109,7 @@ class SearchTrace:
     rankings: dict[str, list[int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     names: list[str] = field(default_factory=list)
+    route: Route | None = None  # set by a routed search (MemoryService.search(route=True))
 
 
 # -- pure rescoring steps ------------------------------------------------------------
@@ -156,9 +178,82 @@ def search(
     people: Iterable[str] = (),
     trace: SearchTrace | None = None,
     query_vector: np.ndarray | None = None,
+    *,
+    intent: TimeIntent | None = None,
+    at: datetime | None = None,
 ) -> list[Hit]:
-    """Top-k messages for ``query`` under ``filters``, scored by ``config``."""
+    """Top-k messages for ``query`` under ``filters``, scored by ``config``.
+
+    ``intent`` is the period the question asks about (soft unless the preset
+    filters on explicit windows); ``at`` searches memory as it stood then:
+    nothing said later, no vote from claims closed by then.
+    """
     trace = trace if trace is not None else SearchTrace()
+    filters = _narrowed(filters, config, intent, at)
+    rankings, query_vector = _message_rankings(
+        store, embedder, query, filters, config, trace, query_vector
+    )
+    matched_claims = _claim_rankings(
+        store, embedder, query, query_vector, filters, config, rankings, at
+    )
+    trace.rankings = rankings
+    t = time.perf_counter()
+    scores = rrf(rankings, k=config.rrf_k, weights=dict(config.weights) or None)
+    messages = store.messages_by_rowid(scores)
+    expanded_from: dict[int, str] = {}
+    if config.neighbour_weight:
+        for r, _ in top_items(scores, config.expand_top):
+            for nr, nm in store.neighbours(
+                r, config.neighbour_span, config.neighbour_span, filters
+            ):
+                if nr not in messages:
+                    messages[nr] = nm
+                    expanded_from[nr] = messages[r].id
+        position = {r: (m.conversation, m.seq) for r, m in messages.items()}
+        scores = smooth_neighbours(scores, position, config.neighbour_weight, config.neighbour_span)
+    head = [r for r, _ in top_items(scores, max(k, config.expand_top) * 2)]
+    if config.when_boost and asks_when(query):
+        # Only the head can change places in the top k; parsing times costs ~0.2 ms a message.
+        timed = {r for r in head if mentions_time(messages[r].text, messages[r].timestamp)}
+        scores = {r: s * (1.0 + config.when_boost) if r in timed else s for r, s in scores.items()}
+    if config.time_boost and intent is not None:
+        inside = in_window(messages, head, intent, timedelta(days=config.time_grace_days))
+        scores = {r: s * (1.0 + config.time_boost) if r in inside else s for r, s in scores.items()}
+    if config.person_boost:
+        trace.names = names_in(query, people)
+        speakers = {r: m.speaker for r, m in messages.items()}
+        scores = boost_speakers(scores, speakers, trace.names, config.person_boost)
+    scores = _as_of(store, scores, messages, query, config, intent, at, k)
+    top = top_items(scores, k)
+    hits = _hits(store, top, messages, rankings, matched_claims, expanded_from)
+    trace.seconds["rescore"] = time.perf_counter() - t
+    return hits
+
+
+def _narrowed(
+    filters: Filters, config: SearchConfig, intent: TimeIntent | None, at: datetime | None
+) -> Filters:
+    """The caller's filters, cut at ``at`` and, for a hard preset, to an explicit window."""
+    if at is not None and (filters.until is None or filters.until > at):
+        filters = replace(filters, until=at)
+    if config.hard_time and intent is not None and intent.explicit:
+        grace = timedelta(days=config.time_grace_days)
+        since = max((d for d in (filters.since, intent.since) if d), default=None)
+        ends = [d for d in (filters.until, intent.until and intent.until + grace) if d]
+        filters = replace(filters, since=since, until=min(ends, default=None))
+    return filters
+
+
+def _message_rankings(
+    store: Store,
+    embedder: Embedder | None,
+    query: str,
+    filters: Filters,
+    config: SearchConfig,
+    trace: SearchTrace,
+    query_vector: np.ndarray | None,
+) -> tuple[dict[str, list[int]], np.ndarray | None]:
+    """BM25 and dense rankings over messages, and the query vector (embedded once)."""
     rankings: dict[str, list[int]] = {}
     if "bm25" in config.rankers:
         t = time.perf_counter()
@@ -176,38 +271,77 @@ def search(
             for r, _ in store.vector_search(embedder.name, query_vector, filters, config.candidates)
         ]
         trace.seconds["dense"] = time.perf_counter() - t
-    matched_claims = _claim_rankings(
-        store, embedder, query, query_vector, filters, config, rankings
-    )
-    trace.rankings = rankings
-    t = time.perf_counter()
-    scores = rrf(rankings, k=config.rrf_k, weights=dict(config.weights) or None)
-    messages = store.messages_by_rowid(scores)
-    expanded_from: dict[int, str] = {}
-    if config.neighbour_weight:
-        for r, _ in top_items(scores, config.expand_top):
-            for nr, nm in store.neighbours(
-                r, config.neighbour_span, config.neighbour_span, filters
-            ):
-                if nr not in messages:
-                    messages[nr] = nm
-                    expanded_from[nr] = messages[r].id
-        position = {r: (m.conversation, m.seq) for r, m in messages.items()}
-        scores = smooth_neighbours(scores, position, config.neighbour_weight, config.neighbour_span)
-    if config.when_boost and asks_when(query):
-        # Only the head can change places in the top k; parsing times costs ~0.2 ms a message.
-        head = [r for r, _ in top_items(scores, max(k, config.expand_top) * 2)]
-        timed = {r for r in head if mentions_time(messages[r].text, messages[r].timestamp)}
-        scores = {r: s * (1.0 + config.when_boost) if r in timed else s for r, s in scores.items()}
-    if config.person_boost:
-        trace.names = names_in(query, people)
-        speakers = {r: m.speaker for r, m in messages.items()}
-        scores = boost_speakers(scores, speakers, trace.names, config.person_boost)
+    return rankings, query_vector
+
+
+def in_window(
+    messages: Mapping[int, Message], rowids: Iterable[int], intent: TimeIntent, grace: timedelta
+) -> set[int]:
+    """Messages said inside the window, or mentioning a time that falls inside it."""
+    out = set()
+    for r in rowids:
+        m = messages[r]
+        if intent.contains(m.timestamp, grace) or any(
+            intent.overlaps(t.start, t.end, timedelta(0)) for t in find_times(m.text, m.timestamp)
+        ):
+            out.add(r)
+    return out
+
+
+def closed_at(claim: Claim, at: datetime) -> bool:
+    """Was the claim no longer holding at ``at`` (an expired foresight, a superseded fact)?"""
+    ended = claim.valid_to is not None and claim.valid_to <= at
+    return ended and (claim.kind == "foresight" or claim.status == "superseded")
+
+
+def _as_of(
+    store: Store,
+    scores: dict[int, float],
+    messages: Mapping[int, Message],
+    query: str,
+    config: SearchConfig,
+    intent: TimeIntent | None,
+    at: datetime | None,
+    k: int,
+) -> dict[int, float]:
+    """Demote stale messages (as of ``at``), then re-rank the head by the preset's weights."""
+    history = intent is not None or asks_when(query)
+    stale_on = at is not None and config.stale_weight != 1.0 and not history
+    if not stale_on and config.rerank is None:
+        return scores
+    depth = max(k * 2, config.rerank.depth if config.rerank else 0, config.expand_top)
+    head = [r for r, _ in top_items(scores, depth)]
+    claims = store.claims_for_messages(head)
+    if stale_on:
+        stale = {r for r in head if claims.get(r) and all(closed_at(c, at) for c in claims[r])}
+        w = config.stale_weight  # 0 leaves them out, even when nothing else matches
+        scores = {r: s * w if r in stale else s for r, s in scores.items() if w or r not in stale}
+    if config.rerank is not None:
+        rc = config.rerank
+        ids = {c.id for r in head for c in claims.get(r, ()) if c.id is not None}
+        useful = store.usefulness_scores("claim", ids) if rc.usefulness else {}
+        now = at or max((messages[r].timestamp for r in head), default=None)
+        feats = {
+            r: features(claims.get(r, ()), useful, messages[r].timestamp, now, rc)  # type: ignore[arg-type]
+            for r in head[: rc.depth]
+        }
+        scores = rerank(scores, feats, rc)
+    return scores
+
+
+def _hits(
+    store: Store,
+    top: list[tuple[int, float]],
+    messages: Mapping[int, Message],
+    rankings: Mapping[str, list[int]],
+    matched_claims: Mapping[int, list[int]],
+    expanded_from: Mapping[int, str],
+) -> list[Hit]:
+    """Hits with their provenance: ranker ranks, matched claims, episode."""
     ranks = {name: {r: i for i, r in enumerate(lst, 1)} for name, lst in rankings.items()}
-    top = top_items(scores, k)
     claims = store.claims_by_id(c for r, _ in top for c in matched_claims.get(r, ()))
     episodes = store.episodes_for_messages(r for r, _ in top)
-    hits = [
+    return [
         Hit(
             message=messages[r],
             score=s,
@@ -219,8 +353,6 @@ def search(
         for r, s in top
         if r in messages
     ]
-    trace.seconds["rescore"] = time.perf_counter() - t
-    return hits
 
 
 def _find_derived(
@@ -255,13 +387,14 @@ def _claim_rankings(
     filters: Filters,
     config: SearchConfig,
     rankings: dict[str, list[int]],
+    at: datetime | None = None,
 ) -> dict[int, list[int]]:
     """Rank claims and episodes and turn each ranking into one over their messages.
 
     Index fine, return coarse: a claim found at rank r votes for its evidence
     messages at rank r (an episode for its messages), so they lift the messages
     that support them without crowding them out of the k results. Returns
-    message rowid -> claim ids.
+    message rowid -> claim ids. As of ``at``, claims closed by then do not vote.
     """
     args = (store, embedder, query, query_vector, filters, config)
     episodes = _find_derived("episodes", *args)
@@ -276,6 +409,12 @@ def _claim_rankings(
     found = _find_derived("claims", *args)
     if not found:
         return {}
+    if at is not None:  # claims closed by ``at`` (expired, superseded) do not vote
+        known = store.claims_by_id({c for ids in found.values() for c in ids})
+        found = {
+            n: [c for c in ids if c in known and not closed_at(known[c], at)]
+            for n, ids in found.items()
+        }
     evidence = store.claim_evidence_rowids({c for ids in found.values() for c in ids})
     matched: dict[int, list[int]] = {}
     for name, ids in found.items():

@@ -456,6 +456,22 @@ class DerivedMemoryMixin:
                 out[cid].append(rid)
         return out
 
+    def claims_for_messages(self, rowids: Iterable[int]) -> dict[int, list[Claim]]:
+        """message rowid -> the claims it is evidence of (any status), for as-of recall."""
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        out: dict[int, list[Claim]] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = self._db.execute(
+                f"SELECT ce.msg_rowid, {claim_cols('c')} FROM claim_evidence ce "
+                "JOIN claims c ON c.id = ce.claim_id "
+                f"WHERE ce.msg_rowid IN ({','.join('?' * len(chunk))}) ORDER BY c.id",
+                chunk,
+            )
+            for r in rows:
+                out.setdefault(r[0], []).append(_row_to_claim(r[1:]))
+        return out
+
     def list_claims(self, filters: q.Filters, limit: int = 100, offset: int = 0) -> list[Claim]:
         where, params = q.claim_filter_clause(filters)
         rows = self._db.execute(

@@ -1,0 +1,545 @@
+"""Answers with provenance: extractive or LLM answers, speaker verification, abstention.
+
+The read path ends here (DESIGN §1.9). Without an LLM the answer is the best
+evidence sentence, trimmed to the words the question does not already hold,
+or a date for "when" questions. With an LLM the model answers from numbered
+snippets and cites them. Either way a question that pins on X what memory
+attributes to Y abstains first and says whose it was, with the evidence.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from ..model import Hit
+from ..write.timeground import find_times
+from .query import asks_when, names_in
+
+# Abstain without an LLM when the best evidence covers less than this share of the
+# question's content words (0 = none of them). Measured on the LoCoMo dev subset:
+# higher values cost far more answerable questions than they save.
+MIN_COVERAGE = 0.1
+# Speaker verification: the best evidence owned by someone else must cover at least
+# OTHER_COVERAGE of the (IDF-weighted) content words, and the named person's best
+# stay below OWNER_RATIO of that, before we say "that was Y's, not X's". Measured on
+# the dev subset: stricter ratios abstain on far more answerable questions.
+OTHER_COVERAGE = 0.25
+OWNER_RATIO = 1.0
+VERIFY_K = 20  # hits of the name-free search that verification looks at
+MAX_ANSWER_WORDS = 12
+NOT_MENTIONED = "Not mentioned in memory."
+
+_WORD = re.compile(r"[\w'’-]+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_YES_NO = re.compile(
+    r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should)\b", re.I
+)
+STOPWORDS = frozenset(
+    """a an the and or but if of to in on at for with about from by as into over after before
+    during since until than then so that this these those there here it its it's is are was
+    were be been being am do does did doing have has had having will would could should can
+    may might must shall i me my mine we us our you your yours he him his she her hers they
+    them their theirs what when where which who whom whose why how much many any some all
+    both each other such not no nor only own same too very just also ever still yet up out
+    off again further once one ones like likely really well get got go going went kind type
+    sort thing things something anything i'm i've i'd i'll you're you've we're we've that's
+    what's oh yeah yes wow hey hi thanks thank lot pretty""".split()
+)
+_SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer with its provenance; ``abstain`` when memory does not support one."""
+
+    question: str
+    answer: str
+    abstain: bool
+    evidence: tuple[tuple[str, str], ...] = ()  # (conversation, message id)
+    speaker: str | None = None  # whose statement or action the answer is about
+    conversation: str | None = None
+    confidence: float = 0.0
+    reason: str = ""
+    context_tokens: int = 0  # whitespace tokens of the evidence the answer was drawn from
+    method: str = "extractive"
+    quote: str = ""  # the evidence sentence an extractive answer was cut from
+
+    def to_dict(self) -> dict:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "abstain": self.abstain,
+            "evidence": [{"conversation": c, "id": m} for c, m in self.evidence],
+            "speaker": self.speaker,
+            "conversation": self.conversation,
+            "confidence": round(self.confidence, 3),
+            "reason": self.reason,
+            "context_tokens": self.context_tokens,
+            "method": self.method,
+            "quote": self.quote,
+        }
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One piece of evidence: a message sentence or a claim, and whose it is."""
+
+    text: str
+    owner: str | None  # a claim's subject if a person, else its speaker; see sentence_owner
+    hit: Hit
+    rank: int  # position of its hit in the search results
+    valid_from: datetime | None = None  # claims: when it happened
+
+
+# -- pure text helpers -----------------------------------------------------------------
+
+
+def stem(word: str) -> str:
+    """A light stem for matching question and evidence words ("camping" ~ "camp")."""
+    w = word.lower().strip("'’-").removesuffix("'s").removesuffix("’s")
+    for suffix in _SUFFIXES:
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            break
+    return w[:5]
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def content_stems(question: str, names: Sequence[str]) -> list[str]:
+    """The question's content words as stems: no function words, no named people."""
+    skip = {stem(w) for n in names for w in words(n)}
+    out = []
+    for w in words(question):
+        s = stem(w)
+        if w.lower() not in STOPWORDS and not w.isdigit() and s not in skip and s not in out:
+            out.append(s)
+    return out
+
+
+def coverage(text: str, wanted: Sequence[str], weights: Mapping[str, float] | None = None) -> float:
+    """Share of the wanted stems the text contains, each weighted (rarer words weigh more)."""
+    if not wanted:
+        return 0.0
+    have = {stem(w) for w in words(text)}
+    weight = (lambda s: weights[s]) if weights is not None else (lambda s: 1.0)
+    total = sum(weight(s) for s in wanted)
+    return sum(weight(s) for s in wanted if s in have) / total if total else 0.0
+
+
+class IDF(dict):
+    """Stem -> log(N / df); a stem the texts never use weighs as much as the rarest one."""
+
+    default = 1.0
+
+    def __missing__(self, key: str) -> float:
+        return self.default
+
+
+def idf_weights(texts: Sequence[str]) -> IDF:
+    """IDF per stem over ``texts`` (a conversation), so rare words decide ownership."""
+    df: dict[str, int] = {}
+    for t in texts:
+        for s in {stem(w) for w in words(t)}:
+            df[s] = df.get(s, 0) + 1
+    n = len(texts) + 1
+    out = IDF({s: math.log(n / d) for s, d in df.items()})
+    out.default = math.log(n)
+    return out
+
+
+def best_sentence(text: str, wanted: Sequence[str]) -> str:
+    """The sentence of ``text`` covering most of the wanted stems (the first on ties)."""
+    parts = [p.strip() for p in _SENTENCE.split(text) if p.strip()] or [text]
+    return max(parts, key=lambda p: coverage(p, wanted))
+
+
+def trim(sentence: str, question: str) -> str:
+    """The sentence's words the question does not already hold, minus function words."""
+    asked = {stem(w) for w in words(question)}
+    kept = [w for w in words(sentence) if w.lower() not in STOPWORDS and stem(w) not in asked]
+    return " ".join(kept[:MAX_ANSWER_WORDS]) or sentence
+
+
+def format_when(when: datetime, granularity: str = "day") -> str:
+    """Dates the way LoCoMo writes them: "7 May 2023", "May 2023", "2022"."""
+    if granularity == "year":
+        return str(when.year)
+    if granularity in ("month", "season"):
+        return f"{when:%B} {when.year}"
+    if granularity == "week":
+        return f"the week of {when.day} {when:%B} {when.year}"
+    return f"{when.day} {when:%B} {when.year}"
+
+
+def unit_date(u: Unit) -> str:
+    """When the unit's event happened: the claim's valid_from, a time it names, else its date."""
+    if u.valid_from is not None:
+        return format_when(u.valid_from)
+    said = u.hit.message.timestamp
+    refs = find_times(u.text, said)
+    if refs:
+        return format_when(refs[0].start, refs[0].granularity)
+    return format_when(said)
+
+
+# -- evidence units and speaker verification -----------------------------------------
+
+
+def as_written(name: str, text: str) -> str:
+    """A name as the text spells it (people are stored case-folded: "melanie" → "Melanie")."""
+    m = re.search(rf"\b{re.escape(name)}\b", text, re.IGNORECASE)
+    return m.group(0) if m else name
+
+
+# "Hey Caroline, ..." / "..., Caroline!": a name said to someone is no claim about them.
+_VOCATIVE = (
+    re.compile(r"(?:^|,)\s*[A-Z]\w+\W*$"),
+    re.compile(r"^\W*(?:(?i:hey|hi|hello|thanks|thank you|wow|oh|yes|yeah)\W+)?[A-Z]\w+,"),
+)
+_FIRST = frozenset("i me my mine myself i'm i've i'd i'll we us our ours we're we've".split())
+_SECOND = frozenset("you your yours yourself you're you've you'd you'll".split())
+
+
+def sentence_owner(sentence: str, speaker: str, addressees: Sequence[str], people: Sequence[str]):
+    """Whose a sentence is: "I/my" → the speaker, "you/your" → the one addressee, a named
+    person, else nobody (None: "That race sounds great!" could be about anyone)."""
+    low = {w.lower().replace("’", "'") for w in words(sentence)}
+    if low & _FIRST:
+        return speaker
+    if low & _SECOND:
+        return addressees[0] if len(addressees) == 1 else None
+    for vocative in _VOCATIVE:
+        sentence = vocative.sub(" ", sentence)
+    named = [p for p in names_in(sentence, people) if p != speaker]
+    return named[0] if len(named) == 1 else None
+
+
+def evidence_units(hits: Sequence[Hit], people: Sequence[str]) -> list[Unit]:
+    """Every hit's sentences and claims as units, each owned by a person (or nobody)."""
+    known = {p.casefold(): p for p in people}
+    units = []
+    for rank, h in enumerate(hits):
+        m = h.message
+        for sentence in _SENTENCE.split(m.indexed_text()):
+            if sentence.strip():
+                owner = sentence_owner(sentence, m.speaker, m.addressees, people)
+                if owner is None and sentence.lstrip().startswith("[image"):
+                    owner = m.speaker  # a photo someone shares is usually of their own life
+                units.append(Unit(sentence.strip(), owner, h, rank))
+        for c in h.claims:
+            # heuristic claims rewrite pronouns mechanically: their subject is no evidence
+            owner = None if c.method == "heuristic" else known.get(c.subject.casefold(), c.speaker)
+            units.append(Unit(c.text, owner, h, rank, c.valid_from))
+    return units
+
+
+def verify_speaker(
+    question: str,
+    units: Sequence[Unit],
+    names: Sequence[str],
+    weights: Mapping[str, float] | None = None,
+) -> Answer | None:
+    """Abstain when the question pins on X what the best evidence attributes to Y.
+
+    Only for questions naming one person X. The evidence for the question's
+    content (names left out) is scored by coverage; when someone else's best
+    covers at least OTHER_COVERAGE and X's own best (a unit X owns, or one that
+    names X) stays below OWNER_RATIO of it, the action was not X's.
+    """
+    if len(names) != 1:
+        return None
+    x = as_written(names[0], question)
+    wanted = content_stems(question, names)
+    if len(wanted) < 2:  # too little content to tell whose it is
+        return None
+    xkey = stem(x)
+    mine, other = 0.0, None
+    for u in units:
+        cov = coverage(u.text, wanted, weights)
+        if u.owner is None:
+            continue
+        if u.owner.casefold() == x.casefold() or xkey in {stem(w) for w in words(u.text)}:
+            mine = max(mine, cov)
+        elif other is None or cov > other[0]:
+            other = (cov, u)
+    if other is None or other[0] < OTHER_COVERAGE or mine >= OWNER_RATIO * other[0]:
+        return None
+    cov, u = other
+    m = u.hit.message
+    return Answer(
+        question=question,
+        answer=f"Not mentioned for {x}: that was {u.owner}'s, not {x}'s.",
+        abstain=True,
+        evidence=((m.conversation, m.id),),
+        speaker=u.owner,
+        conversation=m.conversation,
+        confidence=round(min(1.0, cov - mine), 3),
+        reason=f"that was {u.owner}'s, not {x}'s",
+        quote=u.text,
+    )
+
+
+# -- extractive answers ----------------------------------------------------------------
+
+
+def _tokens(hits: Sequence[Hit]) -> int:
+    """Context size as whitespace tokens of the evidence messages (a documented approximation)."""
+    return sum(len(h.message.indexed_text().split()) for h in hits)
+
+
+def abstain(question: str, reason: str, method: str = "extractive") -> Answer:
+    """An abstention that still says LoCoMo's "not mentioned", so scorers see it."""
+    return Answer(question, NOT_MENTIONED, True, reason=reason, method=method)
+
+
+def extractive_answer(
+    question: str,
+    hits: Sequence[Hit],
+    people: Sequence[str],
+    *,
+    verify: bool = True,
+    k: int | None = None,
+    weights: Mapping[str, float] | None = None,
+) -> Answer:
+    """The best evidence sentence (or date) among the first k hits, or an abstention.
+
+    ``verify``: check the speaker first, over all the hits given.
+    """
+    names = names_in(question, people)
+    if verify:
+        wrong = verify_speaker(question, evidence_units(hits, people), names, weights)
+        if wrong is not None:
+            return replace(wrong, context_tokens=_tokens(hits[:k]))
+    units = evidence_units(hits[:k], people)
+    tokens = _tokens(hits[:k])
+    wanted = content_stems(question, names)
+    if not units:
+        return replace(abstain(question, "no evidence found"), context_tokens=tokens)
+    named = {n.casefold() for n in names}
+
+    def score(u: Unit) -> tuple[float, int]:
+        bonus = 0.05 if u.owner and u.owner.casefold() in named else 0.0
+        return (coverage(u.text, wanted) + bonus, -u.rank)
+
+    statements = [u for u in units if not u.text.endswith("?")] or units  # questions say little
+    ranked = sorted(statements, key=score, reverse=True)
+    best = ranked[0]
+    best_cov = coverage(best.text, wanted) if wanted else 1.0
+    if best_cov < MIN_COVERAGE:
+        reason = f"weak evidence: best covers {best_cov:.0%} of the question's content words"
+        return replace(abstain(question, reason), context_tokens=tokens)
+    second = next((coverage(u.text, wanted) for u in ranked if u.hit is not best.hit), 0.0)
+    margin = (best_cov - second) / best_cov if best_cov else 0.0
+    sentence = best_sentence(best.text, wanted)
+    if asks_when(question):
+        text = unit_date(best)
+    elif _YES_NO.match(question):
+        text = "Yes"
+    else:
+        text = trim(sentence, question)
+    m = best.hit.message
+    return Answer(
+        question=question,
+        answer=text,
+        abstain=False,
+        evidence=((m.conversation, m.id),),
+        speaker=best.owner or m.speaker,
+        conversation=m.conversation,
+        confidence=round(min(1.0, best_cov) * (0.5 + 0.5 * margin), 3),
+        reason=f"best evidence covers {best_cov:.0%} of the question's content words",
+        context_tokens=tokens,
+        quote=sentence,
+    )
+
+
+# -- LLM answers -----------------------------------------------------------------------
+
+
+def snippets_for(hits: Sequence[Hit], *, with_claims: bool = True) -> list:
+    """The hits as numbered prompt snippets (the prompt shows aliases, never message ids)."""
+    from ..prompts.answer import Snippet
+
+    return [
+        Snippet(
+            speaker=h.message.speaker,
+            said_at=h.message.timestamp,
+            text=h.message.indexed_text(),
+            claims=tuple((c.text, c.valid_from) for c in h.claims) if with_claims else (),
+        )
+        for h in hits
+    ]
+
+
+def call_model(mem, llm, prompt, messages: list[dict], output_type):
+    """A cached, counted call: ``mem.llm_call`` for the service's model, the same cache else."""
+    if llm is None or llm is mem.llm:
+        return mem.llm_call(prompt, messages, output_type)
+    from ..llm.structured import call_structured
+    from ..service import StoreResponseCache
+
+    return call_structured(
+        llm,
+        task=prompt.NAME,
+        version=prompt.VERSION,
+        messages=messages,
+        output_type=output_type,
+        cache=StoreResponseCache(mem.store),
+        ledger=mem.llm_ledger,
+    )
+
+
+def llm_answer(
+    mem, llm, question: str, hits: Sequence[Hit], now: datetime, *, with_claims: bool = True
+) -> Answer:
+    """The model's answer from numbered snippets; cited aliases out of range are dropped."""
+    from ..prompts import answer as prompt
+
+    snippets = snippets_for(hits, with_claims=with_claims)
+    messages = prompt.build(question, snippets, now)
+    tokens = len(messages[-1]["content"].split())
+    out = call_model(mem, llm, prompt, messages, prompt.AnswerOut)
+    cited = [hits[i - 1] for i in dict.fromkeys(out.evidence) if 1 <= i <= len(hits)]
+    evidence = tuple((h.message.conversation, h.message.id) for h in cited)
+    first = cited[0].message if cited else None
+    speaker = out.speaker or (first.speaker if first else None)
+    name = getattr(llm or mem.llm, "name", "llm")
+    if out.abstain or not out.answer.strip():
+        names = names_in(question, mem.people())
+        owner = speaker if speaker and names and speaker.casefold() not in names else None
+        x = as_written(names[0], question) if names else ""
+        reason = f"that was {owner}'s, not {x}'s" if owner else "memory does not say"
+        text = f"Not mentioned: {reason}." if owner else NOT_MENTIONED
+        return Answer(question, text, True, evidence, speaker, first and first.conversation,
+                      0.7, reason, tokens, f"llm:{name}")  # fmt: skip
+    return Answer(
+        question=question,
+        answer=out.answer.strip(),
+        abstain=False,
+        evidence=evidence,
+        speaker=speaker,
+        conversation=first.conversation if first else None,
+        confidence=0.8 if cited else 0.5,
+        reason="answered by the model from the cited snippets"
+        if cited
+        else "the model cited no valid snippet",
+        context_tokens=tokens,
+        method=f"llm:{name}",
+    )
+
+
+# -- the entry point -------------------------------------------------------------------
+
+_IDF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # store -> {(conv, n): weights}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What retrieval found for a question: hits to answer from, hits to verify against."""
+
+    hits: tuple[Hit, ...]
+    verify_hits: tuple[Hit, ...]
+    weights: Mapping[str, float]
+
+
+def conversation_weights(mem, conversations: Sequence[str]) -> IDF:
+    """IDF weights over the conversations' messages, cached per store and message count."""
+    counts = {c["id"]: c["messages"] for c in mem.conversations()}
+    cache = _IDF.setdefault(mem.store, {})
+    out = IDF()
+    for cid in dict.fromkeys(conversations):
+        key = (cid, counts.get(cid, 0))
+        if key not in cache:
+            texts = [m.indexed_text() for _, m in mem.store.conversation_messages(cid)]
+            cache[key] = idf_weights(texts)
+        for s, w in cache[key].items():
+            out[s] = max(out.get(s, 0.0), w)
+        out.default = max(out.default, cache[key].default)
+    return out
+
+
+def without_names(question: str, names: Sequence[str]) -> str:
+    """The question with the people it names taken out ("Caroline's race" → "race")."""
+    for n in names:
+        question = re.sub(rf"\b{re.escape(n)}(['’]s)?\b", " ", question, flags=re.IGNORECASE)
+    return " ".join(question.split())
+
+
+def retrieve(
+    mem,
+    question: str,
+    *,
+    person: str | None = None,
+    conversation: str | None = None,
+    at: datetime | None = None,
+    k: int = 10,
+) -> Evidence:
+    """Hits for the question, and for verification hits for its content alone.
+
+    The search boosts messages of the person a question names; whose an action
+    was is judged on a second search without the name, so the other person's
+    evidence is not pushed out of view.
+    """
+    scope = {"person": person, "conversation": conversation, "until": at}
+    hits = mem.search(question, k=k, **scope)
+    names = names_in(question, mem.people())
+    content = without_names(question, names)
+    verify = hits
+    if names and content and content != question:
+        verify = mem.search(content, k=VERIFY_K, preset="archivist-messages", **scope)
+    convs = [h.message.conversation for h in (*hits, *verify)]
+    return Evidence(tuple(hits), tuple(verify), conversation_weights(mem, convs))
+
+
+def answer_from(
+    mem,
+    question: str,
+    ev: Evidence,
+    *,
+    at: datetime | None = None,
+    llm=None,
+    use_llm: bool = True,
+) -> Answer:
+    """Verify the speaker, then answer (``llm``, else the service's, else extractive) or abstain.
+
+    ``use_llm=False`` forces the extractive path (benchmarks without an answer model).
+    """
+    from ..llm.base import LLMError
+
+    people = mem.people()
+    names = names_in(question, people)
+    top = list(ev.hits)
+    wrong = verify_speaker(question, evidence_units(ev.verify_hits, people), names, ev.weights)
+    if wrong is not None:
+        return replace(wrong, context_tokens=_tokens(top))
+    model = (llm if llm is not None else mem.llm) if use_llm else None
+    if model is not None and top:
+        now = at or max(h.message.timestamp for h in top)
+        try:
+            return llm_answer(mem, model, question, top, now)
+        except LLMError as e:
+            fallback = extractive_answer(question, top, people, verify=False, weights=ev.weights)
+            return replace(fallback, method=f"extractive (llm failed: {type(e).__name__})")
+    return extractive_answer(question, top, people, verify=False, weights=ev.weights)
+
+
+def answer_question(
+    mem,
+    question: str,
+    *,
+    person: str | None = None,
+    conversation: str | None = None,
+    at: datetime | None = None,
+    k: int = 10,
+    llm=None,
+) -> Answer:
+    """Retrieve, verify the speaker, then answer or abstain (``at``: as of this time)."""
+    ev = retrieve(mem, question, person=person, conversation=conversation, at=at, k=k)
+    return answer_from(mem, question, ev, at=at, llm=llm)

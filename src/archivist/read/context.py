@@ -1,0 +1,612 @@
+"""Context for one assistant turn, assembled within a token budget (DESIGN.md §1.8).
+
+Sections, in order: key info; message summaries from the longest span to the
+most recent; dossiers of relevant entities; briefs of less relevant ones; the
+most relevant current claims (facts, theories, open questions, plans); then
+recent messages. Gathering candidates reads the store (``gather``); ranking
+and packing them into the budget are pure functions (``score``, ``pack``).
+
+Tokens are estimated, not counted: ``ceil(words × 1.3)`` per line (English
+text averages about 1.3 tokens a word with common BPE vocabularies; no
+tokenizer dependency). Budget shares (``ContextConfig``): key info, summaries,
+dossiers and briefs each have a cap (15/25/15/5 %) and together may never use
+the last 40 %, which stays for claims (20 % reserved) and recent messages
+(20 % reserved); what claims leave unused goes to messages.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+from ..model import Claim, Entity, Hit, Message, Person, Summary
+from ..store.sql import Filters, person_key, query_terms
+
+if TYPE_CHECKING:
+    from ..service import MemoryService
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("key_info", "Key info"),
+    ("summary", "Summaries"),
+    ("dossier", "Entities"),
+    ("brief", "Other entities"),
+    ("claim", "Claims, theories, open questions and plans"),
+    ("message", "Relevant and recent messages"),
+)
+EARLY = ("key_info", "summary", "dossier", "brief")  # capped, and never eat the reserves
+RANKED = ("dossier", "brief", "claim", "message")  # chosen by score, not by structure
+IN_TIME_ORDER = ("claim", "message")  # shown oldest first once chosen
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """Budget shares, ranking weights and candidate counts of context assembly."""
+
+    tokens_per_word: float = 1.3
+    caps: tuple[tuple[str, float], ...] = (
+        ("key_info", 0.15),
+        ("summary", 0.25),
+        ("dossier", 0.15),
+        ("brief", 0.05),
+    )
+    reserve_claims: float = 0.2
+    reserve_messages: float = 0.2
+    weights: tuple[tuple[str, float], ...] = (
+        ("relevance", 0.45),
+        ("usefulness", 0.15),
+        ("importance", 0.15),
+        ("salience", 0.10),
+        ("recency", 0.15),
+    )
+    continuity: float = 0.1  # bonus for an item shown in the previous turn's context
+    half_life_days: float = 30.0  # recency halves every this many days before ``at``
+    search_k: int = 20
+    recent_messages: int = 12  # tail of the conversation offered as candidates
+    keep_last: int = 4  # the last turns are never skipped as "already summarised"
+    max_claims: int = 300  # claims of the conversation(s) offered besides search hits
+    max_dossiers: int = 3
+    max_briefs: int = 6
+    dossier_relevance: float = 0.5  # below this an entity gets a brief, not a dossier
+    covered_share: float = 0.8  # an item whose words a shown summary holds this much is skipped
+    min_fit_words: int = 12  # a longer item is cut to fit only if this many words fit
+
+    def weight(self, name: str) -> float:
+        return dict(self.weights)[name]
+
+
+DEFAULT_CONTEXT = ContextConfig()
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One line shown to the assistant: what it is, its id, its text, its cost and score."""
+
+    kind: str  # key_info, summary, dossier, brief, claim, message
+    id: str  # person id, summary id, entity id, claim id, or "conversation/message id"
+    text: str
+    tokens: int
+    score: float = 0.0
+
+    def record(self) -> tuple[str, str, str]:
+        """The (kind, id, text) triple ``MemoryService.record_context`` takes."""
+        return (self.kind, self.id, self.text)
+
+
+@dataclass(frozen=True)
+class Context:
+    """The assembled text, the items in it (in text order) and its estimated tokens."""
+
+    text: str
+    items: tuple[ContextItem, ...]
+    tokens: int
+    budget: int
+
+    def records(self) -> list[tuple[str, str, str]]:
+        """What was shown, ready for ``MemoryService.record_context(records, reply)``."""
+        return [i.record() for i in self.items]
+
+    def to_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "items": [
+                {"kind": i.kind, "id": i.id, "tokens": i.tokens, "score": round(i.score, 4)}
+                for i in self.items
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Something that could be shown, with the signals that rank it."""
+
+    kind: str
+    id: str
+    text: str
+    relevance: float = 0.0
+    usefulness: float = 0.5
+    importance: float = 0.5  # 0..1
+    salience: float = 0.5  # 0..1
+    when: datetime | None = None
+    conversation: str = ""
+    skippable: bool = False  # may be dropped when a shown summary already says it
+    body: str = ""  # the content words judged against summaries (default: ``text``)
+    pinned: bool = False  # taken first in its section (the conversation's last turns)
+    covers: frozenset[int] = field(default_factory=frozenset)  # summaries: sessions spanned
+
+
+def estimate_tokens(text: str, per_word: float = DEFAULT_CONTEXT.tokens_per_word) -> int:
+    """Estimated tokens of ``text``: ``ceil(words × per_word)``."""
+    return math.ceil(len(text.split()) * per_word)
+
+
+def recency(when: datetime | None, at: datetime, half_life_days: float) -> float:
+    """1.0 at ``at``, halving every ``half_life_days`` before it (0.5 when unknown)."""
+    if when is None:
+        return 0.5
+    age = max(0.0, (at - when).total_seconds() / 86400)
+    return 0.5 ** (age / half_life_days)
+
+
+def score(
+    c: Candidate,
+    at: datetime,
+    previous: frozenset[tuple[str, str]] = frozenset(),
+    config: ContextConfig = DEFAULT_CONTEXT,
+) -> float:
+    """Relevance, usefulness, importance, salience and recency, weighted; plus continuity."""
+    w = dict(config.weights)
+    s = (
+        w["relevance"] * c.relevance
+        + w["usefulness"] * c.usefulness
+        + w["importance"] * c.importance
+        + w["salience"] * c.salience
+        + w["recency"] * recency(c.when, at, config.half_life_days)
+    )
+    return s + (config.continuity if (c.kind, c.id) in previous else 0.0)
+
+
+def previous_keys(previous: Iterable[ContextItem | Sequence]) -> frozenset[tuple[str, str]]:
+    """(kind, id) of last turn's items: ContextItems or (kind, id, …) tuples."""
+    out = set()
+    for p in previous:
+        kind, item_id = (p.kind, p.id) if isinstance(p, ContextItem) else (p[0], p[1])
+        out.add((str(kind), str(item_id)))
+    return frozenset(out)
+
+
+# -- packing: pure ---------------------------------------------------------------------
+
+
+def _fit(line: str, room: int, config: ContextConfig) -> str | None:
+    """``line`` if it fits in ``room`` tokens, else cut to fit (or None if too little fits)."""
+    if estimate_tokens(line, config.tokens_per_word) <= room:
+        return line
+    words = line.split()
+    n = int(room / config.tokens_per_word) - 1
+    if n < config.min_fit_words:
+        return None
+    while n >= config.min_fit_words:
+        cut = " ".join(words[:n]) + " …"
+        if estimate_tokens(cut, config.tokens_per_word) <= room:
+            return cut
+        n -= 1
+    return None
+
+
+def _already_said(c: Candidate, said: Mapping[str, set[str]], config: ContextConfig) -> bool:
+    """Are ``c``'s content words mostly in a shown summary of its conversation?"""
+    words = set(query_terms(c.body or c.text))
+    known = said.get(c.conversation)
+    if not c.skippable or not words or not known:
+        return False
+    return len(words & known) / len(words) >= config.covered_share
+
+
+def _allowances(budget: int, config: ContextConfig) -> dict[str, float]:
+    caps = {k: share * budget for k, share in config.caps}
+    caps["early"] = budget * (1 - config.reserve_claims - config.reserve_messages)
+    caps["messages_reserve"] = budget * config.reserve_messages
+    return caps
+
+
+def _order(kind: str, chosen: list[tuple[Candidate, float]]) -> list[tuple[Candidate, float]]:
+    if kind in IN_TIME_ORDER:
+        return sorted(chosen, key=lambda cs: cs[0].when or datetime.min.replace(tzinfo=UTC))
+    return chosen
+
+
+def pack(
+    sections: Mapping[str, Sequence[Candidate]],
+    budget: int,
+    at: datetime,
+    previous: frozenset[tuple[str, str]] = frozenset(),
+    config: ContextConfig = DEFAULT_CONTEXT,
+) -> Context:
+    """Fill the sections in order within ``budget``; return the text and the items shown.
+
+    Ranked sections take pinned candidates (the conversation's last turns) and
+    then their best-scoring ones first (ties: the newer); key info and
+    summaries keep the order they were given. A summary whose sessions shown
+    summaries already span is skipped, and so is a skippable claim or message
+    whose words a shown summary already holds.
+    """
+    caps = _allowances(budget, config)
+    used = early_used = 0
+    said: dict[str, set[str]] = {}
+    spanned: dict[str, set[int]] = {}
+    blocks: list[str] = []
+    items: list[ContextItem] = []
+    for kind, title in SECTIONS:
+        header = f"## {title}"
+        if kind in EARLY:
+            room = min(caps[kind], caps["early"] - early_used)
+        elif kind == "claim":
+            room = budget - used - caps["messages_reserve"]
+        else:
+            room = budget - used
+        cands = [(c, score(c, at, previous, config)) for c in sections.get(kind, ())]
+        if kind in RANKED:
+            cands.sort(key=lambda cs: (cs[0].pinned, cs[1], cs[0].when or at), reverse=True)
+        spent = estimate_tokens(header, config.tokens_per_word)
+        chosen: list[tuple[Candidate, float, str, int]] = []
+        for c, s in cands:
+            if kind == "summary" and c.covers and c.covers <= spanned.get(c.conversation, set()):
+                continue
+            if _already_said(c, said, config):
+                continue
+            line = _fit(f"- {c.text}", int(room - spent), config)
+            if line is None:
+                continue
+            cost = estimate_tokens(line, config.tokens_per_word)
+            chosen.append((c, s, line, cost))
+            spent += cost
+            if kind == "summary":
+                spanned.setdefault(c.conversation, set()).update(c.covers)
+                said.setdefault(c.conversation, set()).update(query_terms(line))
+        if not chosen:
+            continue
+        used += spent
+        early_used += spent if kind in EARLY else 0
+        shown = _order(kind, [(c, s) for c, s, _, _ in chosen])
+        lines = {id(c): (line, cost) for c, _, line, cost in chosen}
+        blocks.append("\n".join([header, *(lines[id(c)][0] for c, _ in shown)]))
+        for c, s in shown:
+            line, cost = lines[id(c)]
+            items.append(ContextItem(c.kind, c.id, line[2:], cost, s))
+    return Context("\n\n".join(blocks), tuple(items), used, budget)
+
+
+# -- gathering candidates: reads only ---------------------------------------------------
+
+
+def assemble_context(
+    mem: MemoryService,
+    question_or_turn: str,
+    *,
+    person: str | None = None,
+    conversation: str | None = None,
+    budget_tokens: int = 1500,
+    previous: Sequence[ContextItem | Sequence] = (),
+    at: datetime | None = None,
+    config: ContextConfig = DEFAULT_CONTEXT,
+) -> Context:
+    """The context an assistant should see before answering ``question_or_turn``.
+
+    ``at`` is the turn's time (default: now): nothing said later is shown and
+    foresights that ended by then are left out. ``previous`` is last turn's
+    items; they win ties (continuity). Pass ``Context.records()`` and the reply
+    to ``record_context`` so usefulness scoring learns what helped.
+    """
+    if not isinstance(budget_tokens, int) or budget_tokens < 1:
+        raise InputError(f"budget_tokens must be a positive integer; got {budget_tokens!r}")
+    if at is not None and at.tzinfo is None:
+        raise InputError("at must be timezone-aware")
+    at = at or datetime.now(UTC)
+    prev = previous_keys(previous)
+    sections = gather(mem, question_or_turn or "", person, conversation, at, prev, config)
+    return pack(sections, budget_tokens, at, prev, config)
+
+
+def gather(
+    mem: MemoryService,
+    query: str,
+    person: str | None,
+    conversation: str | None,
+    at: datetime,
+    previous: frozenset[tuple[str, str]] = frozenset(),
+    config: ContextConfig = DEFAULT_CONTEXT,
+) -> dict[str, list[Candidate]]:
+    """Every section's candidates with their ranking signals (usefulness from the store)."""
+    hits = _hits(mem, query, person, conversation, at, config)
+    persons = _persons(mem, person, conversation)
+    convs = _scope(conversation, persons, hits)
+    claims = _claims(mem, query, hits, person, convs, at, previous, config)
+    dossiers, briefs = _entities(mem, query, convs, claims, previous, at, config)
+    if _is_past(mem, convs, at):  # snapshots may tell what was learned after ``at``
+        persons, dossiers, briefs = [], [], []
+    sections = {
+        "key_info": [
+            Candidate("key_info", p.id, f"{p.name}: {text}")
+            for p in persons
+            if (text := mem.key_info(p.id))
+        ],
+        "summary": _summaries(mem, convs, at),
+        "dossier": dossiers,
+        "brief": briefs,
+        "claim": claims,
+        "message": _messages(mem, hits, conversation, at, config),
+    }
+    return {kind: _with_usefulness(mem, kind, cands) for kind, cands in sections.items()}
+
+
+def _is_past(mem: MemoryService, convs: Sequence[str], at: datetime) -> bool:
+    """Is ``at`` before the newest stored message of the scope (a turn replayed from the past)?
+
+    Key info, dossiers and briefs are current snapshots, not histories, so such
+    a turn leaves them out rather than leak what was said later.
+    """
+    for cid in convs:
+        if any(m.timestamp > at for _, m in mem.store.conversation_messages(cid)):
+            return True
+    return False
+
+
+def _hits(
+    mem: MemoryService,
+    query: str,
+    person: str | None,
+    conversation: str | None,
+    at: datetime,
+    config: ContextConfig,
+) -> list[Hit]:
+    if not query.strip():
+        return []
+    return mem.search(query, person=person, conversation=conversation, until=at, k=config.search_k)
+
+
+def _persons(mem: MemoryService, person: str | None, conversation: str | None) -> list[Person]:
+    """Whose key info to show: the person (by id or name), else the conversation's people."""
+    found = mem.persons()
+    if person is not None:
+        key = person_key(person)
+        named = [
+            p for p in found if p.id == person or key in {person_key(n) for _, n in p.identities}
+        ]
+        local = [p for p in named if any(c == conversation for c, _ in p.identities)]
+        return local or named
+    if conversation is not None:
+        return [p for p in found if any(c == conversation for c, _ in p.identities)]
+    return []
+
+
+def _scope(conversation: str | None, persons: Sequence[Person], hits: Sequence[Hit]) -> list[str]:
+    """Conversations whose summaries, entities and claims count."""
+    if conversation is not None:
+        return [conversation]
+    convs = [c for p in persons for c, _ in p.identities]
+    convs += [h.message.conversation for h in hits]
+    return list(dict.fromkeys(convs))[:3]
+
+
+def _summary_sessions(summaries: Sequence[Summary]) -> dict[int, frozenset[int]]:
+    """Summary id -> the sessions it spans (level 1 covers sessions, higher levels summaries)."""
+    by_id = {s.id: s for s in summaries}
+    out: dict[int, frozenset[int]] = {}
+
+    def spans(s: Summary) -> frozenset[int]:
+        if s.id in out:
+            return out[s.id]  # type: ignore[index]
+        if s.level == 1:
+            got = frozenset(s.covers)
+        else:
+            got = frozenset().union(*(spans(by_id[c]) for c in s.covers if c in by_id))
+        out[s.id] = got  # type: ignore[index]
+        return got
+
+    for s in summaries:
+        spans(s)
+    return out
+
+
+def _summaries(mem: MemoryService, convs: Sequence[str], at: datetime) -> list[Candidate]:
+    """Summaries ending by ``at``, highest level (longest span) first, then in time order."""
+    out: list[Candidate] = []
+    for cid in convs:
+        found = [s for s in mem.summaries(cid) if s.end <= at]
+        spans = _summary_sessions(found)
+        for s in sorted(found, key=lambda s: (-s.level, s.start, s.id or 0)):
+            out.append(
+                Candidate(
+                    "summary",
+                    str(s.id),
+                    f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {s.text}",
+                    when=s.end,
+                    conversation=cid,
+                    covers=spans.get(s.id, frozenset()),  # type: ignore[arg-type]
+                )
+            )
+    return out
+
+
+def holds_at(c: Claim, at: datetime) -> bool:
+    """Was ``c`` said by ``at`` and still held then (foresights expire at valid_to)?"""
+    if c.said_at > at or c.status == "duplicate":
+        return False
+    if c.status == "superseded":  # closed later than ``at``: it still held then
+        return c.valid_to is not None and c.valid_to > at
+    return not (c.kind == "foresight" and c.valid_to is not None and c.valid_to <= at)
+
+
+def claim_line(c: Claim) -> str:
+    """``[2023-05-08] Ana (plan, reported): text (until 2023-06-01)``."""
+    tags = ", ".join(t for t in (c.kind, "" if c.source == "first_hand" else c.source) if t)
+    until = f" (until {c.valid_to:%Y-%m-%d})" if c.kind == "foresight" and c.valid_to else ""
+    return f"[{c.said_at:%Y-%m-%d}] {c.speaker} ({tags}): {c.text}{until}"
+
+
+def message_line(m: Message) -> str:
+    """``[2023-05-08 14:01] Ana → Lee: text``."""
+    to = f" → {', '.join(m.addressees)}" if m.addressees else ""
+    role = " (system)" if m.role == "system" else ""
+    return f"[{m.timestamp:%Y-%m-%d %H:%M}] {m.speaker}{role}{to}: {m.indexed_text()}"
+
+
+def _overlap(query_words: set[str], text: str) -> float:
+    """Share of the query's content words that ``text`` holds."""
+    if not query_words:
+        return 0.0
+    return len(query_words & set(query_terms(text))) / len(query_words)
+
+
+def _claims(
+    mem: MemoryService,
+    query: str,
+    hits: Sequence[Hit],
+    person: str | None,
+    convs: Sequence[str],
+    at: datetime,
+    previous: frozenset[tuple[str, str]],
+    config: ContextConfig,
+) -> list[Candidate]:
+    """Claims holding at ``at``: search hits' claims, the scope's claims, last turn's claims."""
+    top = max((h.score for h in hits), default=0.0) or 1.0
+    rel: dict[int, float] = {}
+    found: dict[int, Claim] = {}
+    for h in hits:
+        for c in h.claims:
+            found[c.id] = c  # type: ignore[index]
+            rel[c.id] = max(rel.get(c.id, 0.0), h.score / top)  # type: ignore[index]
+    if convs:
+        scope = Filters(conversation=tuple(convs), person=person)
+        for c in mem.store.list_claims(scope, limit=config.max_claims):
+            found.setdefault(c.id, c)  # type: ignore[arg-type]
+    again = [int(i) for k, i in previous if k == "claim" and i.isdigit()]
+    for cid, c in mem.store.claims_by_id(i for i in again if i not in found).items():
+        found[cid] = c
+    words = set(query_terms(query))
+    return [
+        Candidate(
+            "claim",
+            str(c.id),
+            claim_line(c),
+            relevance=max(rel.get(c.id, 0.0), 0.8 * _overlap(words, c.text)),  # type: ignore[arg-type]
+            importance=c.importance / 10,
+            salience=c.salience / 10,
+            when=c.said_at,
+            conversation=c.conversation,
+            skippable=True,
+            body=c.text,
+        )
+        for c in found.values()
+        if holds_at(c, at)
+    ]
+
+
+def _names_in(text: str, names: Iterable[str]) -> bool:
+    low = text.casefold()
+    return any(
+        n.strip() and re.search(r"(?<!\w)" + re.escape(n.casefold()) + r"(?!\w)", low)
+        for n in names
+    )
+
+
+def _entities(
+    mem: MemoryService,
+    query: str,
+    convs: Sequence[str],
+    claims: Sequence[Candidate],
+    previous: frozenset[tuple[str, str]],
+    at: datetime,
+    config: ContextConfig,
+) -> tuple[list[Candidate], list[Candidate]]:
+    """Dossiers of the most relevant entities, briefs of the rest that bear on the turn.
+
+    An entity named in the query is fully relevant; one named by a relevant
+    claim half so; others appear only if last turn showed them.
+    """
+    relevant = [c for c in sorted(claims, key=lambda c: -c.relevance)[:10] if c.relevance > 0]
+    ranked: list[tuple[Candidate, Entity]] = []
+    for cid in convs:
+        for e in mem.store.list_entities(cid, None, None, 200):
+            names = (e.name, *e.aliases)
+            r = 1.0 if _names_in(query, names) else 0.0
+            if not r and any(c.conversation == cid and _names_in(c.text, names) for c in relevant):
+                r = 0.5
+            shown = {("dossier", str(e.id)), ("brief", str(e.id))} & previous
+            if not r and not shown:
+                continue
+            cand = Candidate(
+                "dossier",
+                str(e.id),
+                "",
+                relevance=r,
+                importance=min(e.mentions, 10) / 10,
+                when=e.last_seen,
+                conversation=cid,
+            )
+            ranked.append((cand, e))
+    ranked.sort(key=lambda ce: score(ce[0], at, previous, config), reverse=True)
+    dossiers: list[Candidate] = []
+    briefs: list[Candidate] = []
+    for cand, e in ranked:
+        dossier = mem.store.entity_dossier(e.id) or ""  # type: ignore[arg-type]
+        if dossier and cand.relevance >= config.dossier_relevance:
+            if len(dossiers) < config.max_dossiers:
+                dossiers.append(_entity_text(cand, e, dossier))
+                continue
+        if len(briefs) < config.max_briefs and (e.brief or dossier):
+            briefs.append(replace(_entity_text(cand, e, e.brief or dossier), kind="brief"))
+    return dossiers, briefs
+
+
+def _entity_text(cand: Candidate, e: Entity, text: str) -> Candidate:
+    head = f"{e.name} ({e.kind}, as {e.owner} tells it)"
+    return replace(cand, text=f"{head}: {text}")
+
+
+def _messages(
+    mem: MemoryService,
+    hits: Sequence[Hit],
+    conversation: str | None,
+    at: datetime,
+    config: ContextConfig,
+) -> list[Candidate]:
+    """The conversation's last turns (by ``at``) and the messages search found relevant."""
+    top = max((h.score for h in hits), default=0.0) or 1.0
+    rel = {(h.message.conversation, h.message.id): h.score / top for h in hits}
+    msgs = {(h.message.conversation, h.message.id): h.message for h in hits}
+    last: set[tuple[str, str]] = set()
+    if conversation is not None:
+        tail = [m for _, m in mem.store.conversation_messages(conversation) if m.timestamp <= at]
+        tail = sorted(tail, key=lambda m: m.seq)[-config.recent_messages :]
+        msgs |= {(m.conversation, m.id): m for m in tail}
+        last = {(m.conversation, m.id) for m in tail[-config.keep_last :]}
+    return [
+        Candidate(
+            "message",
+            f"{cid}/{mid}",
+            message_line(m),
+            relevance=rel.get((cid, mid), 0.0),
+            when=m.timestamp,
+            conversation=cid,
+            skippable=(cid, mid) not in last,
+            body=m.indexed_text(),
+            pinned=(cid, mid) in last,
+        )
+        for (cid, mid), m in msgs.items()
+    ]
+
+
+def _with_usefulness(mem: MemoryService, kind: str, cands: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates with their usefulness scores (0.5 for items never scored)."""
+    if not cands:
+        return []
+    scores = mem.usefulness(kind, [c.id for c in cands])
+    return [replace(c, usefulness=scores.get(c.id, 0.5)) for c in cands]

@@ -1,0 +1,148 @@
+"""Answers with provenance: speaker verification, time, extractive and LLM answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archivist.llm.base import LLMRefused
+from archivist.read.answer import (
+    Answer,
+    answer_question,
+    coverage,
+    format_when,
+    sentence_owner,
+    stem,
+)
+from archivist.service import MemoryService
+from archivist.testing import FakeEmbedder, FakeLLM
+from conftest import T0, make_conversation
+
+PEOPLE = ("Caroline", "Melanie")
+SESSIONS = (
+    (
+        ("Caroline", "I went to the LGBTQ support group yesterday and it was so powerful."),
+        ("Melanie", "That sounds wonderful. How are the kids of the group doing?"),
+        ("Caroline", "Great! I am also researching adoption agencies for my future family."),
+    ),
+    (
+        (
+            "Melanie",
+            "I ran a charity race for mental health last Saturday. "
+            "I realised that self-care is really important.",
+        ),
+        ("Caroline", "That charity race sounds great, Mel!"),
+        ("Melanie", "My kids loved the pottery class we took together."),
+    ),
+)
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> MemoryService:
+    m = MemoryService(tmp_path / "answer.db", embedder=FakeEmbedder())
+    m.add(make_conversation("c1", SESSIONS, people=PEOPLE))
+    yield m
+    m.close()
+
+
+def test_adversarial_question_abstains_and_names_the_owner(memory: MemoryService) -> None:
+    a = memory.ask("What did Caroline realise after her charity race?")
+    assert a.abstain
+    assert a.speaker == "Melanie"
+    assert "that was Melanie's, not Caroline's" in a.reason
+    assert ("c1", "D2:1") in a.evidence
+    assert "not mentioned" in a.answer.lower()  # LoCoMo's category-5 phrase
+
+
+def test_the_owner_gets_an_answer(memory: MemoryService) -> None:
+    a = memory.ask("What did Melanie realise about self-care?")
+    assert not a.abstain
+    assert a.evidence == (("c1", "D2:1"),)
+    assert a.speaker == "Melanie"
+    assert "important" in a.answer
+    assert 0 < a.confidence <= 1
+
+
+def test_temporal_answer_is_when_it_happened(memory: MemoryService) -> None:
+    a = memory.ask("When did Caroline go to the LGBTQ support group?")
+    assert not a.abstain
+    assert a.answer == "7 May 2023"  # said 8 May 2023: "yesterday"
+    assert a.evidence == (("c1", "D1:1"),)
+
+
+def test_extractive_answer_trims_to_new_words(memory: MemoryService) -> None:
+    a = memory.ask("What is Caroline researching?", conversation="c1")
+    assert not a.abstain
+    assert a.answer.startswith("adoption agencies")
+    assert a.method == "extractive"
+    assert a.context_tokens > 0
+    assert a.to_dict()["evidence"] == [{"conversation": "c1", "id": "D1:3"}]
+
+
+def test_unsupported_question_abstains(memory: MemoryService) -> None:
+    a = memory.ask("Which telescope brand does Melanie recommend?")
+    assert a.abstain
+    assert a.answer == "Not mentioned in memory."
+
+
+def test_llm_answer_maps_aliases_and_drops_out_of_range(memory: MemoryService) -> None:
+    llm = FakeLLM({"answer": "adoption agencies", "evidence": [1, 99], "abstain": False})
+    a = answer_question(memory, "What is Caroline researching?", llm=llm)
+    assert a.answer == "adoption agencies"
+    assert len(a.evidence) == 1  # alias 99 does not exist: dropped
+    user = llm.calls[0]["messages"][-1]["content"]
+    assert "[1]" in user and "D1:" not in user  # aliases, never raw ids
+    assert a.method == "llm:fake-llm"
+    assert memory.llm_ledger.totals()["calls"] == 1
+
+
+def test_service_ask_uses_its_llm_and_the_cache(tmp_path: Path, memory: MemoryService) -> None:
+    memory.close()  # reopen the same file with a (scripted) model configured
+    path = tmp_path / "answer.db"
+    llm = FakeLLM({"answer": "", "evidence": [], "abstain": True, "speaker": None})
+    with MemoryService(path, embedder=FakeEmbedder(), llm=llm) as m:
+        first = m.ask("What is Caroline researching?")
+        again = m.ask("What is Caroline researching?")
+    assert first.abstain and again.abstain
+    assert len(llm.calls) == 1  # the second answer came from the response cache
+
+
+def test_llm_failure_falls_back_to_extractive(memory: MemoryService) -> None:
+    llm = FakeLLM(LLMRefused("no"))
+    a = answer_question(memory, "What is Caroline researching?", llm=llm)
+    assert not a.abstain
+    assert a.method.startswith("extractive (llm failed")
+    assert a.answer.startswith("adoption agencies")
+
+
+def test_pure_helpers() -> None:
+    assert stem("camping") == stem("camp")
+    assert coverage("I went camping", ["camp", "tent"]) == 0.5
+    assert format_when(T0) == "8 May 2023"
+    assert sentence_owner("My race was fun", "Mel", ("Caro",), PEOPLE) == "Mel"
+    assert sentence_owner("Your race was fun", "Mel", ("Caro",), PEOPLE) == "Caro"
+    assert sentence_owner("That race was fun", "Mel", ("Caro",), PEOPLE) is None
+    assert isinstance(Answer("q", "a", False), Answer)
+
+
+def test_answer_prompt_renders_dates_claims_and_aliases() -> None:
+    from datetime import timedelta
+
+    from archivist.prompts import answer as prompt
+    from archivist.prompts import judge_answer
+
+    snippet = prompt.Snippet(
+        "Caroline",
+        T0,
+        "I went to the support group yesterday.",
+        (("Caroline went to the support group.", T0 - timedelta(days=1)),),
+    )
+    messages = prompt.build("When did Caroline go?", [snippet], T0)
+    user = messages[-1]["content"]
+    assert "[1] (08 May 2023) Caroline: I went to the support group yesterday." in user
+    assert "claim: Caroline went to the support group. (happened 07 May 2023)" in user
+    assert user.endswith("Question: When did Caroline go?")
+    assert "not when it was mentioned" in messages[0]["content"]
+    judged = judge_answer.build("q", "7 May 2023", "May 7, 2023")[-1]["content"]
+    assert "Gold answer: 7 May 2023" in judged

@@ -1,0 +1,231 @@
+"""Context assembly: budget, section order, summaries, continuity, coverage, foresight expiry."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from archivist.cli.main import cli
+from archivist.config import Settings
+from archivist.errors import InputError
+from archivist.read.context import (
+    SECTIONS,
+    Candidate,
+    ContextItem,
+    estimate_tokens,
+    pack,
+)
+from archivist.service import MemoryService
+from archivist.testing import FakeEmbedder
+from conftest import make_conversation
+
+SESSIONS = (
+    (
+        ("Ana", "I adopted a cat yesterday, a grey one called Pixel."),
+        ("Lee", "Pixel is adorable. Is he friendly?"),
+        ("Ana", "Very, he already sleeps on my pillow."),
+    ),
+    (
+        ("Ana", "The night shifts at the hospital are tiring me out."),
+        ("Lee", "You should ask your head nurse for fewer consecutive nights."),
+    ),
+    (
+        ("Ana", "My sister Marta and I are planning a trip to the Azores next month."),
+        ("Lee", "The Azores are beautiful in June."),
+    ),
+    (
+        ("Ana", "I'm on antibiotics for 10 days, so no alcohol for me."),
+        ("Lee", "Get well soon, Ana."),
+    ),
+    (
+        ("Ana", "Pixel knocked my coffee off the table this morning."),
+        ("Lee", "Cats love gravity experiments."),
+        ("Ana", "I started learning Portuguese for the Azores trip."),
+    ),
+)
+AFTER = datetime(2023, 6, 6, tzinfo=UTC)  # the day after the last session
+QUESTION = "How is the Azores trip planning going?"
+
+
+def _memory(path: Path, mode: str = "inline") -> MemoryService:
+    m = MemoryService(path, embedder=FakeEmbedder(), settings=Settings(consolidate_mode=mode))
+    m.add(make_conversation("c1", SESSIONS))
+    return m
+
+
+@pytest.fixture
+def mem(tmp_path: Path):
+    m = _memory(tmp_path / "ctx.db")
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def raw(tmp_path: Path):
+    """Claims extracted, but no consolidation (no summaries, dossiers or key info)."""
+    m = _memory(tmp_path / "raw.db", mode="manual")
+    yield m
+    m.close()
+
+
+def ctx_for(mem: MemoryService, budget: int = 1500, **kw):
+    kw.setdefault("at", AFTER)
+    return mem.context(QUESTION, person="Ana", conversation="c1", budget_tokens=budget, **kw)
+
+
+@pytest.mark.parametrize("budget", [20, 60, 150, 400, 1500])
+def test_context_stays_within_its_budget(mem, budget: int) -> None:
+    ctx = ctx_for(mem, budget)
+    assert ctx.tokens <= budget
+    assert estimate_tokens(ctx.text) <= budget
+    assert sum(i.tokens for i in ctx.items) <= ctx.tokens
+
+
+def test_sections_come_in_design_order(mem) -> None:
+    ctx = ctx_for(mem)
+    titles = [t for _, t in SECTIONS]
+    shown = [line[3:] for line in ctx.text.splitlines() if line.startswith("## ")]
+    assert shown == [t for t in titles if t in shown]
+    assert {"Key info", "Summaries", "Relevant and recent messages"} <= set(shown)
+    order = [k for k, _ in SECTIONS]
+    ranks = [order.index(i.kind) for i in ctx.items]
+    assert ranks == sorted(ranks)
+
+
+def test_items_match_the_text(mem) -> None:
+    ctx = ctx_for(mem, 400)
+    lines = [line[2:] for line in ctx.text.splitlines() if line.startswith("- ")]
+    assert lines == [i.text for i in ctx.items]
+    assert len({(i.kind, i.id) for i in ctx.items}) == len(ctx.items)
+    assert ctx.records() == [(i.kind, i.id, i.text) for i in ctx.items]
+    log_id = mem.record_context(ctx.records(), "Going well, thanks!", "Ana", "c1")
+    assert log_id > 0
+
+
+def test_summaries_run_from_the_longest_span_to_the_most_recent(mem) -> None:
+    ctx = ctx_for(mem)
+    by_id = {str(s.id): s for s in mem.summaries("c1")}
+    shown = [by_id[i.id] for i in ctx.items if i.kind == "summary"]
+    assert [s.level for s in shown] == [2, 1]  # sessions 1-4 rolled up, then session 5
+    assert shown[1].covers == (5,)
+
+
+def test_what_a_shown_summary_says_is_skipped(mem, raw) -> None:
+    ctx = ctx_for(mem)
+    summaries = " ".join(i.text for i in ctx.items if i.kind == "summary")
+    assert "adopted a cat" in summaries
+    assert not [i for i in ctx.items if i.kind == "claim" and "adopted a cat" in i.text]
+    assert not [i for i in ctx.items if i.kind == "message" and "adopted a cat" in i.text]
+    # with nothing summarised, the same claim is there to be shown
+    bare = raw.context("Did Ana adopt a cat?", person="Ana", conversation="c1", at=AFTER)
+    assert [i for i in bare.items if i.kind == "claim" and "adopted a cat" in i.text]
+
+
+def test_key_info_dossiers_and_claims_carry_who_and_when(mem, raw) -> None:
+    ctx = ctx_for(mem)
+    assert any(i.kind == "key_info" and i.text.startswith("Ana: ") for i in ctx.items)
+    assert any(i.kind == "dossier" and i.text.startswith("Azores") for i in ctx.items)
+    bare = raw.context(QUESTION, person="Ana", conversation="c1", at=AFTER)
+    claim = next(i for i in bare.items if i.kind == "claim" and "Azores next month" in i.text)
+    assert claim.text.startswith("[2023-05-22] Ana (foresight)")
+    message = next(i for i in bare.items if i.kind == "message")
+    assert message.text.startswith("[2023-") and "→" in message.text
+
+
+def test_the_last_turns_are_always_offered(mem) -> None:
+    ctx = ctx_for(mem, 400)
+    shown = {i.id for i in ctx.items if i.kind == "message"}
+    assert {"c1/D5:2", "c1/D5:3"} <= shown
+
+
+def test_expired_foresight_leaves_the_context(raw) -> None:
+    q = "Can Ana drink alcohol?"
+    during = raw.context(q, person="Ana", conversation="c1", at=datetime(2023, 6, 1, tzinfo=UTC))
+    later = raw.context(q, person="Ana", conversation="c1", at=datetime(2023, 6, 20, tzinfo=UTC))
+    assert any(i.kind == "claim" and "antibiotics" in i.text for i in during.items)
+    assert not any(i.kind == "claim" and "antibiotics" in i.text for i in later.items)
+
+
+def test_nothing_said_after_the_turn_is_shown(mem) -> None:
+    ctx = ctx_for(mem, at=datetime(2023, 5, 23, tzinfo=UTC))
+    assert "Portuguese" not in ctx.text and "gravity" not in ctx.text
+    assert all(i.id not in {"5", "6"} for i in ctx.items if i.kind == "summary")
+
+
+def _claim(i: int, text: str) -> Candidate:
+    when = datetime(2023, 5, 8, tzinfo=UTC)
+    return Candidate("claim", str(i), text, relevance=0.5, when=when, conversation="c")
+
+
+def test_continuity_prefers_last_turns_item_over_an_equal_one() -> None:
+    a = _claim(1, "Ana likes green tea with honey in the morning.")
+    b = _claim(2, "Ana likes black tea with lemon in the evening.")
+    # header 10 + one line 13 tokens; claims get 80 % of 35 = 28: room for one line only
+    budget = 35
+    first = pack({"claim": [a, b]}, budget, AFTER)
+    assert [i.id for i in first.items] == ["1"]  # equal scores: a stable choice
+    again = pack({"claim": [a, b]}, budget, AFTER, previous=frozenset({("claim", "2")}))
+    assert [i.id for i in again.items] == ["2"]
+
+
+def test_continuity_through_the_service(mem) -> None:
+    first = ctx_for(mem, 300)
+    again = ctx_for(mem, 300, previous=first.items)
+    before = {(i.kind, i.id): i.score for i in first.items}
+    for item in again.items:
+        if (item.kind, item.id) in before and item.kind in ("dossier", "claim", "message"):
+            assert item.score == pytest.approx(before[(item.kind, item.id)] + 0.1)
+    assert {(i.kind, i.id) for i in again.items} == set(before)
+
+
+def test_pack_skips_a_summary_spanned_by_a_shown_one_and_covered_claims() -> None:
+    big = Candidate("summary", "9", "Ana adopted Pixel. Ana works night shifts.", conversation="c")
+    big = Candidate(**{**big.__dict__, "covers": frozenset({1, 2})})
+    small = Candidate("summary", "3", "Ana works night shifts.", conversation="c")
+    small = Candidate(**{**small.__dict__, "covers": frozenset({2})})
+    said = Candidate("claim", "1", "[x] Ana adopted Pixel.", conversation="c", skippable=True)
+    said = Candidate(**{**said.__dict__, "body": "Ana adopted Pixel."})
+    new = Candidate("claim", "2", "Ana plans a trip to Lisbon.", conversation="c", skippable=True)
+    ctx = pack({"summary": [big, small], "claim": [said, new]}, 500, AFTER)
+    assert [(i.kind, i.id) for i in ctx.items] == [("summary", "9"), ("claim", "2")]
+
+
+def test_previous_accepts_items_or_triples(mem) -> None:
+    first = ctx_for(mem, 300)
+    triples = ctx_for(mem, 300, previous=first.records())
+    items = ctx_for(mem, 300, previous=first.items)
+    assert triples.items == items.items
+    assert isinstance(first.items[0], ContextItem)
+
+
+def test_bad_arguments(mem) -> None:
+    with pytest.raises(InputError):
+        mem.context(QUESTION, budget_tokens=0)
+    with pytest.raises(InputError):
+        mem.context(QUESTION, at=datetime(2023, 6, 1))
+
+
+def test_an_empty_question_still_gives_recent_context(mem) -> None:
+    ctx = mem.context("", person="Ana", conversation="c1", at=AFTER)
+    assert any(i.kind == "message" and i.id == "c1/D5:3" for i in ctx.items)
+
+
+def test_cli_context_json(mem, tmp_path: Path) -> None:
+    from archivist.cli import context as commands
+
+    if "context" not in cli.commands:
+        commands.register(cli)
+    mem.close()
+    args = ["--db", str(tmp_path / "ctx.db"), "--embedder", "fake", "context", QUESTION]
+    opts = ["--person", "Ana", "--conversation", "c1", "--budget", "200"]
+    result = CliRunner().invoke(cli, [*args, *opts, "--at", "2023-06-06T00:00+00:00", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["tokens"] <= 200 and data["items"]
+    assert data["items"][0]["kind"] == "key_info"
+    plain = CliRunner().invoke(cli, [*args, *opts, "--at", "2023-06-06T00:00+00:00"])
+    assert "## Key info" in plain.stdout and "items, ~" in plain.stdout
