@@ -146,3 +146,18 @@ def test_answer_prompt_renders_dates_claims_and_aliases() -> None:
     assert "not when it was mentioned" in messages[0]["content"]
     judged = judge_answer.build("q", "7 May 2023", "May 7, 2023")[-1]["content"]
     assert "Gold answer: 7 May 2023" in judged
+
+
+def test_ask_routes_to_the_conversation_of_the_people_it_names(tmp_path: Path) -> None:
+    other = make_conversation(
+        "c2",
+        [[("Caroline", "I went to the pottery fair yesterday."), ("Ben", "Fun!")]],
+        people=("Caroline", "Ben"),
+    )
+    with MemoryService(tmp_path / "two.db", embedder=FakeEmbedder()) as m:
+        m.add([make_conversation("c1", SESSIONS, people=PEOPLE), other])
+        a = m.ask("When did Caroline tell Melanie she went to the LGBTQ support group?")
+        assert not a.abstain and a.conversation == "c1"
+        assert a.evidence == (("c1", "D1:1"),)
+        b = m.ask("What did Caroline tell Ben about the pottery fair?")
+        assert b.conversation == "c2" and ("c2", "D1:1") in b.evidence

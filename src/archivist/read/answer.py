@@ -19,6 +19,7 @@ from datetime import datetime
 from ..model import Hit
 from ..write.timeground import find_times
 from .query import asks_when, names_in
+from .search import SearchTrace
 
 # Abstain without an LLM when the best evidence covers less than this share of the
 # question's content words (0 = none of them). Measured on the LoCoMo dev subset:
@@ -487,8 +488,13 @@ def retrieve(
     was is judged on a second search without the name, so the other person's
     evidence is not pushed out of view.
     """
-    scope = {"person": person, "conversation": conversation, "until": at}
-    hits = mem.search(question, k=k, **scope)
+    scope = {"person": person, "conversation": conversation, "at": at}
+    # Routed: with no conversation given, the people a question names pick it;
+    # a period the question names is favoured (read/route.py, read/temporal.py).
+    trace = SearchTrace()
+    hits = mem.search(question, k=k, route=True, trace=trace, **scope)
+    if conversation is None and trace.route is not None and trace.route.conversation:
+        scope["conversation"] = trace.route.conversation  # verify where routing looked
     names = names_in(question, mem.people())
     content = without_names(question, names)
     verify = hits
