@@ -39,7 +39,20 @@ def cli(ctx: click.Context, db: Path | None, embedder: str | None) -> None:
 
 
 def _register() -> None:
-    from . import ask, bench, context, demo, ingest, memory, people, reconcile, search, show, stats
+    from . import (
+        ask,
+        bench,
+        context,
+        demo,
+        ingest,
+        mcp,
+        memory,
+        people,
+        reconcile,
+        search,
+        show,
+        stats,
+    )
 
     for module in (
         ingest,
@@ -51,6 +64,7 @@ def _register() -> None:
         reconcile,
         people,
         memory,
+        mcp,
         demo,
         bench,
     ):
