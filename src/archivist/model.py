@@ -121,20 +121,7 @@ class Hit:
             "attachments": [a.to_dict() for a in m.attachments],
             "score": round(self.score, 6),
             "provenance": {"rankers": self.sources, "expanded_from": self.expanded_from},
-            "claims": [
-                {
-                    "id": c.id,
-                    "text": c.text,
-                    "speaker": c.speaker,
-                    "subject": c.subject,
-                    "kind": c.kind,
-                    "source": c.source,
-                    "evidence": list(c.evidence),
-                    "valid_from": c.valid_from.isoformat() if c.valid_from else None,
-                    "valid_to": c.valid_to.isoformat() if c.valid_to else None,
-                }
-                for c in self.claims
-            ],
+            "claims": [c.to_dict() for c in self.claims],
             "episode": None
             if self.episode is None
             else {
@@ -204,6 +191,28 @@ class Claim:
     status: str = "current"
     replaced_by: int | None = None
 
+    def to_dict(self) -> dict:
+        """JSON-ready form, shared by the CLI, the servers and search hits."""
+        iso = lambda d: d.isoformat() if d else None  # noqa: E731
+        return {
+            "id": self.id,
+            "conversation": self.conversation,
+            "text": self.text,
+            "speaker": self.speaker,
+            "subject": self.subject,
+            "kind": self.kind,
+            "source": self.source,
+            "evidence": list(self.evidence),
+            "said_at": self.said_at.isoformat(),
+            "valid_from": iso(self.valid_from),
+            "valid_to": iso(self.valid_to),
+            "importance": self.importance,
+            "salience": self.salience,
+            "status": self.status,
+            "replaced_by": self.replaced_by,
+            "method": self.method,
+        }
+
 
 @dataclass(frozen=True)
 class Episode:
@@ -234,6 +243,14 @@ class ClaimEvent:
     other: int | None = None  # the other claim involved
     detail: dict = field(default_factory=dict)
     id: int | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "action": self.action,
+            "at": self.at.isoformat(),
+            "other": self.other,
+            **self.detail,
+        }
 
 
 @dataclass(frozen=True)

@@ -57,29 +57,7 @@ def timeline(
     """Claims about a person or entity over time: validity, who said it, what replaced it."""
     rows = ctx.memory.timeline(entity, conversation=conversation, owner=owner)
     if as_json:
-        emit_json(
-            [
-                {
-                    "id": c.id,
-                    "conversation": c.conversation,
-                    "speaker": c.speaker,
-                    "subject": c.subject,
-                    "text": c.text,
-                    "kind": c.kind,
-                    "status": c.status,
-                    "replaced_by": c.replaced_by,
-                    "said_at": c.said_at.isoformat(),
-                    "valid_from": c.valid_from.isoformat() if c.valid_from else None,
-                    "valid_to": c.valid_to.isoformat() if c.valid_to else None,
-                    "evidence": list(c.evidence),
-                    "history": [
-                        {"action": e.action, "other": e.other, "at": e.at.isoformat(), **e.detail}
-                        for e in events
-                    ],
-                }
-                for c, events in rows
-            ]
-        )
+        emit_json([{**c.to_dict(), "history": [e.to_dict() for e in ev]} for c, ev in rows])
         return
     for c, events in rows:
         mark = {"current": " ", "superseded": "x", "duplicate": "="}.get(c.status, "?")

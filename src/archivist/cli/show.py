@@ -7,25 +7,6 @@ import click
 from .common import Context, claim_when, emit_json, pass_ctx
 
 
-def _claim_dict(c) -> dict:
-    return {
-        "id": c.id,
-        "conversation": c.conversation,
-        "speaker": c.speaker,
-        "subject": c.subject,
-        "kind": c.kind,
-        "source": c.source,
-        "text": c.text,
-        "evidence": list(c.evidence),
-        "said_at": c.said_at.isoformat(),
-        "valid_from": c.valid_from.isoformat() if c.valid_from else None,
-        "valid_to": c.valid_to.isoformat() if c.valid_to else None,
-        "importance": c.importance,
-        "salience": c.salience,
-        "method": c.method,
-    }
-
-
 @click.group()
 def show() -> None:
     """List derived memory: claims, entities, episodes."""
@@ -43,7 +24,7 @@ def claims(
     """Claims in time order, each with who said it and its evidence."""
     found = ctx.memory.claims(person=person, conversation=conversation, limit=limit)
     if as_json:
-        emit_json([_claim_dict(c) for c in found])
+        emit_json([c.to_dict() for c in found])
         return
     for c in found:
         about = f" about {c.subject}" if c.subject != c.speaker else ""

@@ -113,25 +113,7 @@ def person_dict(p: Person) -> dict[str, Any]:
 
 def timeline_item(c: Claim, history: Sequence[ClaimEvent]) -> dict[str, Any]:
     """One claim of a timeline: what, who said it, when it holds, and what became of it."""
-    return {
-        "id": c.id,
-        "text": c.text,
-        "speaker": c.speaker,
-        "subject": c.subject,
-        "kind": c.kind,
-        "source": c.source,
-        "status": c.status,
-        "replaced_by": c.replaced_by,
-        "conversation": c.conversation,
-        "evidence": list(c.evidence),
-        "said_at": c.said_at.isoformat(),
-        "valid_from": _iso(c.valid_from),
-        "valid_to": _iso(c.valid_to),
-        "history": [
-            {"action": e.action, "at": e.at.isoformat(), "other": e.other, "detail": e.detail}
-            for e in history
-        ],
-    }
+    return {**c.to_dict(), "history": [e.to_dict() for e in history]}
 
 
 def _dumps(obj: object) -> str:
