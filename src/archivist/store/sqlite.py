@@ -303,9 +303,11 @@ class SQLiteStore(DerivedMemoryMixin, ReconcileMixin, PeopleMixin, Consolidation
             "DELETE FROM episodes WHERE n_messages > "
             "(SELECT count(*) FROM episode_messages em WHERE em.episode_id = episodes.id)"
         )
-        db.execute(
+        db.execute(  # every table that embeds keeps its vectors (NULL hashes filtered out)
             "DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages) "
-            "AND hash NOT IN (SELECT embed_hash FROM claims)"
+            "AND hash NOT IN (SELECT embed_hash FROM claims) "
+            "AND hash NOT IN (SELECT embed_hash FROM episodes WHERE embed_hash IS NOT NULL) "
+            "AND hash NOT IN (SELECT embed_hash FROM entities WHERE embed_hash IS NOT NULL)"
         )
         db.execute(
             "INSERT INTO meta(key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "

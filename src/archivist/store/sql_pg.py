@@ -1,0 +1,239 @@
+"""Pure SQL builders for PostgreSQL: each returns ``(sql, params)`` and is testable as a string.
+
+The PostgreSQL side of store/sql.py. Keyword search is BM25 computed in SQL
+over the rows a GIN index hands back (``ts_rank`` is not BM25: its top 10
+overlapped BM25's by 8% in shared/research/storage.md); vector search is exact
+(``(vec <=> q) + 0`` keeps the planner off the HNSW index) within the filtered
+rows. User text never reaches a ``tsquery`` as syntax: it is cut into words
+first (``sql.query_terms``) and each lexeme is quoted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .sql import Filters, person_key, scope_token
+
+BM25_K1 = 1.2  # FTS5's defaults, so the two backends rank alike
+BM25_B = 0.75
+MAX_QUERY_LEXEMES = 256  # a "keyword query" longer than this is a document: rank its first words
+
+# The tsvector every searchable table carries: its text under weight A (stemmed
+# English) and its scope tokens under weight D, so a filtered keyword search is
+# one GIN probe intersecting both, as SQLite's FTS5 MATCH does.
+SEARCH_TSV = (
+    "search_tsv tsvector GENERATED ALWAYS AS ("
+    "setweight(to_tsvector('english'::regconfig, search_text), 'A') || "
+    "setweight(to_tsvector('simple'::regconfig, scope), 'D')) STORED"
+)
+# Words in the text (BM25's document length; FTS5 counts tokens the same way).
+DOC_LEN = (
+    "doc_len INTEGER GENERATED ALWAYS AS ("
+    "coalesce(array_length(regexp_split_to_array(btrim(search_text), '\\s+'), 1), 0)) STORED"
+)
+
+
+def quote_lexeme(lexeme: str, weight: str = "") -> str:
+    """A lexeme as a ``tsquery`` literal (no re-parsing, no stemming), optionally weighted."""
+    body = lexeme.replace("\\", "\\\\").replace("'", "''")
+    return f"'{body}'" + (f":{weight}" if weight else "")
+
+
+def lexemes_sql(terms: Sequence[str]) -> tuple[str, list]:
+    """The English lexemes of query terms (stemmed, stopwords and over-long words gone)."""
+    return (
+        "SELECT DISTINCT lexeme FROM "
+        "unnest(tsvector_to_array(to_tsvector('english'::regconfig, %s))) AS lexeme "
+        "ORDER BY lexeme",
+        [" ".join(terms)],
+    )
+
+
+def corpus_sql(table: str) -> tuple[str, list]:
+    """Documents and mean document length of a table (BM25's N and avgdl)."""
+    return f"SELECT count(*), coalesce(avg(doc_len), 0)::float8 FROM {table}", []
+
+
+def doc_freq_sql(table: str, lexemes: Sequence[str], cap: int | None) -> tuple[str, list]:
+    """Documents holding each lexeme, counting at most ``cap`` (cost bounded)."""
+    limit = "LIMIT %s" if cap is not None else ""
+    sql = (
+        "SELECT t.lexeme, (SELECT count(*) FROM (SELECT 1 FROM "
+        f"{table} d WHERE d.search_tsv @@ t.tq::tsquery {limit}) s) "
+        "FROM unnest(%s::text[], %s::text[]) AS t(lexeme, tq)"
+    )
+    params: list = [] if cap is None else [int(cap)]
+    # Unweighted: the GIN bitmap answers without rechecking each row's tsvector
+    # (scope tokens are "c"/"p" + 16 hex digits, never an English lexeme).
+    return sql, [*params, list(lexemes), [quote_lexeme(x) for x in lexemes]]
+
+
+def scope_tsquery(f: Filters) -> str | None:
+    """The ``tsquery`` for the conversation/person part of the filters (None if none)."""
+    parts = []
+    if f.conversation is not None:
+        convs = (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
+        if convs:  # none at all: the SQL filter alone answers (nothing)
+            parts.append(
+                "(" + " | ".join(quote_lexeme(scope_token("c", c), "D") for c in convs) + ")"
+            )
+    for person in (f.person, f.speaker):  # a speaker is one of the message's people
+        if person is not None:
+            parts.append(quote_lexeme(scope_token("p", person), "D"))
+    return " & ".join(parts) if parts else None
+
+
+def match_tsquery(lexemes: Sequence[str], f: Filters) -> str:
+    """Any of the lexemes in the text, within the filters' scope tokens."""
+    terms = "(" + " | ".join(quote_lexeme(x, "A") for x in lexemes) + ")"
+    scope = scope_tsquery(f)
+    return f"{terms} & ({scope})" if scope else terms
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """How one table answers the filters: SQL templates with ``{a}`` for its alias."""
+
+    person: str
+    speaker: str
+    session: str
+    time: str
+
+
+_COLUMNS = {
+    "messages": _Columns(
+        person="{a}.rowid IN (SELECT msg_rowid FROM message_people WHERE person = %s)",
+        speaker="{a}.speaker_key = %s",
+        session="{a}.session = %s",
+        time="{a}.ts_epoch",
+    ),
+    "claims": _Columns(
+        person="({a}.speaker_key = %s OR {a}.subject_key = %s)",  # said by or about
+        speaker="{a}.speaker_key = %s",
+        session="{a}.episode_id IN (SELECT id FROM episodes WHERE session = %s)",
+        time="{a}.said_epoch",
+    ),
+    "episodes": _Columns(
+        person="{a}.id IN (SELECT em.episode_id FROM episode_messages em JOIN message_people mp "
+        "ON mp.msg_rowid = em.msg_rowid WHERE mp.person = %s)",
+        # episodes have no speaker: those the person took part in
+        speaker="{a}.id IN (SELECT em.episode_id FROM episode_messages em JOIN message_people "
+        "mp ON mp.msg_rowid = em.msg_rowid WHERE mp.person = %s)",
+        session="{a}.session = %s",
+        time="extract(epoch FROM {a}.start_ts::timestamptz)",
+    ),
+}
+
+
+def where(f: Filters, table: str, alias: str) -> tuple[str, list]:
+    """WHERE fragment (without WHERE) restricting rows of ``table`` (as ``alias``) to filters."""
+    cols = _COLUMNS[table]
+    parts: list[str] = []
+    params: list = []
+    if f.conversation is not None:
+        convs = (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
+        parts.append(f"{alias}.conversation = ANY(%s)")
+        params.append(list(convs))
+    if f.person is not None:
+        parts.append(cols.person.format(a=alias))
+        params += [person_key(f.person)] * cols.person.count("%s")
+    if f.speaker is not None:
+        parts.append(cols.speaker.format(a=alias))
+        params.append(person_key(f.speaker))
+    if f.session is not None:
+        parts.append(cols.session.format(a=alias))
+        params.append(int(f.session))
+    if f.since is not None:
+        parts.append(f"{cols.time.format(a=alias)} >= %s")
+        params.append(f.since.timestamp())
+    if f.until is not None:
+        parts.append(f"{cols.time.format(a=alias)} <= %s")
+        params.append(f.until.timestamp())
+    return (" AND ".join(parts) or "TRUE"), params
+
+
+_KEYS = {"messages": ("m", "rowid"), "claims": ("c", "id"), "episodes": ("e", "id")}
+
+
+def bm25_sql(
+    table: str,
+    lexemes: Sequence[str],
+    idfs: Sequence[float],
+    avgdl: float,
+    f: Filters,
+    limit: int,
+) -> tuple[str, list]:
+    """BM25-ranked keys of ``table`` matching any lexeme under the filters, best first.
+
+    The GIN index picks the candidates (text lexemes and scope tokens in one
+    ``tsquery``); each candidate's term frequencies come from unnesting its
+    tsvector, the IDFs are computed by the caller from corpus counts.
+    """
+    alias, key = _KEYS[table]
+    cond, params = where(f, table, alias)
+    norm = f"(1 - {BM25_B} + {BM25_B} * c.doc_len / %s)"
+    tf = "cardinality(u.positions)"
+    sql = (
+        f"WITH c AS MATERIALIZED (SELECT {alias}.{key} AS k, {alias}.search_tsv, {alias}.doc_len "
+        f"FROM {table} {alias} WHERE {alias}.search_tsv @@ %s::tsquery AND {cond}) "
+        f"SELECT c.k, sum(t.idf * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * {norm}))::float8 "
+        "AS score FROM c CROSS JOIN LATERAL unnest(c.search_tsv) AS u "
+        "JOIN unnest(%s::text[], %s::float8[]) AS t(lexeme, idf) ON t.lexeme = u.lexeme "
+        "GROUP BY c.k ORDER BY score DESC, c.k LIMIT %s"
+    )
+    return sql, [
+        match_tsquery(lexemes, f),
+        *params,
+        max(float(avgdl), 1e-9),
+        list(lexemes),
+        [float(x) for x in idfs],
+        int(limit),
+    ]
+
+
+def _vector_join(table: str) -> str:
+    alias, key = _KEYS[table]
+    return f"{table} {alias} JOIN vectors v ON v.id = {alias}.vec_id AND v.model = %s"
+
+
+def exact_vector_sql(
+    table: str, query: Sequence[float], model: str, f: Filters, limit: int
+) -> tuple[str, list]:
+    """Exact cosine top-k among the filtered rows of ``table`` (model's vectors only).
+
+    ``+ 0`` keeps the planner from answering with the approximate HNSW index.
+    The query vector is bound once, as ``real[]`` cast to ``vector``.
+    """
+    alias, key = _KEYS[table]
+    cond, params = where(f, table, alias)
+    sql = (
+        "WITH q AS (SELECT %s::real[]::vector AS v) "
+        f"SELECT {alias}.{key}, (1 - (v.vec <=> q.v))::float8 AS score "
+        f"FROM q, {_vector_join(table)} WHERE {cond} "
+        f"ORDER BY (v.vec <=> q.v) + 0, {alias}.{key} LIMIT %s"
+    )
+    return sql, [list(query), model, *params, int(limit)]
+
+
+def hnsw_vector_sql(query: Sequence[float], model: str, dim: int, limit: int) -> tuple[str, list]:
+    """Approximate cosine top-k over all messages through the HNSW index (unfiltered search).
+
+    The index is on ``vec::vector(dim)`` for the store's model (vectors of any
+    dimension share the column), so the query orders by that same expression.
+    With ``hnsw.iterative_scan`` the scan goes on until ``limit`` messages join.
+    """
+    d = int(dim)
+    sql = (
+        f"SELECT m.rowid, (1 - (v.vec::vector({d}) <=> %s::real[]::vector({d})))::float8 "
+        "FROM vectors v JOIN messages m ON m.vec_id = v.id WHERE v.model = %s "
+        f"ORDER BY v.vec::vector({d}) <=> %s::real[]::vector({d}) LIMIT %s"
+    )
+    return sql, [list(query), model, list(query), int(limit)]
+
+
+def filtered_keys_sql(table: str, f: Filters) -> tuple[str, list]:
+    """Keys of ``table`` the filters admit, ascending."""
+    alias, key = _KEYS[table]
+    cond, params = where(f, table, alias)
+    return f"SELECT {alias}.{key} FROM {table} {alias} WHERE {cond} ORDER BY 1", params
