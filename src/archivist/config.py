@@ -16,6 +16,7 @@ from .errors import ConfigError
 ENV_PREFIX = "ARCHIVIST_"
 EMBEDDERS = ("local", "openai", "fake")
 LLMS = ("", "none", "openai", "local", "fake")
+STORES = ("sqlite", "postgres")
 CONFLICT_POLICIES = ("newest_wins", "oldest_wins", "keep_both")
 CONSOLIDATE_MODES = ("inline", "background", "manual")
 
@@ -32,6 +33,9 @@ class Settings:
     """Everything configurable, with embedded defaults that need no network."""
 
     db_path: Path | None = None
+    store: str = "sqlite"  # one of STORES; "postgres" needs pg_dsn and archivist[postgres]
+    pg_dsn: str = ""  # e.g. postgresql://user:pass@host:5432/db (managed Postgres works)
+    pg_schema: str = "public"  # one schema per tenant keeps tenants apart on one server
     embedder: str = "local"  # one of EMBEDDERS
     embed_model: str = ""  # OpenAI-compatible model name; ignored by "local"
     embed_base_url: str = ""
@@ -67,6 +71,10 @@ class Settings:
                 "llm 'openai' needs llm_model and llm_base_url "
                 f"(env {ENV_PREFIX}LLM_MODEL, {ENV_PREFIX}LLM_BASE_URL)"
             )
+        if self.store not in STORES:
+            raise ConfigError(f"store must be one of {', '.join(STORES)}; got {self.store!r}")
+        if self.store == "postgres" and not self.pg_dsn:
+            raise ConfigError(f"store 'postgres' needs pg_dsn ({ENV_PREFIX}PG_DSN)")
         if self.conflict_policy not in CONFLICT_POLICIES:
             raise ConfigError(
                 f"conflict_policy must be one of {', '.join(CONFLICT_POLICIES)}; "
@@ -113,6 +121,9 @@ class Settings:
             "llm_api_key",
             "conflict_policy",
             "consolidate_mode",
+            "store",
+            "pg_dsn",
+            "pg_schema",
         ):
             if v := env.get(ENV_PREFIX + name.upper()):
                 kw[name] = v

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +17,7 @@ import numpy as np
 
 from .config import Settings
 from .embed.base import Embedder
-from .errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound
+from .errors import ConfigError, EmbeddingError, EmbeddingMismatch, InputError, NotFound
 from .llm.accounting import Accounting
 from .llm.base import ChatModel
 from .llm.structured import run_parallel
@@ -112,6 +112,21 @@ def _by_session(messages: Sequence[Message]) -> dict[int, list[Message]]:
     return out
 
 
+def open_store(settings: Settings) -> Store:
+    """The configured backend: a SQLite file (default) or a PostgreSQL schema."""
+    if settings.store == "postgres":
+        try:
+            from .store.postgres import PostgresStore
+        except ImportError as e:  # psycopg is optional
+            raise ConfigError(
+                "store 'postgres' needs psycopg: pip install 'archivist[postgres]'"
+            ) from e
+        return PostgresStore(settings.pg_dsn, schema=settings.pg_schema)
+    from .store.sqlite import SQLiteStore
+
+    return SQLiteStore(settings.resolved_db_path())
+
+
 class MemoryService:
     """Long-term memory over a message log: add conversations, search them, delete them."""
 
@@ -130,9 +145,7 @@ class MemoryService:
         if path is not None:
             self.settings = self.settings.with_(db_path=Path(path))
         if store is None:
-            from .store.sqlite import SQLiteStore
-
-            store = SQLiteStore(self.settings.resolved_db_path())
+            store = open_store(self.settings)
         self.store = store
         self._embedder = embedder
         self.index_options = index_options
@@ -873,6 +886,18 @@ class MemoryService:
             "totals": self.llm_ledger.totals(),
             "lifetime": self.store.llm_usage(),
         }
+
+    def export_jsonl(self, conversation: str | None = None) -> Iterator[str]:
+        """The memory as JSON Lines: messages and declared identities (transfer.py)."""
+        from .transfer import export_lines
+
+        return export_lines(self, conversation)
+
+    def import_jsonl(self, lines: Iterable[str] | str, source: str = "import") -> dict:
+        """Store an export (all messages or none), declare its identities, re-derive the rest."""
+        from .transfer import import_lines
+
+        return import_lines(self, lines, source)
 
     def conversations(self) -> list[dict]:
         return self.store.conversations()

@@ -52,6 +52,7 @@ def _register() -> None:
         search,
         show,
         stats,
+        transfer,
     )
 
     for module in (
@@ -65,6 +66,7 @@ def _register() -> None:
         people,
         memory,
         mcp,
+        transfer,
         demo,
         bench,
     ):

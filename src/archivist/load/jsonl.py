@@ -18,12 +18,16 @@ role           "user", "assistant" or "system"          "user"
 addressees     list of strings                          []
 attachments    list of {"kind": str, "caption": str,    []
                "url": str} (caption and url optional)
+session_start  ISO 8601 string                          the session's earliest
+                                                        timestamp
 ============== ======================================== =========================
 
-Other fields are ignored. Lines are grouped into conversations by
-``conversation`` in first-seen order. Within a conversation messages are
-ordered by session, then by line, and numbered in that order; a session's
-start is the earliest timestamp among its messages. Errors name the line
+Other fields are ignored, and so are lines with a ``record`` field other than
+"message" (``archivist export`` writes declared identities that way). Lines
+are grouped into conversations by ``conversation`` in first-seen order.
+Within a conversation messages are ordered by session, then by line, and
+numbered in that order; a session's start is ``session_start`` if given,
+else the earliest timestamp among its messages. Errors name the line
 (1-based) and the field, and nothing is loaded from a file with any error.
 
 Example line::
@@ -57,7 +61,7 @@ def parse(text: str, *, source: str, default_tz: tzinfo) -> list[Conversation]:
     grouped: dict[str, list[Message]] = {}
     ids: dict[str, set[str]] = {}
     for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+        if not line.strip() or _other_record(line):
             continue
         msg = _line(line, number, source, default_tz)
         claim_id(ids.setdefault(msg.conversation, set()), msg.id, source, number, "id")
@@ -65,6 +69,17 @@ def parse(text: str, *, source: str, default_tz: tzinfo) -> list[Conversation]:
     if not grouped:
         raise LoadError(source, None, None, "file is empty")
     return [_finish(conv_id, msgs, source) for conv_id, msgs in grouped.items()]
+
+
+def _other_record(line: str) -> bool:
+    """A line of an export that is not a message (cheap test first, then JSON)."""
+    if '"record"' not in line:
+        return False
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return False  # reported by _line with its line number
+    return isinstance(obj, dict) and obj.get("record", "message") != "message"
 
 
 def _line(line: str, number: int, source: str, default_tz: tzinfo) -> Message:
@@ -89,6 +104,11 @@ def _line(line: str, number: int, source: str, default_tz: tzinfo) -> Message:
         role=role,  # type: ignore[arg-type]  # checked against ROLES above
         addressees=_addressees(obj, source, number),
         attachments=_attachments(obj, source, number),
+        session_start=(
+            parse_iso(obj["session_start"], source, number, "session_start", default_tz)
+            if obj.get("session_start") is not None
+            else None
+        ),
     )
 
 
@@ -141,6 +161,7 @@ def _finish(conv_id: str, msgs: list[Message], source: str) -> Conversation:
     starts: dict[int, datetime | None] = {}
     for m in ordered:
         start = starts.get(m.session)
-        starts[m.session] = m.timestamp if start is None else min(start, m.timestamp)
+        first = m.session_start or m.timestamp  # a stated start (an export's) wins
+        starts[m.session] = first if start is None else min(start, first)
     final = [replace(m, seq=seq, session_start=starts[m.session]) for seq, m in enumerate(ordered)]
     return conversation(conv_id, source, final, starts)
