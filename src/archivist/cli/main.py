@@ -42,6 +42,7 @@ def _register() -> None:
     from . import (
         ask,
         bench,
+        bench_load,
         context,
         demo,
         ingest,
@@ -50,6 +51,7 @@ def _register() -> None:
         people,
         reconcile,
         search,
+        serve,
         show,
         stats,
         transfer,
@@ -66,9 +68,11 @@ def _register() -> None:
         people,
         memory,
         mcp,
+        serve,
         transfer,
         demo,
         bench,
+        bench_load,
     ):
         module.register(cli)
 

@@ -63,6 +63,7 @@ class PostgresPeopleMixin(PgAccess):
         )
         known = set(self._read("SELECT conversation, name_key FROM person_identities"))
         fresh = [(c, s, k) for c, s, k in rows if (c, k) not in known]
+        created = 0
         with self._write() as cur:
             for conv, speaker, key in fresh:
                 pid = person_id_for(conv, speaker)
@@ -71,18 +72,19 @@ class PostgresPeopleMixin(PgAccess):
                     "ON CONFLICT DO NOTHING",
                     (pid, speaker, _now()),
                 )
-                cur.execute(
+                cur.execute(  # another process may have just added it: not an error
                     "INSERT INTO person_identities(person_id, conversation, name, name_key) "
-                    "VALUES (%s, %s, %s, %s)",
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                     (pid, conv, speaker, key),
                 )
+                created += cur.rowcount
             cur.execute(
                 "DELETE FROM person_identities pi WHERE declared_id IS NULL AND NOT EXISTS "
                 "(SELECT 1 FROM messages m WHERE m.conversation = pi.conversation "
                 "AND m.speaker_key = pi.name_key)"
             )
             _drop_empty_persons(cur)
-        return len(fresh)
+        return created
 
     def persons(self) -> list[Person]:
         """Every person with its identities, declared ones first, then by name."""

@@ -57,6 +57,61 @@ def _row_to_message(r: sqlite3.Row | tuple) -> tuple[int, Message]:
     )
 
 
+class _Rows:
+    """A statement's fully fetched rows: a cursor's reading API, holding no connection state."""
+
+    def __init__(self, rows: list, rowcount: int, lastrowid: int | None) -> None:
+        self._rows = rows
+        self._next = 0
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+    def fetchone(self):
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    def fetchall(self) -> list:
+        rest, self._next = self._rows[self._next :], len(self._rows)
+        return rest
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+
+class _SerialConnection:
+    """One sqlite3 connection shared by threads, one statement at a time.
+
+    Every statement runs under the store's lock and its rows are fetched
+    before the lock is released: two threads stepping cursors of one
+    connection corrupt each other ("another row available"). Writers hold
+    the same (re-entrant) lock for their whole transaction.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._conn = conn
+        self._lock = lock
+
+    def execute(self, sql: str, params: Sequence | dict = ()) -> _Rows:
+        with self._lock:
+            cur = self._conn.execute(sql, params)
+            rows = cur.fetchall() if cur.description else []
+            return _Rows(rows, cur.rowcount, cur.lastrowid)
+
+    def executemany(self, sql: str, seq: Iterable) -> _Rows:
+        with self._lock:
+            cur = self._conn.executemany(sql, seq)
+            return _Rows([], cur.rowcount, cur.lastrowid)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._conn, name)
+
+
 class SQLiteStore(DerivedMemoryMixin, ReconcileMixin, PeopleMixin, ConsolidationMixin, JobsMixin):
     """The embedded default Store. Safe to share between threads (one lock per store)."""
 
@@ -64,12 +119,13 @@ class SQLiteStore(DerivedMemoryMixin, ReconcileMixin, PeopleMixin, Consolidation
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
+            raw = sqlite3.connect(
                 str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open store {self.path}: {e}") from e
         self._lock = threading.RLock()
+        self._db = _SerialConnection(raw, self._lock)
         self._indexes: dict[str, DenseIndex] = {}
         self._term_df: dict[str, int] = {}  # see _frequent_terms
         self._term_df_size = 0

@@ -45,16 +45,17 @@ class PeopleMixin:
         declared) go, and so do persons left without identities. Returns the
         number of identities created; running it again creates none.
         """
-        rows = self._db.execute(
-            "SELECT conversation, speaker, speaker_key, min(seq) FROM messages "
-            "WHERE role != 'system' GROUP BY conversation, speaker_key ORDER BY conversation"
-        ).fetchall()
-        known = {
-            (c, k)
-            for c, k in self._db.execute("SELECT conversation, name_key FROM person_identities")
-        }
-        fresh = [(c, s, k) for c, s, k, _ in rows if (c, k) not in known]
         with self._write() as db:  # type: ignore[attr-defined]
+            # Read inside the transaction: two threads must not both see an identity missing.
+            rows = db.execute(
+                "SELECT conversation, speaker, speaker_key, min(seq) FROM messages "
+                "WHERE role != 'system' GROUP BY conversation, speaker_key ORDER BY conversation"
+            ).fetchall()
+            known = {
+                (c, k)
+                for c, k in db.execute("SELECT conversation, name_key FROM person_identities")
+            }
+            fresh = [(c, s, k) for c, s, k, _ in rows if (c, k) not in known]
             for conv, speaker, key in fresh:
                 pid = person_id_for(conv, speaker)
                 db.execute(

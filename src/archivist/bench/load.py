@@ -1,0 +1,428 @@
+"""Load benchmark of the proxy: N concurrent chats on loopback, latency added and messages kept.
+
+A fake OpenAI-style upstream (fixed latency, deterministic replies, optional
+failure rate) and the proxy each run under uvicorn in a thread on 127.0.0.1.
+Every chat sends each turn twice, directly to the upstream and through the
+proxy (re-sending its whole history, as chat clients do); the proxy's added
+latency is the paired difference. Failed calls (upstream errors, a proxy
+restarting) are retried. At the end the stored log of every chat is compared
+with the history its client ended with: nothing lost, nothing duplicated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model import content_hash
+
+try:
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover - the classic package where httpx2 is absent
+    import httpx  # type: ignore[no-redef]
+
+KEY = "bench-key-000001"
+TENANT = "bench"
+_WORDS = (
+    "garden lisbon violin marathon nurse pottery sister kayak recipe tomato cargo "
+    "pilot novel chess museum hiking puppy bakery concert python harbor winter"
+).split()
+
+
+# -- the fake upstream ---------------------------------------------------------------------
+
+
+def reply_for(messages: list) -> str:
+    """A deterministic reply: retries of the same request get the same words."""
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    last = users[-1].get("content", "") if users else ""
+    last = last if isinstance(last, str) else ""
+    return f"Noted ({len(users)}): " + " ".join(last.split()[:12])
+
+
+def completion(model: str, text: str) -> dict:
+    """An OpenAI chat.completion object."""
+    return {
+        "id": "chatcmpl-" + content_hash(text)[:12],
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def chunks(model: str, text: str) -> list[str]:
+    """The same reply as OpenAI server-sent events, a word per chunk, then [DONE]."""
+    base = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 0, "model": model}
+    import json
+
+    deltas = [{"role": "assistant", "content": ""}] + [
+        {"content": w} for w in text.split(" ") for w in ([w + " "] if w else [])
+    ]
+    if deltas[1:]:
+        deltas[-1]["content"] = deltas[-1]["content"].rstrip(" ")
+    events = [
+        {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
+    ]
+    events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    return [f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]
+
+
+class FakeUpstream:
+    """An OpenAI-like chat endpoint: records requests; latency, failures and errors on demand."""
+
+    def __init__(self, latency_s: float = 0.0, fail_rate: float = 0.0) -> None:
+        """``fail_rate``: exactly that share of calls fails with 500, spread evenly."""
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        self.latency_s = latency_s
+        self.fail_rate = fail_rate
+        self.received: list[dict] = []
+        self.errors: list[tuple[int, dict]] = []  # tests: the next responses, as (status, body)
+        self.calls = 0
+        self.failed = 0
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/models", self.models),
+            ]
+        )
+
+    async def chat(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse, StreamingResponse
+
+        body = await request.json()
+        self.received.append(body)
+        self.calls += 1
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        if self.errors:
+            status, error = self.errors.pop(0)
+            return JSONResponse(error, status_code=status)
+        if int(self.calls * self.fail_rate) != int((self.calls - 1) * self.fail_rate):
+            self.failed += 1
+            error = {"error": {"message": "injected failure", "type": "server_error"}}
+            return JSONResponse(error, status_code=500)
+        text = reply_for(body.get("messages", []))
+        model = body.get("model", "fake")
+        if body.get("stream"):
+            return StreamingResponse(iter(chunks(model, text)), media_type="text/event-stream")
+        return JSONResponse(completion(model, text))
+
+    async def models(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse(
+            {"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "bench"}]}
+        )
+
+
+# -- servers on loopback -------------------------------------------------------------------
+
+
+class LoopbackServer:
+    """An ASGI app under uvicorn in a thread, on 127.0.0.1 (a free port, or the one given)."""
+
+    def __init__(self, app: Any, port: int = 0) -> None:
+        import uvicorn
+
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="error", lifespan="on", timeout_keep_alive=30)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]})
+
+    def start(self) -> LoopbackServer:
+        self.thread.start()
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise RuntimeError("the loopback server failed to start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Graceful: in-flight requests finish, then the app's lifespan closes it."""
+        self.server.should_exit = True
+        self.thread.join(30)
+        self.sock.close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadConfig:
+    """What the load run does; counts and time are bounded."""
+
+    chats: int = 20
+    turns: int = 10
+    latency_ms: float = 20.0  # the fake upstream's fixed latency
+    fail_rate: float = 0.0  # share of upstream calls that fail with 500
+    restart: bool = False  # restart the proxy when half the turns are done
+    stream: bool = False
+    drift_guard: bool = False
+    context_budget: int = 1500
+    max_seconds: float = 300.0
+    retries: int = 20
+    seed: int = 0
+
+
+@dataclass
+class _Tally:
+    overhead_ms: list[float] = field(default_factory=list)
+    direct_ms: list[float] = field(default_factory=list)
+    proxy_ms: list[float] = field(default_factory=list)
+    retries: int = 0
+    turns_done: int = 0
+    restarts: int = 0
+    histories: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile (nearest rank), or None without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def _user_text(chat: int, turn: int, rng: random.Random) -> str:
+    words = rng.sample(_WORDS, 4)
+    return (
+        f"Chat {chat} turn {turn}: yesterday I talked about {words[0]} and {words[1]}; "
+        f"my friend prefers {words[2]} over {words[3]}."
+    )
+
+
+async def _call(
+    client: httpx.AsyncClient, url: str, body: dict, headers: dict, tally: _Tally, retries: int
+) -> tuple[dict, float]:
+    """POST until a 2xx (retrying errors and refused connections); the reply and its ms."""
+    for attempt in range(retries + 1):
+        started = time.perf_counter()
+        try:
+            resp = await client.post(url, json=body, headers=headers)
+            if resp.is_success:
+                ms = (time.perf_counter() - started) * 1000
+                return _read(resp, body.get("stream", False)), ms
+        except httpx.HTTPError:
+            pass
+        tally.retries += 1
+        await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+    raise RuntimeError(f"{url}: no success after {retries + 1} attempts")
+
+
+def _read(resp: httpx.Response, stream: bool) -> dict:
+    """The assistant message of a completion, or of a streamed one (from its SSE text)."""
+    import json
+
+    if not stream:
+        return resp.json()["choices"][0]["message"]
+    parts = []
+    for line in resp.text.splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            delta = json.loads(line[5:])["choices"][0]["delta"]
+            parts.append(delta.get("content") or "")
+    return {"role": "assistant", "content": "".join(parts)}
+
+
+async def _chat(
+    n: int, cfg: LoadConfig, urls: dict[str, str], tally: _Tally, on_turn: Callable[[], Any]
+) -> None:
+    """One client: each turn direct, then through the proxy with the whole history."""
+    rng = random.Random(cfg.seed * 1000 + n)
+    cid = f"load-{n}"
+    history: list[dict] = [{"role": "system", "content": "You are a helpful assistant."}]
+    tally.histories[cid] = history
+    proxy_headers = {"Authorization": f"Bearer {KEY}", "X-Archivist-Conversation": cid}
+    from ..server.proxy import NO_DELAY
+
+    transport = httpx.AsyncHTTPTransport(
+        limits=httpx.Limits(max_connections=4), socket_options=NO_DELAY
+    )
+    async with httpx.AsyncClient(timeout=60.0, transport=transport) as client:
+        for t in range(cfg.turns):
+            history.append({"role": "user", "content": _user_text(n, t, rng)})
+            body = {"model": "fake", "messages": history, "user": f"user{n}", "stream": cfg.stream}
+            _, direct = await _call(client, urls["direct"], body, {}, tally, cfg.retries)
+            reply, through = await _call(
+                client, urls["proxy"], body, proxy_headers, tally, cfg.retries
+            )
+            history.append({"role": "assistant", "content": reply["content"]})
+            tally.direct_ms.append(direct)
+            tally.proxy_ms.append(through)
+            tally.overhead_ms.append(through - direct)
+            tally.turns_done += 1
+            await on_turn()
+
+
+def _count(db: Path, histories: dict[str, list[dict]]) -> dict:
+    """Compare each chat's final history with its stored log: lost, extra, duplicated."""
+    from collections import Counter
+
+    from ..store.sqlite import SQLiteStore
+
+    sent = stored = lost = extra = duplicated = 0
+    store = SQLiteStore(db)
+    try:
+        for cid, history in histories.items():
+            want = Counter((m["role"], m["content"]) for m in history)
+            rows = [m for _, m in store.conversation_messages(cid)]
+            have = Counter((m.role, m.text) for m in rows)
+            positions = [m.id.split("-", 1)[0] for m in rows]
+            sent += sum(want.values())
+            stored += len(rows)
+            lost += sum((want - have).values())
+            extra += sum((have - want).values())
+            duplicated += len(positions) - len(set(positions))
+    finally:
+        store.close()
+    return {"sent": sent, "stored": stored, "lost": lost, "extra": extra, "duplicated": duplicated}
+
+
+def _latency(tally: _Tally) -> dict:
+    def q(values: list[float], p: float) -> float | None:
+        v = percentile(values, p)
+        return None if v is None else round(v, 2)
+
+    return {
+        "direct_p50": q(tally.direct_ms, 50),
+        "direct_p95": q(tally.direct_ms, 95),
+        "proxy_p50": q(tally.proxy_ms, 50),
+        "proxy_p95": q(tally.proxy_ms, 95),
+        "overhead_p50": q(tally.overhead_ms, 50),
+        "overhead_p95": q(tally.overhead_ms, 95),
+        "overhead_mean": round(statistics.fmean(tally.overhead_ms), 2)
+        if tally.overhead_ms
+        else None,
+    }
+
+
+def run_load(
+    cfg: LoadConfig,
+    data_dir: Path,
+    *,
+    memory_settings: Any = None,
+    memory_factory: Any = None,
+) -> dict:
+    """Run the load benchmark; returns figures as a dict (see ``load_table``)."""
+    from collections import Counter
+
+    from ..config import Settings
+    from ..server.app import ServerSettings, create_app
+
+    upstream = FakeUpstream(cfg.latency_ms / 1000, cfg.fail_rate)
+    up = LoopbackServer(upstream.app).start()
+    settings = ServerSettings(
+        data_dir=data_dir,
+        keys=((KEY, TENANT),),
+        upstream_base_url=up.url,
+        context_budget=cfg.context_budget,
+        drift_guard=cfg.drift_guard,
+        memory=memory_settings or Settings(),
+    )
+    counters: Counter[str] = Counter()
+    proxy = {"server": LoopbackServer(create_app(settings, memory_factory=memory_factory)).start()}
+
+    def stop_proxy() -> None:
+        app = proxy["server"].server.config.app
+        tenants = app.state.registry.opened()
+        proxy["server"].stop()  # graceful: in-flight turns finish, queued replies are stored
+        counters.update(app.state.proxy_counters)
+        for t in tenants:
+            counters.update(t.counters)
+
+    def restart() -> None:
+        port = proxy["server"].port
+        stop_proxy()
+        app = create_app(settings, memory_factory=memory_factory)
+        proxy["server"] = LoopbackServer(app, port).start()
+
+    tally = _Tally()
+    urls = {
+        "direct": up.url + "/chat/completions",
+        "proxy": proxy["server"].url + "/chat/completions",
+    }
+    half = cfg.chats * cfg.turns // 2
+
+    async def on_turn() -> None:
+        if cfg.restart and not tally.restarts and tally.turns_done >= half:
+            tally.restarts = 1
+            await asyncio.to_thread(restart)
+
+    async def main() -> bool:
+        runs = [_chat(n, cfg, urls, tally, on_turn) for n in range(cfg.chats)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*runs), cfg.max_seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    started = time.perf_counter()
+    try:
+        completed = asyncio.run(main())
+    finally:
+        stop_proxy()
+        up.stop()
+    return {
+        "config": asdict(cfg),
+        "completed": completed,
+        "wall_s": round(time.perf_counter() - started, 2),
+        "turns": {"done": tally.turns_done, "planned": cfg.chats * cfg.turns},
+        "retries": tally.retries,
+        "restarts": tally.restarts,
+        "latency_ms": _latency(tally),
+        "messages": _count(Path(data_dir) / f"{TENANT}.db", tally.histories),
+        "upstream": {"calls": upstream.calls, "failed": upstream.failed},
+        "proxy": {k: round(v, 2) for k, v in sorted(counters.items())},
+    }
+
+
+def load_table(result: dict) -> str:
+    """The load run as a small text table."""
+    lat, msgs, cfg = result["latency_ms"], result["messages"], result["config"]
+    rows = [
+        ("chats x turns", f"{cfg['chats']} x {cfg['turns']} ({result['turns']['done']} done)"),
+        ("upstream latency", f"{cfg['latency_ms']} ms, fail rate {cfg['fail_rate']:.0%}"),
+        ("direct p50 / p95", f"{lat['direct_p50']} / {lat['direct_p95']} ms"),
+        ("proxy p50 / p95", f"{lat['proxy_p50']} / {lat['proxy_p95']} ms"),
+        ("overhead p50 / p95", f"{lat['overhead_p50']} / {lat['overhead_p95']} ms"),
+        ("messages sent / stored", f"{msgs['sent']} / {msgs['stored']}"),
+        ("lost / extra / duplicated", f"{msgs['lost']} / {msgs['extra']} / {msgs['duplicated']}"),
+        ("retries / restarts", f"{result['retries']} / {result['restarts']}"),
+        ("memory failures", str(result["proxy"].get("memory_failures", 0))),
+        ("wall", f"{result['wall_s']} s{'' if result['completed'] else ' (time limit hit)'}"),
+    ]
+    if cfg["drift_guard"]:
+        p = result["proxy"]
+        rows.append(
+            (
+                "drift regenerated",
+                f"{p.get('drift_regenerated', 0)} of {p.get('drift_checked', 0)} replies, "
+                f"+{p.get('drift_extra_ms', 0)} ms in all",
+            )
+        )
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

@@ -1,0 +1,71 @@
+"""``archivist bench load``: the proxy under N concurrent chats on loopback."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from .bench import bench
+from .common import Context, emit_json, pass_ctx
+
+
+@click.command("load")
+@click.option("--chats", default=20, show_default=True, type=click.IntRange(1, 500))
+@click.option("--turns", default=10, show_default=True, type=click.IntRange(1, 200))
+@click.option("--latency-ms", default=20.0, show_default=True, help="Fake upstream's latency.")
+@click.option("--fail-rate", default=0.0, show_default=True, type=click.FloatRange(0, 0.9))
+@click.option("--restart", is_flag=True, help="Restart the proxy when half the turns are done.")
+@click.option("--stream", is_flag=True, help="Streaming chat completions.")
+@click.option("--drift-guard", is_flag=True, help="Turn the drift guard on and count its cost.")
+@click.option("--budget", default=1500, show_default=True, type=click.IntRange(0))
+@click.option("--max-seconds", default=300.0, show_default=True, help="Stop the run after this.")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the tenant store goes (default: a temporary dir).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
+@pass_ctx
+def load(
+    ctx: Context,
+    chats: int,
+    turns: int,
+    latency_ms: float,
+    fail_rate: float,
+    restart: bool,
+    stream: bool,
+    drift_guard: bool,
+    budget: int,
+    max_seconds: float,
+    data_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Proxy latency added over direct calls (p50/p95) and messages stored vs sent."""
+    from ..bench.load import LoadConfig, load_table, run_load
+
+    cfg = LoadConfig(
+        chats=chats,
+        turns=turns,
+        latency_ms=latency_ms,
+        fail_rate=fail_rate,
+        restart=restart,
+        stream=stream,
+        drift_guard=drift_guard,
+        context_budget=budget,
+        max_seconds=max_seconds,
+    )
+    with tempfile.TemporaryDirectory(prefix="archivist-load-") as tmp:
+        target = data_dir or Path(tmp)
+        if (target / "bench.db").exists():
+            raise click.UsageError(f"{target / 'bench.db'} exists; use an empty --data-dir")
+        result = run_load(cfg, target, memory_settings=ctx.settings)
+    if not as_json:
+        click.echo(load_table(result))
+        click.echo()
+    emit_json(result)
+
+
+def register(cli: click.Group) -> None:
+    bench.add_command(load)

@@ -1,0 +1,82 @@
+"""``archivist serve``: the REST API and the OpenAI-compatible proxy in one server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .common import Context, pass_ctx
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Tenant stores, <dir>/<tenant>.db (default: $ARCHIVIST_DATA_DIR or the user data dir).",
+)
+@click.option(
+    "--keys-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON {"tenant": "key"} (also $ARCHIVIST_SERVER_KEYS="tenant:key,...").',
+)
+@click.option("--upstream", help="Upstream base URL (default: $ARCHIVIST_UPSTREAM_BASE_URL).")
+@click.option("--upstream-model", help="Send every chat to this model upstream.")
+@click.option("--context-budget", type=click.IntRange(0), help="Tokens of injected context.")
+@click.option("--drift-guard/--no-drift-guard", default=None, help="Regenerate drifting replies.")
+@click.option("--open", "open_access", is_flag=True, help="No keys: one tenant, 'default'.")
+@click.option("--log-level", default="info", show_default=True)
+@pass_ctx
+def serve(
+    ctx: Context,
+    host: str,
+    port: int,
+    data_dir: Path | None,
+    keys_file: Path | None,
+    upstream: str | None,
+    upstream_model: str | None,
+    context_budget: int | None,
+    drift_guard: bool | None,
+    open_access: bool,
+    log_level: str,
+) -> None:
+    """Serve memory over HTTP: REST under /v1/memory, chat proxy at /v1/chat/completions.
+
+    API docs at /docs. Upstream key: $ARCHIVIST_UPSTREAM_API_KEY.
+    """
+    try:
+        import uvicorn
+
+        from ..server.app import ServerSettings, create_app
+        from ..server.tenants import load_keys_file
+    except ImportError as e:
+        raise click.UsageError(f"{e.name} is missing: pip install 'archivist[server]'") from e
+    settings = ServerSettings.from_env(
+        memory=ctx.settings,
+        data_dir=data_dir,
+        upstream_base_url=upstream,
+        upstream_model=upstream_model,
+        context_budget=context_budget,
+        drift_guard=drift_guard,
+        open_access=open_access or None,
+    )
+    if keys_file is not None:
+        settings = ServerSettings(**{**settings.__dict__, "keys": load_keys_file(keys_file)})
+    if not settings.keys and not settings.open_access:
+        raise click.UsageError(
+            "no API keys: pass --keys-file, set ARCHIVIST_SERVER_KEYS, or --open"
+        )
+    if open_access and host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: --open on {host}: anyone who reaches it reads this memory", err=True)
+    app = create_app(settings)
+    click.echo(
+        f"archivist on http://{host}:{port} (docs /docs); data in {settings.resolved_data_dir()}",
+        err=True,
+    )
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(serve)

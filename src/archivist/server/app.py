@@ -1,0 +1,444 @@
+"""The HTTP server: a REST API over MemoryService plus the OpenAI-compatible proxy.
+
+``create_app(settings)`` builds a FastAPI app (OpenAPI at /openapi.json, docs
+at /docs). Every route needs an API key (``Authorization: Bearer KEY`` or
+``X-API-Key: KEY``) that maps to a tenant; each tenant has its own store, so
+one tenant never reads or changes another's memory. MemoryService is
+synchronous (SQLite): REST routes are plain ``def`` functions, which FastAPI
+runs in its threadpool, so the event loop never blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Mapping
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field
+
+from ..config import ENV_PREFIX, Settings
+from ..errors import (
+    ArchivistError,
+    ConfigError,
+    EmbeddingError,
+    EmbeddingMismatch,
+    InputError,
+    NotFound,
+    StoreError,
+)
+from .tenants import (
+    KeyPairs,
+    MemoryFactory,
+    Tenant,
+    TenantRegistry,
+    default_memory_factory,
+    load_keys_file,
+    parse_keys,
+)
+
+log = logging.getLogger("archivist.server")
+
+
+def default_data_dir() -> Path:
+    """Tenant stores live under the user data dir unless configured."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("archivist")) / "tenants"
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Server and proxy settings; the memory settings every tenant's store starts from."""
+
+    data_dir: Path | None = None  # <data_dir>/<tenant>.db
+    keys: KeyPairs = ()  # (api key, tenant id)
+    open_access: bool = False  # no keys: every caller is tenant "default" (local use)
+    upstream_base_url: str = ""  # e.g. https://api.openai.com/v1
+    upstream_api_key: str = ""
+    upstream_model: str = ""  # force this model upstream; "" keeps the client's
+    upstream_timeout: float = 120.0
+    context_budget: int = 1500  # tokens of injected memory context
+    drift_guard: bool = False
+    drift_threshold: float = 0.6  # share of reply words the context and chat never used
+    extract_delay: float = 1.0  # seconds new messages wait so one extraction covers many turns
+    memory: Settings = field(default_factory=Settings)
+
+    def __post_init__(self) -> None:
+        if self.context_budget < 0:
+            raise ConfigError("context_budget must be >= 0 (0 turns injection off)")
+        if not 0 < self.drift_threshold <= 1:
+            raise ConfigError("drift_threshold must be in (0, 1]")
+        if self.extract_delay < 0:
+            raise ConfigError("extract_delay must be >= 0")
+        if self.upstream_timeout <= 0:
+            raise ConfigError("upstream_timeout must be > 0")
+
+    def resolved_data_dir(self) -> Path:
+        return Path(self.data_dir) if self.data_dir else default_data_dir()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> ServerSettings:
+        """Read ARCHIVIST_* server variables (and the memory Settings) from the environment."""
+        env = os.environ if env is None else env
+        kw: dict[str, Any] = {"memory": Settings.from_env(env)}
+        p = ENV_PREFIX
+        if v := env.get(p + "DATA_DIR"):
+            kw["data_dir"] = Path(v)
+        keys: KeyPairs = ()
+        if v := env.get(p + "SERVER_KEYS_FILE"):
+            keys += load_keys_file(v)
+        if v := env.get(p + "SERVER_KEYS"):
+            keys += parse_keys(v)
+        kw["keys"] = keys
+        for name in ("upstream_base_url", "upstream_api_key", "upstream_model"):
+            if v := env.get(p + name.upper()):
+                kw[name] = v
+        for name, conv in (
+            ("context_budget", int),
+            ("upstream_timeout", float),
+            ("drift_threshold", float),
+        ):
+            if v := env.get(p + name.upper()):
+                try:
+                    kw[name] = conv(v)
+                except ValueError as e:
+                    raise ConfigError(f"{p}{name.upper()}={v!r} is not a number") from e
+        if v := env.get(p + "DRIFT_GUARD"):
+            kw["drift_guard"] = v.strip().lower() in ("1", "true", "yes", "on")
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kw)
+
+
+# -- errors and authentication ------------------------------------------------------------
+
+STATUS: tuple[tuple[type[ArchivistError], int], ...] = (
+    (NotFound, 404),
+    (InputError, 400),
+    (EmbeddingMismatch, 409),
+    (StoreError, 503),
+    (EmbeddingError, 503),
+    (ConfigError, 500),
+)
+
+
+def status_for(error: ArchivistError) -> int:
+    """The HTTP status of an archivist error (the CLI's exit codes, as statuses)."""
+    return next((code for kind, code in STATUS if isinstance(error, kind)), 500)
+
+
+async def _archivist_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ArchivistError)
+    body = {"error": {"type": type(exc).__name__, "message": str(exc)}}
+    return JSONResponse(body, status_code=status_for(exc))
+
+
+_bearer = HTTPBearer(auto_error=False)
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False)
+
+
+def tenant_id(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    api_key: Annotated[str | None, Depends(_api_key)],
+) -> str:
+    """The caller's tenant, from its API key; 401 without a valid one."""
+    registry: TenantRegistry = request.app.state.registry
+    key = bearer.credentials if bearer is not None else api_key
+    found = registry.authenticate(key)
+    if found is None:
+        raise HTTPException(401, "missing or invalid API key", {"WWW-Authenticate": "Bearer"})
+    return found
+
+
+def current_tenant(request: Request, tid: Annotated[str, Depends(tenant_id)]) -> Tenant:
+    """The caller's own Tenant (its store opened on first use)."""
+    return request.app.state.registry.tenant(tid)
+
+
+TenantDep = Annotated[Tenant, Depends(current_tenant)]
+
+
+# -- request bodies (they document the API in /docs) ---------------------------------------
+
+
+class AttachmentIn(BaseModel):
+    kind: str
+    caption: str = ""
+    url: str = ""
+
+
+class MessageIn(BaseModel):
+    """One message in the JSONL input format (README "Input formats")."""
+
+    conversation: str
+    id: str
+    speaker: str
+    text: str
+    timestamp: str = Field(description="ISO 8601; no offset means UTC")
+    session: int = 1
+    role: str = "user"
+    addressees: list[str] = []
+    attachments: list[AttachmentIn] = []
+
+
+class AddIn(BaseModel):
+    messages: list[MessageIn]
+
+
+class AskIn(BaseModel):
+    question: str
+    person: str | None = None
+    conversation: str | None = None
+    k: int = 10
+
+
+class ContextIn(BaseModel):
+    turn: str
+    person: str | None = None
+    conversation: str | None = None
+    budget_tokens: int = 1500
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def add_jsonl(tenant: Tenant, text: str, source: str) -> dict:
+    """Parse JSONL (all or nothing) and store it; extraction follows in the background."""
+    from ..load import parse
+
+    results = tenant.add(parse(text, "jsonl", source=source))
+    return {"results": [asdict(r) for r in results]}
+
+
+def _jsonable(value: Any) -> Any:
+    """Dataclasses, tuples and datetimes as JSON values."""
+    from fastapi.encoders import jsonable_encoder
+
+    return jsonable_encoder(value, custom_encoder={datetime: datetime.isoformat})
+
+
+# -- the app -------------------------------------------------------------------------------
+
+
+def create_app(
+    settings: ServerSettings | None = None,
+    *,
+    memory_factory: MemoryFactory | None = None,
+    upstream_transport: Any = None,
+) -> FastAPI:
+    """The server: REST under /v1/memory, the proxy at /v1/chat/completions and /v1/models.
+
+    ``memory_factory(tenant, path)`` builds each tenant's MemoryService (tests
+    inject fakes); ``upstream_transport`` is an httpx transport for the upstream
+    (tests use MockTransport or an ASGITransport to a fake).
+    """
+    from . import proxy
+
+    settings = settings or ServerSettings()
+    registry = TenantRegistry(
+        settings.keys,
+        settings.resolved_data_dir(),
+        memory_factory or default_memory_factory(settings.memory),
+        open_access=settings.open_access,
+        extract_delay=settings.extract_delay,
+    )
+    if not settings.keys and not settings.open_access:
+        log.warning("no API keys configured: every request will be refused (401)")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await app.state.upstream.aclose()
+        registry.close()
+
+    app = FastAPI(
+        title="archivist",
+        summary="Long-term, speaker-attributed memory: REST API and OpenAI-compatible proxy.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.registry = registry
+    app.state.upstream = proxy.upstream_client(settings, upstream_transport)
+    app.state.proxy_counters = Counter()  # failures seen before a tenant was known
+    app.add_exception_handler(ArchivistError, _archivist_error)
+    app.include_router(memory_router())
+    app.include_router(proxy.router)
+    return app
+
+
+def memory_router():
+    """The REST routes; each one calls the caller's own MemoryService and nothing else."""
+    from fastapi import APIRouter
+
+    r = APIRouter(prefix="/v1/memory", tags=["memory"])
+
+    @r.post("/messages")
+    def add_messages(tenant: TenantDep, body: AddIn) -> dict:
+        """Store messages (idempotent by conversation, id and content hash)."""
+        lines = "\n".join(json.dumps(m.model_dump()) for m in body.messages)
+        if not lines:
+            raise InputError("no messages")
+        return add_jsonl(tenant, lines, "request")
+
+    @r.get("/search")
+    def search(
+        tenant: TenantDep,
+        q: str,
+        person: str | None = None,
+        conversation: str | None = None,
+        speaker: str | None = None,
+        k: Annotated[int, Query(ge=1, le=1000)] = 10,
+    ) -> list[dict]:
+        """Hybrid search over messages and claims, with provenance."""
+        hits = tenant.call(
+            tenant.memory.search, q, person=person, conversation=conversation, speaker=speaker, k=k
+        )
+        return [h.to_dict() for h in hits]
+
+    @r.post("/ask")
+    def ask(tenant: TenantDep, body: AskIn) -> dict:
+        """An answer with evidence ids, speaker and confidence, or an abstention."""
+        found = tenant.call(
+            tenant.memory.ask,
+            body.question,
+            person=body.person,
+            conversation=body.conversation,
+            k=body.k,
+        )
+        return found.to_dict()
+
+    @r.post("/context")
+    def context(tenant: TenantDep, body: ContextIn) -> dict:
+        """Memory context for an assistant turn, within a token budget."""
+        ctx = tenant.context(
+            body.turn,
+            person=body.person,
+            conversation=body.conversation,
+            budget_tokens=body.budget_tokens,
+        )
+        return ctx.to_dict()
+
+    _read_routes(r)
+    _admin_routes(r)
+    return r
+
+
+def _read_routes(r) -> None:
+    """Listings of derived memory: claims, entities, people, timeline, conflicts, decisions."""
+
+    @r.get("/claims")
+    def claims(
+        tenant: TenantDep,
+        person: str | None = None,
+        conversation: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    ) -> list[dict]:
+        found = tenant.call(
+            tenant.memory.claims, person=person, conversation=conversation, limit=limit
+        )
+        return _jsonable(found)
+
+    @r.get("/entities")
+    def entities(
+        tenant: TenantDep,
+        conversation: str | None = None,
+        person: str | None = None,
+        name: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=10000)] = 1000,
+    ) -> list[dict]:
+        found = tenant.call(
+            tenant.memory.entities, conversation=conversation, person=person, name=name, limit=limit
+        )
+        return _jsonable(found)
+
+    @r.get("/people")
+    def people(tenant: TenantDep) -> list[dict]:
+        return _jsonable(tenant.call(tenant.memory.persons))
+
+    @r.get("/timeline")
+    def timeline(tenant: TenantDep, entity: str, conversation: str | None = None) -> list[dict]:
+        found = tenant.call(tenant.memory.timeline, entity, conversation=conversation)
+        return [{"claim": _jsonable(c), "history": _jsonable(h)} for c, h in found]
+
+    @r.get("/conflicts")
+    def conflicts(
+        tenant: TenantDep, conversation: str | None = None, subject: str | None = None
+    ) -> list[dict]:
+        found = tenant.call(tenant.memory.conflicts, conversation=conversation, subject=subject)
+        return _jsonable(found)
+
+    @r.get("/decisions")
+    def decisions(tenant: TenantDep, kind: str | None = None) -> list[dict]:
+        return _jsonable(tenant.call(tenant.memory.decisions, kind))
+
+    @r.get("/conversations")
+    def conversations(tenant: TenantDep) -> list[dict]:
+        return _jsonable(tenant.call(tenant.memory.conversations))
+
+
+_NDJSON_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }
+}
+
+
+def _admin_routes(r) -> None:
+    """Deletion, export/import, consolidation and status."""
+
+    @r.delete("/conversations/{conversation}")
+    def delete_conversation(tenant: TenantDep, conversation: str) -> dict:
+        """Remove a conversation from every index."""
+        return {"deleted": tenant.delete(conversation=conversation)}
+
+    @r.delete("/people/{person}")
+    def delete_person(tenant: TenantDep, person: str) -> dict:
+        """Remove everything a person sent or received, from every index."""
+        return {"deleted": tenant.delete(person=person)}
+
+    @r.get("/export", response_class=StreamingResponse)
+    def export(tenant: TenantDep, conversation: str | None = None) -> StreamingResponse:
+        """Messages (and declared identities) as JSON Lines in the documented input format."""
+        known = {c["id"] for c in tenant.call(tenant.memory.conversations)}
+        if conversation and conversation not in known:
+            raise NotFound(f"no conversation {conversation!r}")
+        lines = tenant.call(lambda: list(tenant.memory.export_jsonl(conversation)))
+        return StreamingResponse(iter(lines), media_type="application/x-ndjson")
+
+    @r.post("/import", openapi_extra=_NDJSON_BODY)
+    async def import_(request: Request, tenant: TenantDep) -> dict:
+        """Store an export (JSON Lines); nothing is stored if any line is bad."""
+        from starlette.concurrency import run_in_threadpool
+
+        from ..load._common import decode
+
+        text = decode(await request.body(), "import")
+        return await run_in_threadpool(tenant.call, tenant.memory.import_jsonl, text, "import")
+
+    @r.post("/consolidate", status_code=202)
+    def consolidate(tenant: TenantDep, conversation: str | None = None) -> dict:
+        """Queue extraction and a consolidation round; they run off the request path."""
+        convs = [c["id"] for c in tenant.call(tenant.memory.conversations)]
+        if conversation is not None:
+            if conversation not in convs:
+                raise NotFound(f"no conversation {conversation!r}")
+            convs = [conversation]
+        tenant.schedule(convs)
+        return {"scheduled": convs}
+
+    @r.get("/status")
+    def status(tenant: TenantDep) -> dict:
+        """Counts, the job queue and recent background errors of the caller's memory."""
+        return _jsonable(tenant.status())

@@ -1,0 +1,441 @@
+"""OpenAI-compatible proxy: memory for any chat client, invisible to the assistant.
+
+POST /v1/chat/completions (streaming or not) and GET /v1/models. For each chat
+request the proxy:
+
+1. identifies the user (the body's ``user`` field, else header
+   ``X-Archivist-User``, else the tenant id) and the conversation (header
+   ``X-Archivist-Conversation``, else ``chat-`` + a hash of the user and the
+   first user message: two chats that open with the same words and no header
+   share one conversation);
+2. stores the messages not stored yet. A message's id is its position in the
+   client's ``messages`` array plus a hash of its role and content
+   (``"3-1f2e…"``), so a re-sent history stores nothing twice; a client that
+   drops old turns from the front shifts positions and is stored again;
+3. injects the memory context for the last user message (the user's memory
+   across conversations, within ``context_budget`` tokens) as a system message
+   after the client's own system messages;
+4. forwards to the upstream and returns its response unchanged in shape;
+   upstream errors come back with their status and body;
+5. stores the reply (streamed replies once the stream completes) and the
+   context shown for usefulness scoring, on the tenant's writer thread.
+
+Any failure in steps 1-3 or 5 is logged and counted; the chat then goes on as
+plain forwarding of the original request. The optional drift guard
+(non-streaming only) measures the share of the reply's content words found in
+neither the context nor the chat; above ``drift_threshold`` it fetches context
+for the reply and regenerates once, counting calls and extra latency.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from ..model import Conversation, Message, content_hash
+from ..read.context import Context
+from .app import ServerSettings, tenant_id
+from .tenants import Tenant, TenantRegistry
+
+try:
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover - the classic package where httpx2 is absent
+    import httpx  # type: ignore[no-redef]
+
+log = logging.getLogger("archivist.proxy")
+
+ASSISTANT = "assistant"  # the speaker name of assistant replies in the log
+MEMORY_HEADER = "Memory of earlier conversations with this user (use it when relevant):\n"
+PASSED_HEADERS = ("retry-after", "x-request-id")  # upstream headers the client may need
+
+NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+
+router = APIRouter(tags=["proxy"])
+
+
+def upstream_client(settings: ServerSettings, transport: Any = None) -> httpx.AsyncClient:
+    """The one HTTP client to the upstream; ``transport`` is injectable for tests."""
+    headers = {"Authorization": f"Bearer {settings.upstream_api_key}"}
+    base = settings.upstream_base_url.rstrip("/") + "/" if settings.upstream_base_url else ""
+    limits = httpx.Limits(max_connections=200, max_keepalive_connections=100)
+    if transport is None:  # no Nagle delay: headers and body go out as separate writes
+        transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=NO_DELAY)
+    return httpx.AsyncClient(
+        base_url=base,
+        headers=headers if settings.upstream_api_key else {},
+        timeout=httpx.Timeout(settings.upstream_timeout, connect=10.0),
+        transport=transport,
+    )
+
+
+# -- identification and the log --------------------------------------------------------
+
+
+def text_of(content: Any) -> str:
+    """The text of a chat message's content (a string or a list of parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "\n".join(t for t in texts if isinstance(t, str))
+    return ""
+
+
+def identify(body: dict, headers: Any, tenant: str) -> tuple[str, str]:
+    """(user, conversation) of a chat request; see the module docstring for the rules."""
+    user = body.get("user")
+    if not isinstance(user, str) or not user.strip():
+        user = headers.get("x-archivist-user") or tenant
+    conv = headers.get("x-archivist-conversation")
+    if not conv:
+        first = next(
+            (text_of(m.get("content")) for m in body["messages"] if m.get("role") == "user"), ""
+        )
+        conv = "chat-" + content_hash(user, first)[:16]
+    return user, conv
+
+
+def message_id(position: int, m: Message) -> str:
+    """Position in the client's history + content hash: stable across re-sent histories."""
+    parts = json.dumps([a.to_dict() for a in m.attachments], sort_keys=True)
+    return f"{position}-{content_hash(m.role, m.text, parts)[:16]}"
+
+
+def chat_conversation(messages: list, conv_id: str, user: str, now: datetime) -> Conversation:
+    """The request's messages as log entries; new ones are timed ``now`` (in order)."""
+    from ..load import openai_chat
+
+    data = {"messages": messages, "conversation": conv_id, "user": user, "assistant": ASSISTANT}
+    conv = openai_chat.parse(data, source="chat request", now=now, default_tz=UTC)[0]
+    msgs = tuple(
+        replace(
+            m,
+            id=message_id(int(m.id[1:]) - 1, m),  # the loader names message i "m<i+1>"
+            timestamp=now + timedelta(microseconds=k),
+            session_start=now,
+        )
+        for k, m in enumerate(conv.messages)
+    )
+    return replace(conv, messages=msgs)
+
+
+def reply_conversation(turn: Turn, text: str, at: datetime) -> Conversation:
+    """The assistant's reply as the message the client will re-send at ``reply_index``."""
+    m = Message(
+        id="",
+        conversation=turn.conversation,
+        session=1,
+        speaker=ASSISTANT,
+        text=text,
+        timestamp=at,
+        role="assistant",
+        addressees=(turn.user,),
+        session_start=at,
+    )
+    m = replace(m, id=message_id(turn.reply_index, m))
+    return Conversation(id=turn.conversation, participants=(turn.user, ASSISTANT), messages=(m,))
+
+
+def inject(body: dict, context: str) -> dict:
+    """The request with the memory context as a system message after the client's own."""
+    if not context.strip():
+        return body
+    msgs = list(body["messages"])
+    at = 0
+    while (
+        at < len(msgs)
+        and isinstance(msgs[at], dict)
+        and msgs[at].get("role")
+        in (
+            "system",
+            "developer",
+        )
+    ):
+        at += 1
+    msgs.insert(at, {"role": "system", "content": MEMORY_HEADER + context})
+    return {**body, "messages": msgs}
+
+
+@dataclass
+class Turn:
+    """What the memory side prepared for one chat request."""
+
+    tenant: Tenant
+    user: str
+    conversation: str
+    reply_index: int  # where the reply will sit in the client's next history
+    context: Context | None
+    payload: dict  # the request as forwarded (context injected)
+    chat_text: str  # every message's text, for the drift guard
+
+
+def prepare(
+    registry: TenantRegistry, settings: ServerSettings, tid: str, body: dict, headers: Any
+) -> Turn:
+    """Store the new messages and assemble context (sync: runs in the threadpool)."""
+    tenant = registry.tenant(tid)
+    user, cid = identify(body, headers, tid)
+    conv = chat_conversation(body["messages"], cid, user, datetime.now(UTC))
+    tenant.add([conv], only_new=True)
+    last = next((m.text for m in reversed(conv.messages) if m.role == "user"), "")
+    ctx = None
+    if settings.context_budget and last.strip():
+        ctx = tenant.context(last, person=user, budget_tokens=settings.context_budget)
+    tenant.counters["turns"] += 1
+    return Turn(
+        tenant=tenant,
+        user=user,
+        conversation=cid,
+        reply_index=len(body["messages"]),
+        context=ctx,
+        payload=inject(body, ctx.text if ctx else ""),
+        chat_text="\n".join(m.text for m in conv.messages),
+    )
+
+
+def store_reply(turn: Turn, text: str, at: datetime) -> None:
+    """Log the reply (idempotent) and what context it was given, for usefulness scoring."""
+    turn.tenant.add([reply_conversation(turn, text, at)], only_new=True)
+    if turn.context is not None and turn.context.items:
+        turn.tenant.call(
+            turn.tenant.memory.record_context,
+            turn.context.records(),
+            text,
+            person=turn.user,
+            conversation=turn.conversation,
+        )
+
+
+# -- drift -------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[^\W\d_]{4,}")
+_STOP = frozenset(
+    "that this with have from they them then than there their what when where which while "
+    "would could should about your yours been were will just like also into only some more "
+    "very much such here sure well really thing things know think good great".split()
+)
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of four letters or more, minus very common ones."""
+    return {w for w in (x.lower() for x in _WORD.findall(text)) if w not in _STOP}
+
+
+def drift(reply: str, given: str) -> float:
+    """Share of the reply's content words found nowhere in what the assistant was given."""
+    words = content_words(reply)
+    if not words:
+        return 0.0
+    return len(words - content_words(given)) / len(words)
+
+
+# -- forwarding ----------------------------------------------------------------------------
+
+
+def _passthrough(resp: httpx.Response) -> Response:
+    """The upstream's response as ours: same status, body, content type and key headers."""
+    headers = {h: resp.headers[h] for h in PASSED_HEADERS if h in resp.headers}
+    return Response(
+        resp.content,
+        status_code=resp.status_code,
+        media_type=resp.headers.get("content-type"),
+        headers=headers,
+    )
+
+
+def _unreachable(e: Exception) -> JSONResponse:
+    log.warning("upstream unreachable: %s", e)
+    error = {"message": f"upstream unreachable: {e}", "type": "upstream_error", "code": None}
+    return JSONResponse({"error": error}, status_code=502)
+
+
+def _upstream_body(settings: ServerSettings, body: dict | None, raw: bytes) -> bytes:
+    """What goes upstream: the (injected) request, with the configured model if any."""
+    if body is None:
+        return raw
+    if settings.upstream_model:
+        body = {**body, "model": settings.upstream_model}
+    return json.dumps(body).encode("utf-8")
+
+
+async def _post(client: httpx.AsyncClient, content: bytes, stream: bool = False):
+    request = client.build_request(
+        "POST", "chat/completions", content=content, headers={"content-type": "application/json"}
+    )
+    return await client.send(request, stream=stream)
+
+
+def _reply_text(resp: httpx.Response) -> str | None:
+    try:
+        content = resp.json()["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) else None
+
+
+TenantId = Annotated[str, Depends(tenant_id)]
+
+
+@router.post("/v1/chat/completions")
+async def chat_completions(request: Request, tid: TenantId) -> Response:
+    """Chat completions with memory: store, inject context, forward, store the reply."""
+    app = request.app
+    settings: ServerSettings = app.state.settings
+    raw = await request.body()
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    turn = None
+    if isinstance(body, dict) and isinstance(body.get("messages"), list):
+        try:
+            turn = await run_in_threadpool(
+                prepare, app.state.registry, settings, tid, body, request.headers
+            )
+        except Exception:  # noqa: BLE001 - memory never breaks the chat
+            log.exception("memory failed for tenant %s; forwarding the request as it came", tid)
+            app.state.proxy_counters["memory_failures"] += 1
+    else:
+        body = None
+    content = _upstream_body(settings, turn.payload if turn else body, raw)
+    if body is not None and body.get("stream"):
+        return await _stream(app.state.upstream, content, turn)
+    try:
+        resp = await _post(app.state.upstream, content)
+    except httpx.HTTPError as e:
+        return _unreachable(e)
+    if resp.is_success and turn is not None:
+        if settings.drift_guard and turn.context is not None:
+            resp = await _drift_guard(app.state.upstream, settings, turn, resp)
+        _after_reply(turn, _reply_text(resp))
+    elif not resp.is_success:
+        app.state.proxy_counters["upstream_errors"] += 1
+    return _passthrough(resp)
+
+
+def _after_reply(turn: Turn, text: str | None) -> None:
+    """Queue the reply's storage on the tenant's writer thread (off the response path)."""
+    if text is None:
+        return
+    at = datetime.now(UTC)
+    turn.tenant.submit("reply", lambda: store_reply(turn, text, at))
+
+
+async def _drift_guard(
+    client: httpx.AsyncClient, settings: ServerSettings, turn: Turn, resp: httpx.Response
+) -> httpx.Response:
+    """Regenerate once, with context for the reply, when the reply drifted from its context."""
+    reply = _reply_text(resp)
+    counters = turn.tenant.counters
+    counters["drift_checked"] += 1
+    given = (turn.context.text if turn.context else "") + "\n" + turn.chat_text
+    if reply is None or drift(reply, given) <= settings.drift_threshold:
+        return resp
+    started = time.perf_counter()
+    counters["drift_regenerated"] += 1
+    try:
+        extra = await run_in_threadpool(
+            turn.tenant.context,
+            reply,
+            person=turn.user,
+            budget_tokens=settings.context_budget,
+        )
+        shown = turn.context.text if turn.context else ""
+        lines = list(dict.fromkeys((shown + "\n" + extra.text).splitlines()))
+        body = {**turn.payload, "messages": _without_memory(turn.payload["messages"])}
+        counters["drift_extra_calls"] += 1
+        second = await _post(client, _upstream_body(settings, inject(body, "\n".join(lines)), b""))
+    except Exception:  # noqa: BLE001 - the first reply stands
+        log.exception("drift guard failed; keeping the first reply")
+        return resp
+    finally:
+        counters["drift_extra_ms"] += (time.perf_counter() - started) * 1000
+    return second if second.is_success else resp
+
+
+def _without_memory(messages: list) -> list:
+    """The messages minus the memory system message the proxy injected."""
+    return [
+        m
+        for m in messages
+        if not (isinstance(m, dict) and str(m.get("content", "")).startswith(MEMORY_HEADER))
+    ]
+
+
+class _Stream:
+    """Reads an SSE chat stream as it passes through, collecting the reply's text."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.parts: list[str] = []
+        self.done = False
+
+    def feed(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            data = line.strip()
+            if not data.startswith(b"data:"):
+                continue
+            data = data[5:].strip()
+            if data == b"[DONE]":
+                self.done = True
+                continue
+            try:
+                choice = json.loads(data)["choices"][0]
+            except (ValueError, KeyError, IndexError, TypeError):
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                self.parts.append(delta["content"])
+            if choice.get("finish_reason"):
+                self.done = True
+
+
+async def _stream(client: httpx.AsyncClient, content: bytes, turn: Turn | None) -> Response:
+    """Pass the upstream's stream through chunk by chunk; store the reply once it completes."""
+    try:
+        resp = await _post(client, content, stream=True)
+    except httpx.HTTPError as e:
+        return _unreachable(e)
+    if not resp.is_success:
+        await resp.aread()
+        await resp.aclose()
+        return _passthrough(resp)
+    seen = _Stream()
+
+    async def relay():
+        try:
+            async for chunk in resp.aiter_bytes():
+                seen.feed(chunk)
+                yield chunk
+        finally:
+            await resp.aclose()
+            if turn is not None and seen.done:
+                _after_reply(turn, "".join(seen.parts))
+
+    return StreamingResponse(
+        relay(),
+        status_code=resp.status_code,
+        media_type=resp.headers.get("content-type", "text/event-stream"),
+    )
+
+
+@router.get("/v1/models")
+async def models(request: Request, tid: TenantId) -> Response:
+    """The upstream's model list, as it sends it."""
+    try:
+        resp = await request.app.state.upstream.get("models")
+    except httpx.HTTPError as e:
+        return _unreachable(e)
+    return _passthrough(resp)

@@ -1,0 +1,309 @@
+"""Tenants: API keys map to tenant ids; each tenant has its own store and MemoryService.
+
+Isolation is by construction: tenant ``t`` reads and writes only
+``<data_dir>/t.db``, and the only way to reach it is a key that maps to ``t``.
+Keys are compared in constant time. Writes that need not block a request
+(assistant replies, extraction, consolidation) run on the tenant's own worker
+threads; their errors are logged and counted, never dropped silently.
+
+Key sources: ``ARCHIVIST_SERVER_KEYS="tenant:key,other:key2"`` or a JSON file
+``{"tenant": "key"}`` / ``{"tenant": ["key1", "key2"]}``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import sqlite3
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..errors import ConfigError
+from ..model import Conversation
+from ..read.context import Context
+from ..service import MemoryService
+from ..store.base import AddResult
+
+log = logging.getLogger("archivist.server")
+
+TENANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # safe as a file name
+OPEN_TENANT = "default"  # the one tenant of a server started without keys (--open)
+
+MemoryFactory = Callable[[str, Path], MemoryService]
+KeyPairs = tuple[tuple[str, str], ...]  # (api key, tenant id)
+
+
+def parse_keys(spec: str) -> KeyPairs:
+    """``"tenant:key,tenant2:key2"`` (the env form) into (key, tenant) pairs."""
+    pairs = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        tenant, sep, key = item.partition(":")
+        if not sep:
+            raise ConfigError(f"server key {item!r} is not 'tenant:key'")
+        pairs.append((key.strip(), tenant.strip()))
+    return check_keys(pairs)
+
+
+def load_keys_file(path: str | Path) -> KeyPairs:
+    """Read a JSON tenants file: ``{"tenant": "key"}`` or ``{"tenant": ["key", ...]}``."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"cannot read tenants file {path}: {e}") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"tenants file {path}: expected an object of tenant -> key(s)")
+    pairs = []
+    for tenant, keys in data.items():
+        for key in [keys] if isinstance(keys, str) else keys:
+            if not isinstance(key, str):
+                raise ConfigError(f"tenants file {path}: keys of {tenant!r} must be strings")
+            pairs.append((key, tenant))
+    return check_keys(pairs)
+
+
+def check_keys(pairs: Sequence[tuple[str, str]]) -> KeyPairs:
+    """Refuse unsafe tenant ids, short keys and a key given to two tenants."""
+    seen: dict[str, str] = {}
+    for key, tenant in pairs:
+        if not TENANT_ID.match(tenant):
+            raise ConfigError(f"tenant id {tenant!r}: use letters, digits, '-' and '_' (<= 64)")
+        if len(key) < 8:
+            raise ConfigError(f"the key of tenant {tenant!r} is shorter than 8 characters")
+        if seen.get(key, tenant) != tenant:
+            raise ConfigError(f"one key is given to tenants {seen[key]!r} and {tenant!r}")
+        seen[key] = tenant
+    return tuple(pairs)
+
+
+def default_memory_factory(settings: Settings) -> MemoryFactory:
+    """Each tenant's MemoryService: the base settings, its own file, background consolidation."""
+
+    def make(tenant: str, path: Path) -> MemoryService:
+        return MemoryService(settings=settings.with_(db_path=path, consolidate_mode="background"))
+
+    return make
+
+
+class Tenant:
+    """One tenant's memory plus the worker threads that keep slow writes off requests."""
+
+    def __init__(self, tenant_id: str, memory: MemoryService, extract_delay: float = 0.0) -> None:
+        self.id = tenant_id
+        self.memory = memory
+        self.extract_delay = extract_delay  # wait this long to batch turns into one extraction
+        self.counters: Counter[str] = Counter()
+        self.errors: deque[str] = deque(maxlen=20)  # the latest background failures
+        self._guard = threading.Lock()
+        # One request at a time reaches the store: SQLiteStore shares one connection and
+        # reads outside its lock, which concurrent threads corrupt ("another row available").
+        self._memory_lock = threading.RLock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix=f"archivist-{tenant_id}-writes")
+        self._extract = ThreadPoolExecutor(1, thread_name_prefix=f"archivist-{tenant_id}-extract")
+        self._pending: set[str] = set()
+        self._busy = False
+        self._idle = threading.Condition(self._guard)
+        self._in_flight = 0
+
+    def lock(self, conversation: str) -> threading.Lock:
+        """One lock per conversation: its 'which ids are new' check and its write are atomic."""
+        with self._guard:
+            return self._locks.setdefault(conversation, threading.Lock())
+
+    def call(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """Run a MemoryService call under the tenant's store lock (REST reads use this)."""
+        with self._memory_lock:
+            return fn(*args, **kw)
+
+    def add(self, convs: Sequence[Conversation], *, only_new: bool = False) -> list[AddResult]:
+        """Store messages now (the log is durable before we answer); extract later.
+
+        ``only_new``: skip ids already stored whatever their content (the proxy's
+        ids carry a content hash, so a stored id is the same message).
+        """
+        results = []
+        for conv in convs:
+            with self.lock(conv.id), self._memory_lock:
+                if only_new:
+                    stored = self.memory.store.existing_hashes(conv.id)
+                    fresh = tuple(m for m in conv.messages if m.id not in stored)
+                    if not fresh:
+                        results.append(AddResult(conv.id, unchanged=len(conv.messages)))
+                        continue
+                    conv = replace(conv, messages=fresh)
+                results.extend(self.memory.add(conv, extract=False))
+        self.counters["messages_added"] += sum(r.added for r in results)
+        self.schedule([c.id for c in convs])
+        return results
+
+    def context(self, turn: str, **kw: Any) -> Context:
+        """MemoryService.context, tried twice: concurrent first reads of new speakers race.
+
+        Two threads may both create the identity of a speaker new to the store
+        (``ensure_identities`` reads outside its write transaction); the loser
+        gets an IntegrityError, and a retry finds the identity made.
+        """
+        for _ in range(4):
+            try:
+                return self.call(self.memory.context, turn, **kw)
+            except sqlite3.DatabaseError as e:  # an IntegrityError, or one raised at COMMIT
+                if "person_identities" not in str(e):
+                    raise
+                self.counters["identity_races"] += 1
+        return self.call(self.memory.context, turn, **kw)
+
+    def delete(self, *, conversation: str | None = None, person: str | None = None) -> int:
+        """Delete after queued background work, under the conversation's lock.
+
+        Extraction racing a delete would fail on the messages it lost; deletes
+        are rare, so they wait for the queue instead.
+        """
+        self.drain(30.0)
+        if conversation is None:
+            return self.call(self.memory.delete, person=person)
+        with self.lock(conversation):
+            return self.call(self.memory.delete, conversation=conversation)
+
+    # -- background work --------------------------------------------------------------
+
+    def submit(self, name: str, fn: Callable[[], object]) -> None:
+        """Run a quick write (a reply, a context record) after the response, in order."""
+        with self._guard:
+            self._in_flight += 1
+        self._writes.submit(self._guarded, name, fn)
+
+    def schedule(self, conversations: Sequence[str]) -> None:
+        """Extract and consolidate these conversations soon; requests coalesce into one run."""
+        with self._guard:
+            self._pending.update(conversations)
+            if self._busy or not self._pending:
+                return
+            self._busy = True
+            self._in_flight += 1
+        self._extract.submit(self._guarded, "extract", self._extract_pending)
+
+    def _extract_pending(self) -> None:
+        while True:
+            time.sleep(self.extract_delay)  # busy chats: one run covers many turns
+            with self._guard:
+                if not self._pending:
+                    self._busy = False
+                    return
+                todo = sorted(self._pending)
+                self._pending.clear()
+            # The heuristic archivist is quick and runs under the store lock; an LLM one
+            # would hold it for seconds of model calls, so it runs beside requests.
+            if self.memory.llm is None:
+                self.call(self.memory.extract, todo)
+            else:
+                self.memory.extract(todo)
+            self.call(self.memory.schedule_consolidation, todo)  # the job worker runs it
+            self.counters["extractions"] += 1
+
+    def _guarded(self, name: str, fn: Callable[[], object]) -> None:
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - logged and counted, surfaced by /status
+            if name == "extract":
+                with self._guard:
+                    self._busy = False
+            self.counters[f"{name}_failed"] += 1
+            self.errors.append(f"{name}: {type(e).__name__}: {e}")
+            log.exception("tenant %s: background %s failed", self.id, name)
+        finally:
+            with self._guard:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def drain(self, timeout: float = 60.0) -> bool:
+        """Wait until queued background writes and extraction are done (tests, shutdown)."""
+        with self._guard:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
+
+    def status(self) -> dict:
+        """Counters, the job queue and the latest background errors, for GET /status."""
+        with self._memory_lock:
+            return {
+                "tenant": self.id,
+                "counters": dict(self.counters),
+                "background_errors": list(self.errors),
+                "jobs": self.memory.job_counts(),
+                "stats": self.memory.stats(),
+            }
+
+    def close(self) -> None:
+        """Finish pending writes (replies are never dropped), then close the store."""
+        self._writes.shutdown(wait=True)
+        self._extract.shutdown(wait=True, cancel_futures=True)  # the log is already durable
+        self.memory.close()
+
+
+class TenantRegistry:
+    """API key -> tenant id, and each tenant's Tenant, opened on first use."""
+
+    def __init__(
+        self,
+        keys: KeyPairs,
+        data_dir: Path,
+        memory_factory: MemoryFactory,
+        *,
+        open_access: bool = False,
+        extract_delay: float = 0.0,
+    ) -> None:
+        self.extract_delay = extract_delay
+        self._keys = [(k.encode("utf-8"), t) for k, t in keys]
+        self.data_dir = Path(data_dir)
+        self.memory_factory = memory_factory
+        self.open_access = open_access and not keys
+        self._tenants: dict[str, Tenant] = {}
+        self._guard = threading.Lock()
+
+    def authenticate(self, key: str | None) -> str | None:
+        """The tenant a key belongs to, or None; every key is compared (constant time)."""
+        if self.open_access:
+            return OPEN_TENANT
+        if not key:
+            return None
+        given = key.encode("utf-8")
+        found = None
+        for k, tenant in self._keys:
+            if hmac.compare_digest(k, given):
+                found = tenant
+        return found
+
+    def tenant(self, tenant_id: str) -> Tenant:
+        """The tenant's memory, opened once; a failure to open is raised, not cached."""
+        if not TENANT_ID.match(tenant_id):
+            raise ConfigError(f"bad tenant id {tenant_id!r}")
+        with self._guard:
+            found = self._tenants.get(tenant_id)
+            if found is None:
+                self.data_dir.mkdir(parents=True, exist_ok=True)
+                memory = self.memory_factory(tenant_id, self.data_dir / f"{tenant_id}.db")
+                found = self._tenants[tenant_id] = Tenant(tenant_id, memory, self.extract_delay)
+            return found
+
+    def opened(self) -> list[Tenant]:
+        with self._guard:
+            return list(self._tenants.values())
+
+    def close(self) -> None:
+        """Close every opened tenant (pending reply writes finish first)."""
+        with self._guard:
+            tenants, self._tenants = list(self._tenants.values()), {}
+        for t in tenants:
+            try:
+                t.close()
+            except Exception:  # noqa: BLE001 - one tenant's failure must not skip the others
+                log.exception("closing tenant %s failed", t.id)

@@ -1,0 +1,217 @@
+"""The OpenAI-compatible proxy, driven by the official openai client against a fake upstream."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+openai = pytest.importorskip("openai")
+
+from archivist.bench.load import FakeUpstream, LoadConfig, reply_for, run_load  # noqa: E402
+from archivist.config import Settings  # noqa: E402
+from archivist.server import proxy  # noqa: E402
+from archivist.server.app import ServerSettings, create_app  # noqa: E402
+from archivist.service import MemoryService  # noqa: E402
+from archivist.testing import FakeEmbedder  # noqa: E402
+from conftest import ana_lee  # noqa: E402
+
+httpx = proxy.httpx
+KEY = "key-alpha-000001"
+KEYS = ((KEY, "alpha"), ("key-beta-0000002", "beta"))
+SYSTEM = {"role": "system", "content": "You are terse."}
+
+
+def fake_memory(tenant: str, path: Path) -> MemoryService:
+    return MemoryService(
+        path, embedder=FakeEmbedder(), settings=Settings(consolidate_mode="background")
+    )
+
+
+def make_proxy(tmp_path: Path, upstream: FakeUpstream, factory=fake_memory, **kw):
+    settings = ServerSettings(
+        data_dir=kw.pop("data_dir", tmp_path),
+        keys=KEYS,
+        upstream_base_url="http://upstream/v1",
+        extract_delay=0,
+        **kw,
+    )
+    transport = httpx.ASGITransport(app=upstream.app)
+    return create_app(settings, memory_factory=factory, upstream_transport=transport)
+
+
+def client(app, key: str = KEY, **headers: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        base_url="http://proxy/v1",
+        api_key=key,
+        max_retries=0,
+        default_headers=headers or None,
+        http_client=httpx.AsyncClient(transport=httpx.ASGITransport(app=app)),
+    )
+
+
+def stored(app, conversation: str, tenant: str = "alpha") -> list:
+    t = app.state.registry.tenant(tenant)
+    assert t.drain(30)
+    return [m for _, m in t.memory.store.conversation_messages(conversation)]
+
+
+@pytest.fixture
+def upstream() -> FakeUpstream:
+    return FakeUpstream()
+
+
+@pytest.fixture
+def app(tmp_path: Path, upstream: FakeUpstream):
+    app = make_proxy(tmp_path, upstream)
+    yield app
+    app.state.registry.close()
+
+
+def test_chat_stores_both_sides_and_a_resent_history_adds_nothing(app, upstream) -> None:
+    async def chat() -> None:
+        c = client(app, **{"X-Archivist-Conversation": "c1"})
+        history = [SYSTEM, {"role": "user", "content": "I bought a red kayak."}]
+        r = await c.chat.completions.create(model="m", messages=history, user="Ana")
+        assert r.choices[0].message.content == reply_for(history)
+        assert r.model == "m" and r.object == "chat.completion"
+        history.append({"role": "assistant", "content": r.choices[0].message.content})
+        history.append({"role": "user", "content": "Where should I paddle?"})
+        await c.chat.completions.create(model="m", messages=history, user="Ana")
+        await c.chat.completions.create(model="m", messages=history, user="Ana")  # a retry
+
+    asyncio.run(chat())
+    msgs = stored(app, "c1")
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "user", "assistant"]
+    assert [m.id.split("-")[0] for m in msgs] == ["0", "1", "2", "3", "4"]
+    assert msgs[1].speaker == "Ana" and msgs[2].speaker == "assistant"
+    assert app.state.registry.tenant("alpha").counters["messages_added"] == 5
+
+
+def test_context_is_injected_after_the_clients_system_messages(app, upstream) -> None:
+    app.state.registry.tenant("alpha").add([ana_lee()])
+
+    async def chat() -> None:
+        c = client(app)
+        messages = [SYSTEM, {"role": "user", "content": "How is my grey cat Pixel doing?"}]
+        await c.chat.completions.create(model="m", messages=messages, user="Ana")
+
+    asyncio.run(chat())
+    sent = upstream.received[-1]["messages"]
+    assert sent[0] == SYSTEM and sent[-1]["content"] == "How is my grey cat Pixel doing?"
+    assert sent[1]["role"] == "system" and sent[1]["content"].startswith(proxy.MEMORY_HEADER)
+    assert "Pixel" in sent[1]["content"] and len(sent) == 3
+
+
+def test_streaming_passes_chunks_through_and_stores_the_reply(app, upstream) -> None:
+    messages = [{"role": "user", "content": "Tell me a story about tomatoes."}]
+
+    async def chat() -> str:
+        c = client(app, **{"X-Archivist-Conversation": "s1"})
+        stream = await c.chat.completions.create(model="m", messages=messages, stream=True)
+        parts = [ch.choices[0].delta.content or "" async for ch in stream if ch.choices]
+        return "".join(parts)
+
+    text = asyncio.run(chat())
+    assert text == reply_for(messages)
+    msgs = stored(app, "s1")
+    assert [(m.role, m.text) for m in msgs] == [
+        ("user", messages[0]["content"]),
+        ("assistant", text),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "error"), [(429, openai.RateLimitError), (500, openai.InternalServerError)]
+)
+@pytest.mark.parametrize("stream", [False, True])
+def test_upstream_errors_pass_through_with_their_status(app, upstream, status, error, stream):
+    body = {"error": {"message": f"upstream says {status}", "type": "x", "code": None}}
+    upstream.errors.append((status, body))
+
+    async def chat() -> None:
+        c = client(app)
+        await c.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=stream
+        )
+
+    with pytest.raises(error) as caught:
+        asyncio.run(chat())
+    assert caught.value.status_code == status and f"upstream says {status}" in str(caught.value)
+
+
+def _plain_chat(app) -> str:
+    async def chat() -> str:
+        c = client(app)
+        messages = [SYSTEM, {"role": "user", "content": "Still there?"}]
+        r = await c.chat.completions.create(model="m", messages=messages)
+        return r.choices[0].message.content
+
+    return asyncio.run(chat())
+
+
+def test_a_failing_memory_degrades_to_plain_forwarding(tmp_path: Path, upstream) -> None:
+    def broken(tenant: str, path: Path) -> MemoryService:
+        raise RuntimeError("disk on fire")
+
+    app = make_proxy(tmp_path, upstream, factory=broken)
+    assert _plain_chat(app) == reply_for([{"role": "user", "content": "Still there?"}])
+    assert upstream.received[-1]["messages"] == [
+        SYSTEM,
+        {"role": "user", "content": "Still there?"},
+    ]
+    assert app.state.proxy_counters["memory_failures"] == 1
+
+
+def test_a_store_that_cannot_be_opened_still_forwards(tmp_path: Path, upstream) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the data dir should be")
+    app = make_proxy(tmp_path, upstream, factory=None, data_dir=blocker)
+    assert _plain_chat(app).startswith("Noted")
+    assert app.state.proxy_counters["memory_failures"] == 1
+
+
+def test_wrong_key_is_refused_and_models_pass_through(app, upstream) -> None:
+    async def go() -> list[str]:
+        with pytest.raises(openai.AuthenticationError):
+            await client(app, key="wrong-key-0001").chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}]
+            )
+        return [m.id async for m in client(app).models.list()]
+
+    assert asyncio.run(go()) == ["fake"]
+    assert upstream.received == []
+
+
+def test_conversation_is_derived_from_user_and_first_message_without_a_header(app) -> None:
+    body = {"messages": [{"role": "user", "content": "hello there"}], "user": "Ana"}
+    user, conv = proxy.identify(body, {}, "alpha")
+    assert (user, conv) == ("Ana", proxy.identify(body, {}, "beta")[1])
+    assert conv.startswith("chat-") and conv != proxy.identify({**body, "user": "Lee"}, {}, "t")[1]
+    headers = {"x-archivist-conversation": "mine", "x-archivist-user": "Bo"}
+    assert proxy.identify({"messages": []}, headers, "alpha") == ("Bo", "mine")
+    assert proxy.identify({"messages": []}, {}, "alpha")[0] == "alpha"
+
+
+def test_drift_measure_and_guard(tmp_path: Path, upstream) -> None:
+    assert proxy.drift("", "anything") == 0.0
+    assert proxy.drift("Pixel sleeps on pillows", "pixel sleeps on my pillows") == 0.0
+    assert proxy.drift("Quantum chromodynamics rules", "cats") == 1.0
+    app = make_proxy(tmp_path, upstream, drift_guard=True, drift_threshold=0.1)
+    app.state.registry.tenant("alpha").add([ana_lee()])
+    _plain_chat(app)  # "Noted (1): Still there?" shares no content word with the context
+    counters = app.state.registry.tenant("alpha").counters
+    assert counters["drift_checked"] == 1 and counters["drift_regenerated"] == 1
+    assert len(upstream.received) == 2 and counters["drift_extra_ms"] > 0
+    app.state.registry.close()
+
+
+def test_load_run_loses_and_duplicates_nothing_across_failures_and_a_restart(tmp_path) -> None:
+    cfg = LoadConfig(chats=3, turns=4, latency_ms=1, fail_rate=0.2, restart=True, max_seconds=60)
+    result = run_load(cfg, tmp_path, memory_factory=fake_memory)
+    assert result["completed"] and result["restarts"] == 1
+    assert result["upstream"]["failed"] > 0 and result["retries"] > 0
+    m = result["messages"]
+    assert m["sent"] == m["stored"] == 3 * 9 and m["lost"] == m["extra"] == m["duplicated"] == 0
