@@ -209,7 +209,9 @@ def test_drift_measure_and_guard(tmp_path: Path, upstream) -> None:
 
 
 def test_load_run_loses_and_duplicates_nothing_across_failures_and_a_restart(tmp_path) -> None:
-    cfg = LoadConfig(chats=3, turns=4, latency_ms=1, fail_rate=0.2, restart=True, max_seconds=60)
+    cfg = LoadConfig(
+        chats=3, turns=4, latency_ms=1, fail_rate=0.2, restart=True, max_seconds=60, seed=1
+    )
     result = run_load(cfg, tmp_path, memory_factory=fake_memory)
     assert result["completed"] and result["restarts"] == 1
     assert result["upstream"]["failed"] > 0 and result["retries"] > 0

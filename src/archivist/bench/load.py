@@ -86,13 +86,20 @@ def chunks(model: str, text: str) -> list[str]:
 class FakeUpstream:
     """An OpenAI-like chat endpoint: records requests; latency, failures and errors on demand."""
 
-    def __init__(self, latency_s: float = 0.0, fail_rate: float = 0.0) -> None:
-        """``fail_rate``: exactly that share of calls fails with 500, spread evenly."""
+    def __init__(self, latency_s: float = 0.0, fail_rate: float = 0.0, seed: int = 0) -> None:
+        """``fail_rate``: each call fails with 500 at that probability (seeded, so runs repeat).
+
+        Independent draws, not "every fifth call": a fixed pattern can line up
+        with one client's retries and fail it every time.
+        """
+        import random
+
         from starlette.applications import Starlette
         from starlette.routing import Route
 
         self.latency_s = latency_s
         self.fail_rate = fail_rate
+        self._rng = random.Random(seed)
         self.received: list[dict] = []
         self.errors: list[tuple[int, dict]] = []  # tests: the next responses, as (status, body)
         self.calls = 0
@@ -115,7 +122,7 @@ class FakeUpstream:
         if self.errors:
             status, error = self.errors.pop(0)
             return JSONResponse(error, status_code=status)
-        if int(self.calls * self.fail_rate) != int((self.calls - 1) * self.fail_rate):
+        if self.fail_rate and self._rng.random() < self.fail_rate:
             self.failed += 1
             error = {"error": {"message": "injected failure", "type": "server_error"}}
             return JSONResponse(error, status_code=500)
@@ -220,6 +227,7 @@ async def _call(
     client: httpx.AsyncClient, url: str, body: dict, headers: dict, tally: _Tally, retries: int
 ) -> tuple[dict, float]:
     """POST until a 2xx (retrying errors and refused connections); the reply and its ms."""
+    last = ""
     for attempt in range(retries + 1):
         started = time.perf_counter()
         try:
@@ -227,11 +235,12 @@ async def _call(
             if resp.is_success:
                 ms = (time.perf_counter() - started) * 1000
                 return _read(resp, body.get("stream", False)), ms
-        except httpx.HTTPError:
-            pass
+            last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+        except httpx.HTTPError as e:
+            last = f"{type(e).__name__}: {e}"
         tally.retries += 1
         await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
-    raise RuntimeError(f"{url}: no success after {retries + 1} attempts")
+    raise RuntimeError(f"{url}: no success after {retries + 1} attempts; last: {last}")
 
 
 def _read(resp: httpx.Response, stream: bool) -> dict:
@@ -333,7 +342,7 @@ def run_load(
     from ..config import Settings
     from ..server.app import ServerSettings, create_app
 
-    upstream = FakeUpstream(cfg.latency_ms / 1000, cfg.fail_rate)
+    upstream = FakeUpstream(cfg.latency_ms / 1000, cfg.fail_rate, cfg.seed)
     up = LoopbackServer(upstream.app).start()
     settings = ServerSettings(
         data_dir=data_dir,

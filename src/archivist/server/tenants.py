@@ -16,7 +16,6 @@ import hmac
 import json
 import logging
 import re
-import sqlite3
 import threading
 import time
 from collections import Counter, deque
@@ -105,9 +104,6 @@ class Tenant:
         self.counters: Counter[str] = Counter()
         self.errors: deque[str] = deque(maxlen=20)  # the latest background failures
         self._guard = threading.Lock()
-        # One request at a time reaches the store: SQLiteStore shares one connection and
-        # reads outside its lock, which concurrent threads corrupt ("another row available").
-        self._memory_lock = threading.RLock()
         self._locks: dict[str, threading.Lock] = {}
         self._writes = ThreadPoolExecutor(1, thread_name_prefix=f"archivist-{tenant_id}-writes")
         self._extract = ThreadPoolExecutor(1, thread_name_prefix=f"archivist-{tenant_id}-extract")
@@ -122,9 +118,8 @@ class Tenant:
             return self._locks.setdefault(conversation, threading.Lock())
 
     def call(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-        """Run a MemoryService call under the tenant's store lock (REST reads use this)."""
-        with self._memory_lock:
-            return fn(*args, **kw)
+        """Run a MemoryService call (the store serialises its own statements across threads)."""
+        return fn(*args, **kw)
 
     def add(self, convs: Sequence[Conversation], *, only_new: bool = False) -> list[AddResult]:
         """Store messages now (the log is durable before we answer); extract later.
@@ -134,7 +129,7 @@ class Tenant:
         """
         results = []
         for conv in convs:
-            with self.lock(conv.id), self._memory_lock:
+            with self.lock(conv.id):
                 if only_new:
                     stored = self.memory.store.existing_hashes(conv.id)
                     fresh = tuple(m for m in conv.messages if m.id not in stored)
@@ -148,19 +143,7 @@ class Tenant:
         return results
 
     def context(self, turn: str, **kw: Any) -> Context:
-        """MemoryService.context, tried twice: concurrent first reads of new speakers race.
-
-        Two threads may both create the identity of a speaker new to the store
-        (``ensure_identities`` reads outside its write transaction); the loser
-        gets an IntegrityError, and a retry finds the identity made.
-        """
-        for _ in range(4):
-            try:
-                return self.call(self.memory.context, turn, **kw)
-            except sqlite3.DatabaseError as e:  # an IntegrityError, or one raised at COMMIT
-                if "person_identities" not in str(e):
-                    raise
-                self.counters["identity_races"] += 1
+        """MemoryService.context for a proxied turn."""
         return self.call(self.memory.context, turn, **kw)
 
     def delete(self, *, conversation: str | None = None, person: str | None = None) -> int:
@@ -202,12 +185,7 @@ class Tenant:
                     return
                 todo = sorted(self._pending)
                 self._pending.clear()
-            # The heuristic archivist is quick and runs under the store lock; an LLM one
-            # would hold it for seconds of model calls, so it runs beside requests.
-            if self.memory.llm is None:
-                self.call(self.memory.extract, todo)
-            else:
-                self.memory.extract(todo)
+            self.memory.extract(todo)  # beside requests: the store serialises statements
             self.call(self.memory.schedule_consolidation, todo)  # the job worker runs it
             self.counters["extractions"] += 1
 
@@ -233,14 +211,13 @@ class Tenant:
 
     def status(self) -> dict:
         """Counters, the job queue and the latest background errors, for GET /status."""
-        with self._memory_lock:
-            return {
-                "tenant": self.id,
-                "counters": dict(self.counters),
-                "background_errors": list(self.errors),
-                "jobs": self.memory.job_counts(),
-                "stats": self.memory.stats(),
-            }
+        return {
+            "tenant": self.id,
+            "counters": dict(self.counters),
+            "background_errors": list(self.errors),
+            "jobs": self.memory.job_counts(),
+            "stats": self.memory.stats(),
+        }
 
     def close(self) -> None:
         """Finish pending writes (replies are never dropped), then close the store."""

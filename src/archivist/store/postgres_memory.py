@@ -338,8 +338,8 @@ class PostgresMemoryMixin(PostgresPeopleMixin):
                         (*values, sid),
                     )
                 cur.executemany(
-                    "INSERT INTO scene_episodes(scene_id, episode_id) VALUES (%s, %s) "
-                    "ON CONFLICT DO NOTHING",
+                    "INSERT INTO scene_episodes(scene_id, episode_id) "  # skip re-extracted
+                    "SELECT %s, id FROM episodes WHERE id = %s ON CONFLICT DO NOTHING",
                     [(sid, e) for e in scene.episode_ids],
                 )
                 ids.append(sid)

@@ -155,8 +155,9 @@ class ConsolidationMixin:
                         "WHERE id = ?",
                         (*values, sid),
                     )
-                db.executemany(
-                    "INSERT OR IGNORE INTO scene_episodes(scene_id, episode_id) VALUES (?, ?)",
+                db.executemany(  # an episode re-extracted meanwhile is gone: skip it
+                    "INSERT OR IGNORE INTO scene_episodes(scene_id, episode_id) "
+                    "SELECT ?, id FROM episodes WHERE id = ?",
                     [(sid, e) for e in scene.episode_ids],
                 )
                 ids.append(sid)
