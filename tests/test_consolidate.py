@@ -315,15 +315,17 @@ def test_dossier_summarises_current_claims_only(themed: MemoryService) -> None:
 
 
 def _add_person(mem: MemoryService, pid: str, name: str, identities) -> None:
+    """A person holding these identities (taken from the persons add() made for them)."""
     now = datetime(2023, 6, 1, tzinfo=UTC).isoformat()
     _sql(mem, "INSERT INTO persons(id, name, created_at) VALUES (?, ?, ?)", (pid, name, now))
     for conv, spoken in identities:
         _sql(
             mem,
-            "INSERT INTO person_identities(person_id, conversation, name, name_key) "
+            "INSERT OR REPLACE INTO person_identities(person_id, conversation, name, name_key) "
             "VALUES (?, ?, ?, ?)",
             (pid, conv, spoken, spoken.casefold()),
         )
+    _sql(mem, "DELETE FROM persons WHERE id NOT IN (SELECT person_id FROM person_identities)")
 
 
 def test_key_info_from_own_first_hand_claims(tmp_path: Path) -> None:
@@ -347,8 +349,8 @@ def test_key_info_from_own_first_hand_claims(tmp_path: Path) -> None:
         )
         _add_person(m, "p-ana", "Ana", [("c", "Ana"), ("b", "Ana")])
         _add_person(m, "p-bob", "Bob", [("b", "Bob")])
-        result = run_key_info(m, {})
-        assert result == {"persons": 2, "key_info_written": 2}
+        result = run_key_info(m, {})  # Ana, Bob, and Lee (a person since add())
+        assert result == {"persons": 3, "key_info_written": 3}
         ana, bob = m.key_info("p-ana"), m.key_info("p-bob")
         assert 0 < len(ana) <= 600 and "bicycles" in bob and "bicycles" not in ana
         own = {
@@ -361,7 +363,7 @@ def test_key_info_from_own_first_hand_claims(tmp_path: Path) -> None:
             assert any(t.startswith(part.rstrip(".…")) for t in own), part
         assert "Lee" not in ana
         again = assert_idempotent(m, run_key_info)
-        assert again == {"persons": 2, "key_info_written": 0}
+        assert again == {"persons": 3, "key_info_written": 0}
 
 
 # -- usefulness ---------------------------------------------------------------------------

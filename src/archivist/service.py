@@ -207,6 +207,8 @@ class MemoryService:
         self._check_embed_model(self.embedder)
         results = [self._add_one(c, progress) for c in convs]
         self._people = None
+        if any(r.added for r in results):
+            self.store.ensure_identities()  # new speakers are persons at once
         if extract:
             self.extract([c.id for c in convs])
             self.schedule_consolidation([c.id for c in convs])
@@ -394,6 +396,7 @@ class MemoryService:
             if conversation is not None
             else self.store.delete_person(person)  # type: ignore[arg-type]
         )
+        self.store.ensure_identities()  # identities whose speaker is gone go too
         self._people = None
         return n
 
@@ -531,10 +534,9 @@ class MemoryService:
     def persons(self) -> list[Person]:
         """Persons across conversations, each with its (conversation, name) identities.
 
-        New speakers get their own person here (cheap and idempotent), so the
-        list is complete right after add(); merging waits for resolve_people().
+        add() and delete() keep identities up to date (one per new speaker), so
+        this is a pure read; merging waits for resolve_people().
         """
-        self.store.ensure_identities()
         return self.store.persons()
 
     def person(self, id_or_name: str) -> Person:
