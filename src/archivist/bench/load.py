@@ -108,6 +108,7 @@ class FakeUpstream:
             routes=[
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/v1/models", self.models),
+                Route("/stats", self.stats),
             ]
         )
 
@@ -132,6 +133,12 @@ class FakeUpstream:
             return StreamingResponse(iter(chunks(model, text)), media_type="text/event-stream")
         return JSONResponse(completion(model, text))
 
+    async def stats(self, request: Any) -> Any:
+        """Calls and injected failures so far (read when the upstream runs in another process)."""
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"calls": self.calls, "failed": self.failed})
+
     async def models(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
@@ -151,6 +158,9 @@ class LoopbackServer:
 
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit this: without it each request whose body follows
+        # its headers in a second write waits out a 40 ms delayed ACK (measured).
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="error", lifespan="on", timeout_keep_alive=30)
@@ -170,6 +180,62 @@ class LoopbackServer:
         self.server.should_exit = True
         self.thread.join(30)
         self.sock.close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+def _serve_proxy(settings: Any, port: int, ready: Any) -> None:
+    """Child process: the proxy app under uvicorn on 127.0.0.1:port until terminated."""
+    from ..server.app import create_app
+
+    _serve(create_app(settings), port, ready)
+
+
+def _serve_upstream(latency_s: float, fail_rate: float, seed: int, port: int, ready: Any) -> None:
+    """Child process: the fake upstream (its counters at GET /stats)."""
+    _serve(FakeUpstream(latency_s, fail_rate, seed).app, port, ready)
+
+
+def _serve(app: Any, port: int, ready: Any) -> None:
+    import signal
+
+    server = LoopbackServer(app, port)
+    signal.signal(signal.SIGTERM, lambda *_: setattr(server.server, "should_exit", True))
+    server.start()
+    ready.set()
+    server.thread.join()
+
+
+class ProcessServer:
+    """The proxy in its own process: the chat clients and the fake upstream do not share its
+    interpreter lock, so the latency it adds is its own. Stopped with SIGTERM (graceful)."""
+
+    def __init__(self, settings: Any, port: int = 0, target: Any = None, args: tuple = ()) -> None:
+        """``target(*args, port, ready)`` serves in the child; by default the proxy."""
+        import multiprocessing
+
+        if not port:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+        self.port = port
+        ctx = multiprocessing.get_context("spawn")
+        self._ready = ctx.Event()
+        target, args = (target, args) if target else (_serve_proxy, (settings,))
+        self.process = ctx.Process(target=target, args=(*args, port, self._ready))
+
+    def start(self) -> ProcessServer:
+        self.process.start()
+        if not self._ready.wait(120):
+            self.process.kill()
+            raise RuntimeError("the proxy process did not start")
+        return self
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(60)
 
     @property
     def url(self) -> str:
@@ -335,15 +401,27 @@ def run_load(
     *,
     memory_settings: Any = None,
     memory_factory: Any = None,
+    separate_process: bool = False,
 ) -> dict:
-    """Run the load benchmark; returns figures as a dict (see ``load_table``)."""
+    """Run the load benchmark; returns figures as a dict (see ``load_table``).
+
+    ``separate_process``: the proxy runs in its own process (what the CLI
+    does); otherwise in a thread of this one, sharing its interpreter lock with
+    the clients and the upstream (tests, and ``memory_factory`` injection).
+    """
     from collections import Counter
 
     from ..config import Settings
     from ..server.app import ServerSettings, create_app
 
+    counters: Counter[str] = Counter()
+    own_process = separate_process and memory_factory is None
     upstream = FakeUpstream(cfg.latency_ms / 1000, cfg.fail_rate, cfg.seed)
-    up = LoopbackServer(upstream.app).start()
+    if own_process:  # the clients' process does nothing but send
+        spec = (cfg.latency_ms / 1000, cfg.fail_rate, cfg.seed)
+        up: Any = ProcessServer(None, target=_serve_upstream, args=spec).start()
+    else:
+        up = LoopbackServer(upstream.app).start()
     settings = ServerSettings(
         data_dir=data_dir,
         keys=((KEY, TENANT),),
@@ -352,13 +430,26 @@ def run_load(
         drift_guard=cfg.drift_guard,
         memory=memory_settings or Settings(),
     )
-    counters: Counter[str] = Counter()
-    proxy = {"server": LoopbackServer(create_app(settings, memory_factory=memory_factory)).start()}
+
+    def start_proxy(port: int = 0) -> Any:
+        if own_process:
+            return ProcessServer(settings, port).start()
+        return LoopbackServer(create_app(settings, memory_factory=memory_factory), port).start()
+
+    proxy = {"server": start_proxy()}
 
     def stop_proxy() -> None:
-        app = proxy["server"].server.config.app
+        server = proxy["server"]
+        if own_process:
+            status = httpx.get(
+                server.url + "/memory/status", headers={"Authorization": f"Bearer {KEY}"}
+            )
+            counters.update(status.json().get("counters", {}) if status.is_success else {})
+            server.stop()  # SIGTERM: graceful, queued replies are stored first
+            return
+        app = server.server.config.app
         tenants = app.state.registry.opened()
-        proxy["server"].stop()  # graceful: in-flight turns finish, queued replies are stored
+        server.stop()  # graceful: in-flight turns finish, queued replies are stored
         counters.update(app.state.proxy_counters)
         for t in tenants:
             counters.update(t.counters)
@@ -366,8 +457,7 @@ def run_load(
     def restart() -> None:
         port = proxy["server"].port
         stop_proxy()
-        app = create_app(settings, memory_factory=memory_factory)
-        proxy["server"] = LoopbackServer(app, port).start()
+        proxy["server"] = start_proxy(port)
 
     tally = _Tally()
     urls = {
@@ -394,6 +484,9 @@ def run_load(
         completed = asyncio.run(main())
     finally:
         stop_proxy()
+        if own_process:
+            stats = httpx.get(up.url.removesuffix("/v1") + "/stats").json()
+            upstream.calls, upstream.failed = stats["calls"], stats["failed"]
         up.stop()
     return {
         "config": asdict(cfg),

@@ -26,6 +26,11 @@ from .common import Context, emit_json, pass_ctx
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the tenant store goes (default: a temporary dir).",
 )
+@click.option(
+    "--in-process",
+    is_flag=True,
+    help="Run the proxy in this process (sharing its interpreter lock with the clients).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
 @pass_ctx
 def load(
@@ -40,6 +45,7 @@ def load(
     budget: int,
     max_seconds: float,
     data_dir: Path | None,
+    in_process: bool,
     as_json: bool,
 ) -> None:
     """Proxy latency added over direct calls (p50/p95) and messages stored vs sent."""
@@ -60,7 +66,9 @@ def load(
         target = data_dir or Path(tmp)
         if (target / "bench.db").exists():
             raise click.UsageError(f"{target / 'bench.db'} exists; use an empty --data-dir")
-        result = run_load(cfg, target, memory_settings=ctx.settings)
+        result = run_load(
+            cfg, target, memory_settings=ctx.settings, separate_process=not in_process
+        )
     if not as_json:
         click.echo(load_table(result))
         click.echo()
