@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import ConfigError
 from .bench import bench
 from .common import Context, emit_json, pass_ctx
 
@@ -49,7 +50,15 @@ def load(
     as_json: bool,
 ) -> None:
     """Proxy latency added over direct calls (p50/p95) and messages stored vs sent."""
-    from ..bench.load import LoadConfig, load_table, run_load
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+
+        from ..bench.load import LoadConfig, load_table, run_load
+    except ImportError as e:
+        raise ConfigError(
+            f"bench load needs the server: {e}; pip install 'archivist[server]'"
+        ) from e
 
     cfg = LoadConfig(
         chats=chats,
