@@ -161,3 +161,24 @@ def test_ask_routes_to_the_conversation_of_the_people_it_names(tmp_path: Path) -
         assert a.evidence == (("c1", "D1:1"),)
         b = m.ask("What did Caroline tell Ben about the pottery fair?")
         assert b.conversation == "c2" and ("c2", "D1:1") in b.evidence
+
+
+def test_a_name_used_to_address_someone_does_not_make_it_theirs(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "g",
+        [
+            [
+                ("Jon", "Hey Gina, I had to shut down my bank account after the fraud."),
+                ("Gina", "Oh no, I am so sorry to hear that."),
+                ("Gina", "I started a fashion internship downtown."),
+            ]
+        ],
+        people=("Jon", "Gina"),
+    )
+    with MemoryService(tmp_path / "g.db", embedder=FakeEmbedder()) as m:
+        m.add(conv)
+        a = m.ask("Why did Gina shut down her bank account?")
+        assert a.abstain and a.speaker == "Jon"
+        assert ("g", "D1:1") in a.evidence
+        b = m.ask("Why did Jon shut down his bank account?")
+        assert not b.abstain and ("g", "D1:1") in b.evidence

@@ -223,6 +223,13 @@ def sentence_owner(sentence: str, speaker: str, addressees: Sequence[str], peopl
     return named[0] if len(named) == 1 else None
 
 
+def _said_to(sentence: str) -> str:
+    """The sentence without a name used to address someone ("Hey Gina, I ..." is not Gina's)."""
+    for vocative in _VOCATIVE:
+        sentence = vocative.sub(" ", sentence)
+    return sentence
+
+
 def evidence_units(hits: Sequence[Hit], people: Sequence[str]) -> list[Unit]:
     """Every hit's sentences and claims as units, each owned by a person (or nobody)."""
     known = {p.casefold(): p for p in people}
@@ -267,7 +274,7 @@ def verify_speaker(
         cov = coverage(u.text, wanted, weights)
         if u.owner is None:
             continue
-        if u.owner.casefold() == x.casefold() or xkey in {stem(w) for w in words(u.text)}:
+        if u.owner.casefold() == x.casefold() or xkey in {stem(w) for w in words(_said_to(u.text))}:
             mine = max(mine, cov)
         elif other is None or cov > other[0]:
             other = (cov, u)
