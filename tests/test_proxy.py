@@ -217,3 +217,31 @@ def test_load_run_loses_and_duplicates_nothing_across_failures_and_a_restart(tmp
     assert result["upstream"]["failed"] > 0 and result["retries"] > 0
     m = result["messages"]
     assert m["sent"] == m["stored"] == 3 * 9 and m["lost"] == m["extra"] == m["duplicated"] == 0
+
+
+def test_a_long_pause_in_a_chat_opens_a_new_session(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from archivist.server.tenants import Tenant
+
+    tenant = Tenant("t", fake_memory("t", tmp_path / "t.db"))
+    t0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
+    history = [{"role": "user", "content": "I'm moving to Porto next month."}]
+    tenant.add([proxy.chat_conversation(history, "c", "ana", t0)], only_new=True)
+    history += [
+        {"role": "assistant", "content": "Exciting!"},
+        {"role": "user", "content": "Any tips for the move?"},
+    ]
+    soon = t0 + timedelta(minutes=5)
+    tenant.add([proxy.chat_conversation(history, "c", "ana", soon)], only_new=True)
+    history += [
+        {"role": "assistant", "content": "Label your boxes."},
+        {"role": "user", "content": "Back again: I found a flat in Porto."},
+    ]
+    later = t0 + timedelta(hours=3)
+    tenant.add([proxy.chat_conversation(history, "c", "ana", later)], only_new=True)
+    tenant.drain(30)
+    log = [m for _, m in tenant.memory.store.conversation_messages("c")]
+    assert [m.session for m in log] == [1, 1, 1, 2, 2]  # re-sent turns stored once
+    assert log[-1].session_start == log[-2].timestamp >= later  # the pause opened it
+    tenant.close()

@@ -29,7 +29,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -40,8 +40,8 @@ from pydantic import Field
 from ..errors import ArchivistError, InputError, NotFound
 from ..model import ROLES, Claim, ClaimEvent, Conversation, Message, Person, Session, content_hash
 from ..service import MemoryService
+from ..write.sessions import SESSION_GAP, next_session  # noqa: F401 - re-exported
 
-SESSION_GAP = timedelta(minutes=30)  # a longer pause than this starts a new session
 ID_PREFIX = "mcp-"
 JSON = "application/json"
 
@@ -83,17 +83,6 @@ def message_id(
     if timestamp is not None:
         parts.append(timestamp.astimezone(UTC).isoformat())
     return ID_PREFIX + content_hash(*parts)[:16]
-
-
-def next_session(stored: Sequence[Message], at: datetime) -> tuple[int, datetime | None]:
-    """The session a message at ``at`` joins and its start: the last one, or a new one
-    after a pause longer than SESSION_GAP."""
-    if not stored:
-        return 1, at
-    last = max(stored, key=lambda m: m.seq)
-    if at - last.timestamp > SESSION_GAP:
-        return last.session + 1, at
-    return last.session, last.session_start
 
 
 def _iso(when: datetime | None) -> str | None:

@@ -27,10 +27,11 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import ConfigError
-from ..model import Conversation
+from ..model import Conversation, Message
 from ..read.context import Context
 from ..service import MemoryService
 from ..store.base import AddResult
+from ..write.sessions import next_session
 
 log = logging.getLogger("archivist.server")
 
@@ -136,11 +137,22 @@ class Tenant:
                     if not fresh:
                         results.append(AddResult(conv.id, unchanged=len(conv.messages)))
                         continue
-                    conv = replace(conv, messages=fresh)
+                    conv = replace(conv, messages=self._sessioned(conv.id, fresh, bool(stored)))
                 results.extend(self.memory.add(conv, extract=False))
         self.counters["messages_added"] += sum(r.added for r in results)
         self.schedule([c.id for c in convs])
         return results
+
+    def _sessioned(
+        self, conversation: str, fresh: tuple[Message, ...], has_log: bool
+    ) -> tuple[Message, ...]:
+        """New turns join the chat's last session, or open one after a long pause, so the
+        archivist re-reads one sitting as a chat grows, not the whole chat."""
+        log = (
+            [m for _, m in self.memory.store.conversation_messages(conversation)] if has_log else []
+        )
+        session, start = next_session(log, min(m.timestamp for m in fresh))
+        return tuple(replace(m, session=session, session_start=start) for m in fresh)
 
     def context(self, turn: str, **kw: Any) -> Context:
         """MemoryService.context for a proxied turn."""
