@@ -483,6 +483,24 @@ class SQLiteStore(DerivedMemoryMixin, ReconcileMixin, PeopleMixin, Consolidation
             restrict = np.asarray(ids, dtype=np.int64)
         return idx.search(query, limit, restrict)
 
+    def _vectors_of(self, table: str, model: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Row id -> its stored ``model`` vector, for a table that embeds (rows without one
+        left out); claims and episodes both read theirs here."""
+        pk = _VECTOR_TABLES[table]
+        unique = list(dict.fromkeys(int(i) for i in ids))
+        rows: list[tuple] = []
+        for i in range(0, len(unique), 500):
+            chunk = unique[i : i + 500]
+            rows += self._db.execute(
+                f"SELECT t.{pk}, v.vec, v.dim FROM {table} t JOIN vectors v ON v.id = t.vec_id "
+                f"AND v.model = ? WHERE t.{pk} IN ({','.join('?' * len(chunk))})",
+                (model, *chunk),
+            ).fetchall()
+        if not rows:
+            return {}
+        mat = unpack_many([r[1] for r in rows], rows[0][2])
+        return {r[0]: mat[i] for i, r in enumerate(rows)}
+
     def _rows_by_ids(self, select: str, ids: Iterable[int]) -> Iterator[tuple]:
         """Rows of ``select`` (ending in ``IN``) for the given ids, 500 per query."""
         unique = list(dict.fromkeys(int(i) for i in ids))

@@ -99,19 +99,7 @@ class ConsolidationMixin:
 
     def episode_vectors(self, model: str, episode_ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored narrative vectors of episodes under ``model`` (episodes without one left out)."""
-        ids = list(dict.fromkeys(int(i) for i in episode_ids))
-        out: dict[int, np.ndarray] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            rows = self._db.execute(
-                "SELECT e.id, v.vec FROM episodes e JOIN vectors v ON v.id = e.vec_id "
-                f"WHERE v.model = ? AND e.id IN ({','.join('?' * len(chunk))})",
-                (model, *chunk),
-            )
-            out.update(
-                (eid, np.frombuffer(blob, dtype="<f4").astype(np.float32)) for eid, blob in rows
-            )
-        return out
+        return self._vectors_of("episodes", model, episode_ids)  # type: ignore[attr-defined]
 
     def save_scenes(
         self,

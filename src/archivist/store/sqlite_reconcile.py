@@ -21,7 +21,7 @@ import numpy as np
 from ..model import Claim, ClaimEvent, Conflict, Entity
 from . import sql as q
 from .base import ReconcileBatch
-from .vecindex import pack, unpack_many
+from .vecindex import pack
 
 _ENTITY_COLS = (
     "id, conversation, owner, name, kind, aliases, roles, states, brief, dossier, "
@@ -110,19 +110,7 @@ class ReconcileMixin:
 
     def claim_vectors(self, model: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """claim id -> its stored vector (claims whose vector is missing are left out)."""
-        unique = list(dict.fromkeys(int(i) for i in ids))
-        rows: list[tuple] = []
-        for i in range(0, len(unique), 500):
-            chunk = unique[i : i + 500]
-            rows += self._db.execute(
-                "SELECT c.id, v.vec, v.dim FROM claims c JOIN vectors v ON v.id = c.vec_id "
-                f"AND v.model = ? WHERE c.id IN ({','.join('?' * len(chunk))})",
-                (model, *chunk),
-            ).fetchall()
-        if not rows:
-            return {}
-        mat = unpack_many([r[1] for r in rows], rows[0][2])
-        return {r[0]: mat[i] for i, r in enumerate(rows)}
+        return self._vectors_of("claims", model, ids)  # type: ignore[attr-defined]
 
     def save_reconciliation(self, batch: ReconcileBatch) -> None:
         """Write one conversation's reconciliation atomically (all of it or none)."""
