@@ -23,20 +23,14 @@ from .llm.base import ChatModel
 from .llm.structured import run_parallel
 from .model import (
     Claim,
-    ClaimEvent,
-    Conflict,
     Conversation,
-    Decision,
-    Entity,
     Hit,
     Job,
     Message,
-    Person,
-    Scene,
-    Summary,
 )
 from .read.route import Recall, Route
 from .read.search import SearchConfig, SearchTrace, get_preset, search
+from .service_views import MemoryViews
 from .store.base import AddResult, IndexedClaim, IndexedEpisode, IndexedMessage, Store
 from .store.sql import Filters
 from .write.archivist import Archivist, HeuristicArchivist, SessionResult
@@ -127,7 +121,7 @@ def open_store(settings: Settings) -> Store:
     return SQLiteStore(settings.resolved_db_path())
 
 
-class MemoryService:
+class MemoryService(MemoryViews):
     """Long-term memory over a message log: add conversations, search them, delete them."""
 
     def __init__(
@@ -438,7 +432,7 @@ class MemoryService:
         """Jobs on the durable queue by status (queued, running, done, skipped, failed)."""
         return self.store.job_counts()
 
-    # -- reconciliation (layers 1-2) -------------------------------------------------
+    # -- the LLM, for every task (reconciliation, people, consolidation, answers) ------
 
     def llm_call(
         self,
@@ -475,151 +469,6 @@ class MemoryService:
             )
         finally:
             self._persist_llm_usage(before)
-
-    def reconcile(self, conversation: str | None = None) -> dict:
-        """Layers 1-2 now: entities resolved, duplicates merged, conflicts logged."""
-        from .write.reconcile_job import run_reconcile
-
-        return run_reconcile(self, {"conversation": conversation} if conversation else {})
-
-    def entities(
-        self,
-        *,
-        conversation: str | None = None,
-        owner: str | None = None,
-        name: str | None = None,
-        person: str | None = None,
-        limit: int = 1000,
-    ) -> list[Entity]:
-        """Resolved entities, most mentioned first (``person``: entities that person mentioned)."""
-        return self.store.list_entities(conversation, owner or person, name, limit)
-
-    def claim_history(self, claim_id: int) -> list[ClaimEvent]:
-        """What reconciliation did to a claim, in order (nothing is ever deleted)."""
-        if not self.store.claims_by_id([claim_id]):
-            raise NotFound(f"no claim {claim_id}")
-        return self.store.claim_history(claim_id)
-
-    def conflicts(
-        self, *, conversation: str | None = None, subject: str | None = None
-    ) -> list[Conflict]:
-        """Logged conflicts, in the order their newer claims start."""
-        return self.store.list_conflicts(conversation, subject)
-
-    def timeline(
-        self, entity: str, *, conversation: str | None = None, owner: str | None = None
-    ) -> list[tuple[Claim, list[ClaimEvent]]]:
-        """Claims about an entity or person over time, with validity, speaker and history.
-
-        ``entity`` is an entity name or alias, or a person's name: claims about
-        the person (subject) and claims mentioning an entity of that name, in
-        the order they start to hold, superseded ones included.
-        """
-        found: dict[int, Claim] = {}
-        for e in self.store.list_entities(conversation, owner, entity, 1_000_000):
-            for c in self.store.entity_claims(e.id, current_only=False):  # type: ignore[arg-type]
-                found[c.id] = c  # type: ignore[index]
-        for c in self.store.list_claims(
-            Filters(conversation=conversation, person=entity), limit=1_000_000
-        ):
-            if c.subject.casefold() == entity.casefold():
-                found[c.id] = c  # type: ignore[index]
-        if not found:
-            raise NotFound(f"nothing known about {entity!r}")
-        ordered = sorted(found.values(), key=lambda c: (c.valid_from or c.said_at, c.id))
-        return [(c, self.store.claim_history(c.id)) for c in ordered]  # type: ignore[arg-type]
-
-    # -- people across conversations (layer 3) ----------------------------------------
-
-    def persons(self) -> list[Person]:
-        """Persons across conversations, each with its (conversation, name) identities.
-
-        add() and delete() keep identities up to date (one per new speaker), so
-        this is a pure read; merging waits for resolve_people().
-        """
-        return self.store.persons()
-
-    def person(self, id_or_name: str) -> Person:
-        """One person by id, or by a name only one person goes by (NotFound / InputError)."""
-        found = self.persons()
-        for p in found:
-            if p.id == id_or_name:
-                return p
-        from .store.sql import person_key
-
-        key = person_key(id_or_name)
-        named = [
-            p
-            for p in found
-            if key in {person_key(p.name), *(person_key(n) for _, n in p.identities)}
-        ]
-        if not named:
-            raise NotFound(f"no person {id_or_name!r}")
-        if len(named) > 1:
-            ids = ", ".join(p.id for p in named)
-            raise InputError(f"{id_or_name!r} names {len(named)} persons ({ids}); use an id")
-        return named[0]
-
-    def decisions(self, kind: str | None = None) -> list[Decision]:
-        """Stored identity decisions (MERGE / SEPARATE) with reasons and evidence, oldest first."""
-        return self.store.decisions(kind)
-
-    def declare_identity(self, user_id: str, conversation: str, name: str) -> Person:
-        """State that ``name`` in ``conversation`` is the user ``user_id``; no LLM involved."""
-        from .write.people import declare
-
-        return declare(self.store, user_id, conversation, name)
-
-    def resolve_people(self, *, max_steps: int | None = None) -> dict:
-        """Run the layer-3 job now: identities, declarations, then the identity agent."""
-        from .write.people import run_people
-
-        return run_people(self, {} if max_steps is None else {"max_steps": max_steps})
-
-    # -- consolidation output: scenes, summaries, dossiers, key info, usefulness --------
-
-    def scenes(self, conversation: str | None = None) -> list[Scene]:
-        """Themes found by consolidation (the scenes job), oldest first."""
-        return self.store.list_scenes(conversation)
-
-    def summaries(self, conversation: str | None = None, level: int | None = None) -> list[Summary]:
-        """Message summaries (1 = a session, higher = roll-ups), by level then time."""
-        if level is not None and (not isinstance(level, int) or level < 1):
-            raise InputError(f"level must be a positive integer; got {level!r}")
-        return self.store.list_summaries(conversation, level)
-
-    def dossier(self, entity_id: int) -> str:
-        """An entity's capped summary of its current claims ('' until the dossiers job ran)."""
-        text = self.store.entity_dossier(entity_id)
-        if text is None:
-            raise NotFound(f"no entity {entity_id!r}")
-        return text
-
-    def key_info(self, person_id: str) -> str:
-        """A person's capped key-info summary ('' until the key_info job ran)."""
-        text = self.store.person_key_info(person_id)
-        if text is None:
-            raise NotFound(f"no person {person_id!r}")
-        return text
-
-    def record_context(
-        self,
-        items: Sequence[tuple[str, str | int, str]],
-        reply: str,
-        person: str | None = None,
-        conversation: str | None = None,
-    ) -> int:
-        """Log the (kind, id, text) items shown for a turn and the reply, for usefulness scoring."""
-        rows = list(items)
-        if not all(isinstance(r, (tuple, list)) and len(r) == 3 for r in rows):
-            raise InputError("record_context() items are (kind, id, text) triples")
-        return self.store.log_context(person, conversation, rows, reply or "")
-
-    def usefulness(self, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:
-        """How useful each item turned out to be: (used + 1) / (shown + 2); 0.5 if never scored."""
-        wanted = list(ids)
-        scores = self.store.usefulness_scores(kind, wanted)
-        return {i: scores.get(i, 0.5) for i in wanted}
 
     # -- recall: routing, time, re-ranking (issue 5) -----------------------------------
 
