@@ -395,6 +395,47 @@ def _latency(tally: _Tally) -> dict:
     }
 
 
+class _Proxy:
+    """The proxy under test: started, stopped gracefully (its counters kept), restarted on
+    the same port; in its own process or in a thread of this one."""
+
+    def __init__(self, settings: Any, memory_factory: Any, own_process: bool) -> None:
+        from collections import Counter
+
+        self.settings, self.memory_factory, self.own_process = settings, memory_factory, own_process
+        self.counters: Counter[str] = Counter()
+        self.server = self._start()
+
+    def _start(self, port: int = 0) -> Any:
+        if self.own_process:
+            return ProcessServer(self.settings, port).start()
+        from ..server.app import create_app
+
+        app = create_app(self.settings, memory_factory=self.memory_factory)
+        return LoopbackServer(app, port).start()
+
+    def stop(self) -> None:
+        """Graceful: in-flight turns finish and queued replies are stored first."""
+        if self.own_process:
+            status = httpx.get(
+                self.server.url + "/memory/status", headers={"Authorization": f"Bearer {KEY}"}
+            )
+            self.counters.update(status.json().get("counters", {}) if status.is_success else {})
+            self.server.stop()  # SIGTERM
+            return
+        app = self.server.server.config.app
+        tenants = app.state.registry.opened()
+        self.server.stop()
+        self.counters.update(app.state.proxy_counters)
+        for t in tenants:
+            self.counters.update(t.counters)
+
+    def restart(self) -> None:
+        port = self.server.port
+        self.stop()
+        self.server = self._start(port)
+
+
 def run_load(
     cfg: LoadConfig,
     data_dir: Path,
@@ -405,16 +446,13 @@ def run_load(
 ) -> dict:
     """Run the load benchmark; returns figures as a dict (see ``load_table``).
 
-    ``separate_process``: the proxy runs in its own process (what the CLI
-    does); otherwise in a thread of this one, sharing its interpreter lock with
-    the clients and the upstream (tests, and ``memory_factory`` injection).
+    ``separate_process``: the proxy and the fake upstream run in their own
+    processes (what the CLI does); otherwise in threads of this one, sharing
+    its interpreter lock with the clients (tests, and ``memory_factory``).
     """
-    from collections import Counter
-
     from ..config import Settings
-    from ..server.app import ServerSettings, create_app
+    from ..server.app import ServerSettings
 
-    counters: Counter[str] = Counter()
     own_process = separate_process and memory_factory is None
     upstream = FakeUpstream(cfg.latency_ms / 1000, cfg.fail_rate, cfg.seed)
     if own_process:  # the clients' process does nothing but send
@@ -430,46 +468,15 @@ def run_load(
         drift_guard=cfg.drift_guard,
         memory=memory_settings or Settings(),
     )
-
-    def start_proxy(port: int = 0) -> Any:
-        if own_process:
-            return ProcessServer(settings, port).start()
-        return LoopbackServer(create_app(settings, memory_factory=memory_factory), port).start()
-
-    proxy = {"server": start_proxy()}
-
-    def stop_proxy() -> None:
-        server = proxy["server"]
-        if own_process:
-            status = httpx.get(
-                server.url + "/memory/status", headers={"Authorization": f"Bearer {KEY}"}
-            )
-            counters.update(status.json().get("counters", {}) if status.is_success else {})
-            server.stop()  # SIGTERM: graceful, queued replies are stored first
-            return
-        app = server.server.config.app
-        tenants = app.state.registry.opened()
-        server.stop()  # graceful: in-flight turns finish, queued replies are stored
-        counters.update(app.state.proxy_counters)
-        for t in tenants:
-            counters.update(t.counters)
-
-    def restart() -> None:
-        port = proxy["server"].port
-        stop_proxy()
-        proxy["server"] = start_proxy(port)
-
+    proxy = _Proxy(settings, memory_factory, own_process)
     tally = _Tally()
-    urls = {
-        "direct": up.url + "/chat/completions",
-        "proxy": proxy["server"].url + "/chat/completions",
-    }
+    urls = {"direct": up.url + "/chat/completions", "proxy": proxy.server.url + "/chat/completions"}
     half = cfg.chats * cfg.turns // 2
 
     async def on_turn() -> None:
         if cfg.restart and not tally.restarts and tally.turns_done >= half:
             tally.restarts = 1
-            await asyncio.to_thread(restart)
+            await asyncio.to_thread(proxy.restart)
 
     async def main() -> bool:
         runs = [_chat(n, cfg, urls, tally, on_turn) for n in range(cfg.chats)]
@@ -483,7 +490,7 @@ def run_load(
     try:
         completed = asyncio.run(main())
     finally:
-        stop_proxy()
+        proxy.stop()
         if own_process:
             stats = httpx.get(up.url.removesuffix("/v1") + "/stats").json()
             upstream.calls, upstream.failed = stats["calls"], stats["failed"]
@@ -498,7 +505,7 @@ def run_load(
         "latency_ms": _latency(tally),
         "messages": _count(Path(data_dir) / f"{TENANT}.db", tally.histories),
         "upstream": {"calls": upstream.calls, "failed": upstream.failed},
-        "proxy": {k: round(v, 2) for k, v in sorted(counters.items())},
+        "proxy": {k: round(v, 2) for k, v in sorted(proxy.counters.items())},
     }
 
 
