@@ -85,10 +85,6 @@ def message_id(
     return ID_PREFIX + content_hash(*parts)[:16]
 
 
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat() if when is not None else None
-
-
 def person_dict(p: Person) -> dict[str, Any]:
     """A person as JSON: id, name and the (conversation, name) identities it goes by."""
     return {

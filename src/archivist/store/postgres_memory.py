@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,6 +25,7 @@ from .postgres_people import C, PostgresPeopleMixin
 from .sqlite_consolidate import _SUMMARY_COLS, _row_to_summary, _unpack
 from .sqlite_derived import _CLAIM_COLS, _row_to_claim, claim_cols
 from .sqlite_jobs import _JOB_COLS, _row_to_job
+from .sqlite_people import _now
 from .sqlite_reconcile import (
     _CONFLICT_COLS,
     _ENTITY_COLS,
@@ -36,10 +37,6 @@ from .vecindex import pack
 
 if TYPE_CHECKING:
     import psycopg
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def _where(parts: list[str]) -> str:

@@ -11,20 +11,17 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 
 from ..model import Claim, Scene, Summary
 from . import sql as q
 from .sqlite_derived import _CLAIM_COLS, _row_to_claim
+from .sqlite_people import _now
 from .vecindex import pack
 
 _SELF_KINDS = ("fact", "event", "preference", "plan", "foresight")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def _unpack(blob: bytes | None) -> np.ndarray | None:

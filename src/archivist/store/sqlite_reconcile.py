@@ -21,6 +21,7 @@ import numpy as np
 from ..model import Claim, ClaimEvent, Conflict, Entity
 from . import sql as q
 from .base import ReconcileBatch
+from .sqlite_derived import _dt
 from .vecindex import pack
 
 _ENTITY_COLS = (
@@ -31,10 +32,6 @@ _CONFLICT_COLS = (
     "id, conversation, subject, attribute, old_claim, new_claim, old_value, new_value, "
     "old_time, new_time, kind, resolution, method"
 )
-
-
-def _dt(s: str | None) -> datetime | None:
-    return datetime.fromisoformat(s) if s else None
 
 
 def _row_to_entity(r: tuple) -> Entity:
