@@ -143,3 +143,11 @@ def test_a_second_consolidation_round_changes_nothing(tmp_path: Path) -> None:
             ("teacher", "head teacher", "evolution"),
         ]
         assert [e for e in mem.persons() if e.name == "Ana"] and len(mem.persons()) == 4
+
+
+def test_rounds_of_different_conversations_each_get_the_global_jobs(tmp_path: Path) -> None:
+    with memory(tmp_path / "m.db", consolidate_every=10) as mem:
+        mem.add(make_conversation("a", [[("Ana", f"Note {i}.") for i in range(10)]]))
+        mem.add(make_conversation("b", [[("Lee", f"Memo {i}.") for i in range(10)]]))
+        people = [j for j in mem.store.list_jobs(limit=100) if j.kind == "people"]
+        assert len(people) == 2  # one per round, though both conversations have 10 messages

@@ -27,6 +27,7 @@ from .model import (
     Hit,
     Job,
     Message,
+    content_hash,
 )
 from .read.route import Recall, Route
 from .read.search import SearchConfig, SearchTrace, get_preset, search
@@ -399,17 +400,18 @@ class MemoryService(MemoryViews):
     def schedule_consolidation(self, conversations: Sequence[str]) -> list[Job]:
         """Queue a round for conversations with ``consolidate_every`` new messages; run it
         now (inline), wake the worker (background), or leave it queued (manual)."""
-        due = []
-        counts = {c["id"]: c["messages"] for c in self.store.conversations()}
-        for cid in conversations:
-            n = counts.get(cid, 0)
+        due: dict[str, int] = {}
+        for cid in dict.fromkeys(conversations):
+            n = len(self.store.existing_hashes(cid))  # this conversation only, not the store
             mark = int(self.store.meta(f"consolidated:{cid}") or 0)
             if n - mark >= self.settings.consolidate_every:
-                due.append(cid)
+                due[cid] = n
                 self.store.set_meta(f"consolidated:{cid}", str(n))
         if due:
-            total = sum(counts.get(c, 0) for c in due)
-            self.jobs.enqueue_round(due, f"m{total}")
+            # The round's name covers which conversations at which size: a later round of
+            # other conversations must not collide with it (its global jobs would be lost).
+            tag = content_hash(*(f"{c}:{n}" for c, n in sorted(due.items())))[:16]
+            self.jobs.enqueue_round(list(due), f"m{tag}")
         mode = self.settings.consolidate_mode
         if mode == "inline":
             return self.jobs.run_pending()
