@@ -202,8 +202,8 @@ class MemoryService(MemoryViews):
         self._check_embed_model(self.embedder)
         results = [self._add_one(c, progress) for c in convs]
         self._people = None
-        if any(r.added for r in results):
-            self.store.ensure_identities()  # new speakers are persons at once
+        if written := [r.conversation for r in results if r.added]:
+            self.store.ensure_identities(written)  # new speakers are persons at once
         if extract:
             self.extract([c.id for c in convs])
             self.schedule_consolidation([c.id for c in convs])

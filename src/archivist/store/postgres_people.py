@@ -49,19 +49,28 @@ class PgAccess:
 class PostgresPeopleMixin(PgAccess):
     """Persons, identities and decisions for PostgresStore (see the module docstring)."""
 
-    def ensure_identities(self) -> int:
+    def ensure_identities(self, conversations: Sequence[str] | None = None) -> int:
         """Give every non-system speaker an identity and a person; drop stale ones.
 
         Returns the number of identities created; running it again creates none.
+        ``conversations`` limits the work to those (what add() just wrote).
         """
+        scope, params = "", ()
+        if conversations is not None:
+            scope, params = "AND conversation = ANY(%s)", (list(conversations),)
         # The speaker spelling of each identity's first message (SQLite's bare
         # column beside min(seq)).
         rows = self._read(
             "SELECT DISTINCT ON (conversation, speaker_key) conversation, speaker, speaker_key "
-            "FROM messages WHERE role <> 'system' "
-            "ORDER BY conversation, speaker_key, seq"
+            f"FROM messages WHERE role <> 'system' {scope} "
+            "ORDER BY conversation, speaker_key, seq",
+            params,
         )
-        known = set(self._read("SELECT conversation, name_key FROM person_identities"))
+        known = set(
+            self._read(
+                f"SELECT conversation, name_key FROM person_identities WHERE true {scope}", params
+            )
+        )
         fresh = [(c, s, k) for c, s, k in rows if (c, k) not in known]
         created = 0
         with self._write() as cur:
@@ -79,9 +88,10 @@ class PostgresPeopleMixin(PgAccess):
                 )
                 created += cur.rowcount
             cur.execute(
-                "DELETE FROM person_identities pi WHERE declared_id IS NULL AND NOT EXISTS "
-                "(SELECT 1 FROM messages m WHERE m.conversation = pi.conversation "
-                "AND m.speaker_key = pi.name_key)"
+                f"DELETE FROM person_identities pi WHERE declared_id IS NULL {scope} "
+                "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation = pi.conversation "
+                "AND m.speaker_key = pi.name_key)",
+                params,
             )
             _drop_empty_persons(cur)
         return created

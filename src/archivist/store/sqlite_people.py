@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from ..model import Decision, Person
@@ -38,23 +39,32 @@ class PeopleMixin:
 
     # -- identities and persons ---------------------------------------------------------
 
-    def ensure_identities(self) -> int:
+    def ensure_identities(self, conversations: Sequence[str] | None = None) -> int:
         """Give every non-system speaker of every conversation an identity and a person.
 
         Identities whose speaker no longer has messages (and that nobody
         declared) go, and so do persons left without identities. Returns the
         number of identities created; running it again creates none.
+        ``conversations`` limits the work to those (what add() just wrote).
         """
+        scope, params = "", ()
+        if conversations is not None:
+            scope = f"AND conversation IN ({','.join('?' * len(conversations))})"
+            params = tuple(conversations)
         with self._write() as db:  # type: ignore[attr-defined]
             # Read inside the transaction: two threads must not both see an identity missing.
             rows = db.execute(
                 "SELECT conversation, speaker, speaker_key, min(seq) FROM messages "
-                "WHERE role != 'system' GROUP BY conversation, speaker_key ORDER BY conversation"
+                f"WHERE role != 'system' {scope} GROUP BY conversation, speaker_key "
+                "ORDER BY conversation",
+                params,
             ).fetchall()
-            known = {
-                (c, k)
-                for c, k in db.execute("SELECT conversation, name_key FROM person_identities")
-            }
+            known = set(
+                db.execute(
+                    f"SELECT conversation, name_key FROM person_identities WHERE 1 {scope}",
+                    params,
+                ).fetchall()
+            )
             fresh = [(c, s, k) for c, s, k, _ in rows if (c, k) not in known]
             for conv, speaker, key in fresh:
                 pid = person_id_for(conv, speaker)
@@ -69,9 +79,10 @@ class PeopleMixin:
                     (pid, conv, speaker, key),
                 )
             db.execute(
-                "DELETE FROM person_identities WHERE declared_id IS NULL AND NOT EXISTS "
+                f"DELETE FROM person_identities WHERE declared_id IS NULL {scope} AND NOT EXISTS "
                 "(SELECT 1 FROM messages m WHERE m.conversation = person_identities.conversation "
-                "AND m.speaker_key = person_identities.name_key)"
+                "AND m.speaker_key = person_identities.name_key)",
+                params,
             )
             _drop_empty_persons(db)
         return len(fresh)
