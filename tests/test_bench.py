@@ -75,6 +75,22 @@ def test_bench_locomo_table_and_bad_k(tmp_path: Path) -> None:
     assert bad.exit_code != 0
 
 
+def test_bench_locomo_plus_scores_and_times_ablations(tmp_path: Path) -> None:
+    args = ["--db", str(tmp_path / "p.db"), "--embedder", "fake", "bench", "locomo"]
+    path = str(locomo_file(tmp_path))
+    plus = ["--plus", "entities", "--plus", "dossiers, scenes"]
+    result = CliRunner().invoke(cli, [*args, path, "--k", "5", "--json", *plus])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    added = {"archivist+entities", "archivist+dossiers+scenes"}
+    assert added <= set(r["retrieval"]) and set(r["latency_ms"]) == {"archivist", *added}
+    assert all(x["p95"] >= x["p50"] > 0 for x in r["latency_ms"].values())
+    table = CliRunner().invoke(cli, [*args, path, "--k", "5", "--plus", "entities"])
+    assert "search latency (archivist+entities, same path)" in table.stdout
+    bad = CliRunner().invoke(cli, [*args, path, "--plus", "nope"])
+    assert bad.exit_code != 0 and "unknown ranker" in bad.output
+
+
 def test_bench_scale_grows_the_store(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     args = ["--db", str(db), "--embedder", "fake", "bench", "scale"]

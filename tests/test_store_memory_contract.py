@@ -752,3 +752,63 @@ def test_a_second_consolidation_round_changes_nothing(make_memory) -> None:
     assert any(e.dossier for e in mem.store.list_entities()) or before["dossiers"]
     assert before["usefulness"] and before["context"] == []
     assert mem.store.reconcile_stats()["claims_unreconciled"] == 0
+
+
+# -- the reads of the link rankers (read/links.py) ------------------------------------------
+
+NEIGHBOURS = [
+    [
+        ("Ana", "My neighbour Sam fixes bikes in his garage."),
+        ("Lee", "Handy!"),
+        ("Ana", "Yesterday Sam lent me a pump."),
+    ],
+    [("Ana", "My brother Robert Brown teaches chemistry."), ("Lee", "Nice.")],
+]
+
+
+def test_link_reads_entities_dossiers_and_scenes(make_memory) -> None:
+    mem = make_memory()
+    mem.add(make_conversation("links", NEIGHBOURS))
+    mem.add(
+        make_conversation(
+            "else",
+            [[("Bo", "Our neighbour Sam sold his bikes."), ("Cy", "Oh.")]],
+            people=("Bo", "Cy"),
+        )
+    )
+    mem.consolidate()
+    s = mem.store
+    here = Filters(conversation="links")
+    (sam,) = s.entity_search("Where is Sam now?", here, 10)
+    assert (sam.name, sam.conversation, sam.owner) == ("Sam", "links", "Ana")
+    assert {e.conversation for e in s.entity_search("Sam", Filters(), 10)} == {"links", "else"}
+    assert s.entity_search("the of", here, 10) == [] and s.entity_search("zebra", here, 10) == []
+    # the claims mentioning him, more important first, then newer
+    mentions = s.entity_claims(sam.id, current_only=False)
+    expected = [
+        c.id for c in sorted(mentions, key=lambda c: (-c.importance, -c.said_at.timestamp(), -c.id))
+    ]
+    assert len(expected) == 2 and s.entity_claim_ids([sam.id], 5) == {sam.id: expected}
+    assert s.entity_claim_ids([sam.id, 10**9], 1) == {sam.id: expected[:1], 10**9: []}
+    assert s.claim_entity_ids([*expected, 10**9]) == {c: [sam.id] for c in expected}
+    # dossiers: the written ones of the filtered conversations
+    dossiers = dict(s.dossier_texts(here, 10))
+    assert dossiers[sam.id] == s.entity_dossier(sam.id) and "bikes" in dossiers[sam.id]
+    assert len(s.dossier_texts(here, 1)) == 1 and s.dossier_texts(Filters("nope"), 10) == []
+    # scenes: nearest centroid first, within the filters' conversations and window
+    scenes = {sc.id: sc for sc in s.list_scenes("links")}
+    q = mem.embedder.embed_batch(["Sam fixes bikes"])[0]
+    found = s.scene_search(q, here, 10)
+    assert {i for i, _ in found} == set(scenes) and [x for _, x in found] == sorted(
+        (x for _, x in found), reverse=True
+    )
+    assert s.scene_search(q, Filters(since=T0 + timedelta(weeks=9)), 10) == []
+    rowids = [r for r, _ in s.conversation_messages("links")]
+    members = s.scene_message_rowids(scenes)
+    assert sorted(r for rs in members.values() for r in rs) == sorted(rowids)
+    assert all(rs == sorted(rs, key=rowids.index) for rs in members.values())
+    # and the rankers through them, the same on both backends
+    got = mem.search("Who fixes bikes in a garage?", conversation="links", preset="dossiers")
+    assert {"D1:1", "D1:3"} <= {h.message.id for h in got}
+    named = mem.search("Any news of Sam?", preset="entities", person="Ana")
+    assert {h.message.id for h in named} == {"D1:1", "D1:3"}

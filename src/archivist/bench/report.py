@@ -41,6 +41,11 @@ def locomo_table(r: dict) -> str:
         f"{totals.get('cache_hits', 0)} cache hits",
         *_consolidation_lines(r.get("consolidation")),
         f"search latency ({lat['retriever']}): p50 {lat['p50']} ms, p95 {lat['p95']} ms",
+        *(
+            f"search latency ({name}, same path): p50 {x['p50']} ms, p95 {x['p95']} ms"
+            for name, x in r.get("latency_ms", {}).items()
+            if name != "archivist"
+        ),
         f"embedder: {r['embedder']}",
     ]
     return "\n".join(lines)

@@ -35,6 +35,13 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="--qa: results dir.")
 @click.option("--answer-model", help="--qa: answer model name on the configured LLM endpoint.")
 @click.option("--judge-model", help="--qa: judge model name (default: the answer model).")
+@click.option(
+    "--plus",
+    "plus_rankers",
+    multiple=True,
+    metavar="RANKER[,RANKER]",
+    help="Also score preset archivist with these rankers added (an ablation row; repeatable).",
+)
 @pass_ctx
 def locomo(
     ctx: Context,
@@ -47,12 +54,18 @@ def locomo(
     out: Path | None,
     answer_model: str | None,
     judge_model: str | None,
+    plus_rankers: tuple[str, ...],
 ) -> None:
     """Evidence recall@k on a LoCoMo file (archivist vs BM25, dense, plain RRF), or --qa."""
-    from ..bench.locomo import run_locomo
+    from ..bench.locomo import plus, run_locomo
     from ..bench.report import locomo_table
+    from ..errors import ConfigError
 
     kvals = _parse_ks(ks)
+    try:
+        extra = [plus([r.strip() for r in p.split(",") if r.strip()]) for p in plus_rankers]
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--plus") from None
     if qa:
         _locomo_qa(ctx, path, no_llm, as_json, limit, out, answer_model, judge_model)
         return
@@ -60,7 +73,7 @@ def locomo(
         ctx.settings = ctx.settings.with_(llm="none")
     progress = StagedProgress(enabled=not as_json)
     try:
-        result = run_locomo(ctx.memory, path, kvals, progress=progress)
+        result = run_locomo(ctx.memory, path, kvals, progress=progress, extra=extra)
     finally:
         progress.close()
     if as_json:

@@ -15,11 +15,12 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from ..embed.base import Embedder
-from ..model import Claim, Hit, Message
+from ..model import Hit, Message
 from ..store.base import Store
 from ..store.sql import Filters, person_key
 from ..write.timeground import find_times
 from .fusion import rrf
+from .links import LINK_RANKERS, closed_at, link_rankings
 from .query import asks_when, names_in
 from .rerank import RerankConfig, features, rerank
 from .route import Route
@@ -28,6 +29,10 @@ from .temporal import TimeIntent
 RANKERS = ("bm25", "dense")
 CLAIM_RANKERS = ("claims_bm25", "claims_dense")
 EPISODE_RANKERS = ("episodes_bm25", "episodes_dense")
+ALL_RANKERS = (*RANKERS, *CLAIM_RANKERS, *EPISODE_RANKERS, *LINK_RANKERS)
+# Rankers that use the query's vector (a front end embeds the query only for these):
+# "scenes" needs it, the entity rankers order their claims by it when they have it.
+VECTOR_RANKERS = frozenset({"dense", "claims_dense", "episodes_dense", *LINK_RANKERS})
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,13 @@ class SearchConfig:
     # asks about the past; 1.0 = no effect. Closed claims never vote.
     stale_weight: float = 1.0
     rerank: RerankConfig | None = None
+    # Link rankers (read/links.py): how many scenes let their members through, how
+    # many entities (dossier-matched, named, or one hop from the top claims) vote, with
+    # how many of their claims each, and how many top claims the hop starts from.
+    scene_top: int = 3
+    entity_top: int = 5
+    entity_claims: int = 20
+    hop_from: int = 10
 
 
 PRESETS: Mapping[str, SearchConfig] = {
@@ -61,6 +73,9 @@ PRESETS: Mapping[str, SearchConfig] = {
     "rrf": SearchConfig("rrf"),
     "claims": SearchConfig("claims", rankers=CLAIM_RANKERS),
     "episodes": SearchConfig("episodes", rankers=EPISODE_RANKERS),
+    "scenes": SearchConfig("scenes", rankers=("scenes",)),
+    "dossiers": SearchConfig("dossiers", rankers=("dossiers",)),
+    "entities": SearchConfig("entities", rankers=("entities",)),
     # Measured on the LoCoMo development subset (README, "Retrieval choices"):
     # a sharper RRF (k=20) lets the speaker boost and neighbour smoothing act
     # on well-ranked hits instead of reshuffling the long tail; claim vectors
@@ -189,12 +204,27 @@ def search(
     nothing said later, no vote from claims closed by then.
     """
     trace = trace if trace is not None else SearchTrace()
+    people = tuple(people)
     filters = _narrowed(filters, config, intent, at)
     rankings, query_vector = _message_rankings(
         store, embedder, query, filters, config, trace, query_vector
     )
-    matched_claims = _claim_rankings(
+    matched_claims, found_claims = _claim_rankings(
         store, embedder, query, query_vector, filters, config, rankings, at
+    )
+    model = embedder.name if embedder is not None else None
+    link_rankings(
+        store,
+        model,
+        query,
+        query_vector,
+        filters,
+        config,
+        rankings,
+        matched_claims,
+        found_claims,
+        at,
+        names_in(query, people) if "dossiers" in config.rankers else (),
     )
     trace.rankings = rankings
     t = time.perf_counter()
@@ -259,7 +289,7 @@ def _message_rankings(
         t = time.perf_counter()
         rankings["bm25"] = [r for r, _ in store.keyword_search(query, filters, config.candidates)]
         trace.seconds["bm25"] = time.perf_counter() - t
-    dense_wanted = {"dense", "claims_dense", "episodes_dense"} & set(config.rankers)
+    dense_wanted = VECTOR_RANKERS & set(config.rankers)
     if dense_wanted and embedder is not None and query_vector is None:
         t = time.perf_counter()
         query_vector = embedder.embed_batch([query])[0]
@@ -286,12 +316,6 @@ def in_window(
         ):
             out.add(r)
     return out
-
-
-def closed_at(claim: Claim, at: datetime) -> bool:
-    """Was the claim no longer holding at ``at`` (an expired foresight, a superseded fact)?"""
-    ended = claim.valid_to is not None and claim.valid_to <= at
-    return ended and (claim.kind == "foresight" or claim.status == "superseded")
 
 
 def _as_of(
@@ -388,13 +412,14 @@ def _claim_rankings(
     config: SearchConfig,
     rankings: dict[str, list[int]],
     at: datetime | None = None,
-) -> dict[int, list[int]]:
+) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
     """Rank claims and episodes and turn each ranking into one over their messages.
 
     Index fine, return coarse: a claim found at rank r votes for its evidence
     messages at rank r (an episode for its messages), so they lift the messages
     that support them without crowding them out of the k results. Returns
-    message rowid -> claim ids. As of ``at``, claims closed by then do not vote.
+    message rowid -> claim ids, and each claim ranker's claim ids (best first).
+    As of ``at``, claims closed by then do not vote.
     """
     args = (store, embedder, query, query_vector, filters, config)
     episodes = _find_derived("episodes", *args)
@@ -408,7 +433,7 @@ def _claim_rankings(
             )
     found = _find_derived("claims", *args)
     if not found:
-        return {}
+        return {}, {}
     if at is not None:  # claims closed by ``at`` (expired, superseded) do not vote
         known = store.claims_by_id({c for ids in found.values() for c in ids})
         found = {
@@ -426,7 +451,7 @@ def _claim_rankings(
                 if c not in matched[r]:
                     matched[r].append(c)
         rankings[name] = list(ranked)
-    return matched
+    return matched, found
 
 
 def hit_messages(hits: Iterable[Hit]) -> list[Message]:

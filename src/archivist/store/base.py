@@ -117,6 +117,16 @@ class ReconcileStore(Protocol):
 
     def reconcile_stats(self) -> dict: ...
 
+    # entity links for recall (read/links.py); only the conversation filter applies here
+
+    def entity_search(self, text: str, filters: Filters, limit: int) -> list[Entity]: ...
+
+    def entity_claim_ids(
+        self, entity_ids: Iterable[int], per_entity: int
+    ) -> dict[int, list[int]]: ...
+
+    def claim_entity_ids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]: ...
+
 
 class PeopleStore(Protocol):
     """Layer 3 (store/sqlite_people.py): persons across conversations, identity decisions."""
@@ -156,6 +166,14 @@ class ConsolidationStore(Protocol):
     def list_scenes(self, conversation: str | None = None) -> list[Scene]: ...
 
     def episode_vectors(self, model: str, episode_ids: Iterable[int]) -> dict[int, np.ndarray]: ...
+
+    def scene_search(
+        self, query: np.ndarray, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]: ...
+
+    def scene_message_rowids(self, scene_ids: Iterable[int]) -> dict[int, list[int]]: ...
+
+    def dossier_texts(self, filters: Filters, limit: int) -> list[tuple[int, str]]: ...
 
     def save_scenes(
         self,

@@ -20,9 +20,16 @@ import numpy as np
 
 from ..model import Claim, ClaimEvent, Conflict, Entity, Job, Scene, Summary
 from . import sql as q
+from . import sql_pg as pq
 from .base import ReconcileBatch
 from .postgres_people import C, PostgresPeopleMixin
-from .sqlite_consolidate import _SUMMARY_COLS, _row_to_summary, _unpack
+from .sqlite_consolidate import (
+    _SUMMARY_COLS,
+    _row_to_summary,
+    _unpack,
+    conversations_of,
+    rank_centroids,
+)
 from .sqlite_derived import _CLAIM_COLS, _row_to_claim, claim_cols
 from .sqlite_jobs import _JOB_COLS, _row_to_job
 from .sqlite_people import _now
@@ -292,6 +299,37 @@ class PostgresMemoryMixin(PostgresPeopleMixin):
         """Stored narrative vectors of episodes under ``model`` (episodes without one left out)."""
         return self._vectors_of("episodes", model, episode_ids)
 
+    def scene_search(
+        self, query: np.ndarray, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """Scene ids by cosine of their centroid to ``query``, best first (as SQLite's)."""
+        parts, params = ["centroid IS NOT NULL"], []
+        convs = conversations_of(filters)
+        if convs is not None:
+            parts.append("conversation = ANY(%s)")
+            params.append(list(convs))
+        if filters.since is not None:
+            parts.append("extract(epoch FROM end_ts::timestamptz) >= %s")
+            params.append(filters.since.timestamp())
+        if filters.until is not None:
+            parts.append("extract(epoch FROM start_ts::timestamptz) <= %s")
+            params.append(filters.until.timestamp())
+        rows = self._read(f"SELECT id, centroid FROM scenes {_where(parts)}", params)
+        return rank_centroids(rows, query, limit)
+
+    def scene_message_rowids(self, scene_ids: Iterable[int]) -> dict[int, list[int]]:
+        """scene id -> the rowids of its episodes' messages, in conversation order."""
+        out: dict[int, list[int]] = {}
+        for sid, rid in self._read(
+            "SELECT se.scene_id, em.msg_rowid FROM scene_episodes se "
+            "JOIN episode_messages em ON em.episode_id = se.episode_id "
+            "JOIN messages m ON m.rowid = em.msg_rowid WHERE se.scene_id = ANY(%s) "
+            "ORDER BY m.seq, m.rowid",
+            (list(dict.fromkeys(int(i) for i in scene_ids)),),
+        ):
+            out.setdefault(sid, []).append(rid)
+        return out
+
     def save_scenes(
         self,
         conversation: str,
@@ -443,6 +481,74 @@ class PostgresMemoryMixin(PostgresPeopleMixin):
         """An entity's dossier ('' before consolidation), or None if there is no such entity."""
         row = self._read_one("SELECT dossier FROM entities WHERE id = %s", (int(entity_id),))
         return row[0] if row else None
+
+    def dossier_texts(self, filters: q.Filters, limit: int) -> list[tuple[int, str]]:
+        """(entity id, dossier) of written dossiers in the filters' conversations, most
+        mentioned entities first (as SQLite's)."""
+        parts, params = ["dossier <> ''"], []
+        convs = conversations_of(filters)
+        if convs is not None:
+            parts.append("conversation = ANY(%s)")
+            params.append(list(convs))
+        rows = self._read(
+            f"SELECT id, dossier FROM entities {_where(parts)} ORDER BY mentions DESC, id LIMIT %s",
+            (*params, int(limit)),
+        )
+        return [(int(i), d) for i, d in rows]
+
+    # -- entity links (recall) -------------------------------------------------------------
+
+    def entity_search(self, text: str, filters: q.Filters, limit: int) -> list[Entity]:
+        """Entities of the filters' conversations whose name, aliases, roles or kind share a
+        word with ``text``, most mentioned first (as SQLite's, through the GIN index)."""
+        terms = q.query_terms(text) or q.query_terms(text, keep_stopwords=True)
+        if not terms:
+            return []
+        lexemes = [r[0] for r in self._read(*pq.lexemes_sql(terms))][: pq.MAX_QUERY_LEXEMES]
+        if not lexemes:
+            return []
+        parts = ["search_tsv @@ %s::tsquery"]
+        params: list = [" | ".join(pq.quote_lexeme(x, "A") for x in lexemes)]
+        convs = conversations_of(filters)
+        if convs is not None:
+            parts.append("conversation = ANY(%s)")
+            params.append(list(convs))
+        rows = self._read(
+            f"SELECT {_ENTITY_COLS} FROM entities {_where(parts)} "
+            "ORDER BY mentions DESC, id LIMIT %s",
+            (*params, int(limit)),
+        )
+        return [_row_to_entity(r) for r in rows]
+
+    def entity_claim_ids(self, entity_ids: Iterable[int], per_entity: int) -> dict[int, list[int]]:
+        """entity id -> up to ``per_entity`` ids of the claims that mention it (any status),
+        more important first, then newer."""
+        ids = list(dict.fromkeys(int(i) for i in entity_ids))
+        out: dict[int, list[int]] = {i: [] for i in ids}
+        if not ids:
+            return out
+        rows = self._read(
+            "SELECT entity_id, claim_id FROM (SELECT ce.entity_id, ce.claim_id, "
+            "row_number() OVER (PARTITION BY ce.entity_id ORDER BY c.importance DESC, "
+            "c.said_epoch DESC, c.id DESC) AS n FROM claim_entities ce "
+            "JOIN claims c ON c.id = ce.claim_id WHERE ce.entity_id = ANY(%s)) ranked "
+            "WHERE n <= %s ORDER BY entity_id, n",
+            (ids, int(per_entity)),
+        )
+        for eid, cid in rows:
+            out[eid].append(cid)
+        return out
+
+    def claim_entity_ids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]:
+        """claim id -> ids of the entities it mentions (claims mentioning none left out)."""
+        out: dict[int, list[int]] = {}
+        for cid, eid in self._read(
+            "SELECT claim_id, entity_id FROM claim_entities WHERE claim_id = ANY(%s) "
+            "ORDER BY claim_id, entity_id",
+            (list(dict.fromkeys(int(i) for i in claim_ids)),),
+        ):
+            out.setdefault(cid, []).append(eid)
+        return out
 
     # -- context log and usefulness --------------------------------------------------------
 

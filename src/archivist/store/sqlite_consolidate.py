@@ -15,10 +15,11 @@ from datetime import datetime
 
 import numpy as np
 
-from ..model import Claim, Scene, Summary
+from ..model import Claim, Entity, Scene, Summary
 from . import sql as q
 from .sqlite_derived import _CLAIM_COLS, _row_to_claim
 from .sqlite_people import _now
+from .sqlite_reconcile import _ENTITY_COLS, _row_to_entity
 from .vecindex import pack
 
 _SELF_KINDS = ("fact", "event", "preference", "plan", "foresight")
@@ -43,6 +44,35 @@ def _row_to_summary(r: tuple) -> Summary:
 
 
 _SUMMARY_COLS = "id, conversation, level, start_ts, end_ts, covers, text, method"
+
+
+def conversations_of(f: q.Filters) -> tuple[str, ...] | None:
+    """The conversations the filters allow (None: any)."""
+    if f.conversation is None:
+        return None
+    return (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
+
+
+def rank_centroids(
+    rows: Iterable[tuple[int, bytes | None]], query: np.ndarray, limit: int
+) -> list[tuple[int, float]]:
+    """(scene id, cosine) of the ``limit`` centroids nearest ``query``, best first.
+
+    A centroid is a mean of unit vectors, so it is normalised here; centroids of
+    another dimension (another model's) are skipped.
+    """
+    qv = np.asarray(query, dtype=np.float32).reshape(-1)
+    ids, vecs = [], []
+    for sid, blob in rows:
+        v = _unpack(None if blob is None else bytes(blob))
+        if v is not None and v.shape[0] == qv.shape[0] and np.any(v):
+            ids.append(int(sid))
+            vecs.append(v / np.linalg.norm(v))
+    if not ids:
+        return []
+    scores = np.stack(vecs) @ qv
+    order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), ids[i]))[: max(limit, 0)]
+    return [(ids[i], float(scores[i])) for i in order]
 
 
 class ConsolidationMixin:
@@ -148,6 +178,46 @@ class ConsolidationMixin:
                 ids.append(sid)
         return ids
 
+    def scene_search(
+        self, query: np.ndarray, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """Scene ids by cosine of their centroid to ``query``, best first.
+
+        Scenes of the filters' conversations whose span meets their time window;
+        person and session filters are left to the members' messages.
+        """
+        parts, params = ["centroid IS NOT NULL"], []
+        convs = conversations_of(filters)
+        if convs is not None:
+            parts.append(f"conversation IN ({','.join('?' * len(convs))})")
+            params += convs
+        if filters.since is not None:
+            parts.append("CAST(strftime('%s', end_ts) AS REAL) >= ?")
+            params.append(filters.since.timestamp())
+        if filters.until is not None:
+            parts.append("CAST(strftime('%s', start_ts) AS REAL) <= ?")
+            params.append(filters.until.timestamp())
+        rows = self._db.execute(
+            f"SELECT id, centroid FROM scenes WHERE {' AND '.join(parts)}", params
+        )
+        return rank_centroids(rows, query, limit)
+
+    def scene_message_rowids(self, scene_ids: Iterable[int]) -> dict[int, list[int]]:
+        """scene id -> the rowids of its episodes' messages, in conversation order."""
+        ids = list(dict.fromkeys(int(i) for i in scene_ids))
+        out: dict[int, list[int]] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            for sid, rid in self._db.execute(
+                "SELECT se.scene_id, em.msg_rowid FROM scene_episodes se "
+                "JOIN episode_messages em ON em.episode_id = se.episode_id "
+                "JOIN messages m ON m.rowid = em.msg_rowid "
+                f"WHERE se.scene_id IN ({','.join('?' * len(chunk))}) ORDER BY m.seq",
+                chunk,
+            ):
+                out.setdefault(sid, []).append(rid)
+        return out
+
     # -- message summaries -------------------------------------------------------------
 
     def list_summaries(
@@ -252,6 +322,70 @@ class ConsolidationMixin:
         """An entity's dossier ('' before consolidation), or None if there is no such entity."""
         row = self._db.execute("SELECT dossier FROM entities WHERE id = ?", (entity_id,)).fetchone()
         return row[0] if row else None
+
+    def dossier_texts(self, filters: q.Filters, limit: int) -> list[tuple[int, str]]:
+        """(entity id, dossier) of written dossiers in the filters' conversations, most
+        mentioned entities first (there is no dossier index: the caller scores them)."""
+        convs = conversations_of(filters)
+        where = f"AND conversation IN ({','.join('?' * len(convs))})" if convs is not None else ""
+        rows = self._db.execute(
+            f"SELECT id, dossier FROM entities WHERE dossier <> '' {where} "
+            "ORDER BY mentions DESC, id LIMIT ?",
+            (*(convs or ()), int(limit)),
+        )
+        return [(int(i), d) for i, d in rows]
+
+    # -- entity links (recall) ---------------------------------------------------------
+
+    def entity_search(self, text: str, filters: q.Filters, limit: int) -> list[Entity]:
+        """Entities of the filters' conversations whose name, aliases, roles or kind share a
+        word with ``text``, most mentioned first (the caller decides which are named)."""
+        match = q.fts_query(text)
+        if match is None:
+            return []
+        convs = conversations_of(filters)
+        where = f"AND e.conversation IN ({','.join('?' * len(convs))})" if convs is not None else ""
+        cols = ", ".join(f"e.{c}" for c in _ENTITY_COLS.split(", "))
+        rows = self._db.execute(
+            f"SELECT {cols} FROM entities_fts JOIN entities e ON e.id = entities_fts.rowid "
+            f"WHERE entities_fts MATCH ? {where} ORDER BY e.mentions DESC, e.id LIMIT ?",
+            (match, *(convs or ()), int(limit)),
+        )
+        return [_row_to_entity(r) for r in rows]
+
+    def entity_claim_ids(self, entity_ids: Iterable[int], per_entity: int) -> dict[int, list[int]]:
+        """entity id -> up to ``per_entity`` ids of the claims that mention it (any status),
+        more important first, then newer."""
+        ids = list(dict.fromkeys(int(i) for i in entity_ids))
+        out: dict[int, list[int]] = {i: [] for i in ids}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = self._db.execute(
+                "SELECT entity_id, claim_id FROM (SELECT ce.entity_id, ce.claim_id, "
+                "row_number() OVER (PARTITION BY ce.entity_id ORDER BY c.importance DESC, "
+                "c.said_epoch DESC, c.id DESC) AS n FROM claim_entities ce "
+                "JOIN claims c ON c.id = ce.claim_id "
+                f"WHERE ce.entity_id IN ({','.join('?' * len(chunk))})) "
+                "WHERE n <= ? ORDER BY entity_id, n",
+                (*chunk, int(per_entity)),
+            )
+            for eid, cid in rows:
+                out[eid].append(cid)
+        return out
+
+    def claim_entity_ids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]:
+        """claim id -> ids of the entities it mentions (claims mentioning none left out)."""
+        ids = list(dict.fromkeys(int(i) for i in claim_ids))
+        out: dict[int, list[int]] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            for cid, eid in self._db.execute(
+                "SELECT claim_id, entity_id FROM claim_entities "
+                f"WHERE claim_id IN ({','.join('?' * len(chunk))}) ORDER BY claim_id, entity_id",
+                chunk,
+            ):
+                out.setdefault(cid, []).append(eid)
+        return out
 
     # -- key info per person -----------------------------------------------------------
 
