@@ -662,17 +662,23 @@ def test_rebuild_and_re_adding_are_served_from_the_store_cache(tmp_path: Path) -
     again.close()
 
 
-def test_a_follow_up_turn_re_extracts_only_its_own_session(tmp_path: Path) -> None:
+def test_a_follow_up_turn_extracts_only_itself_with_earlier_turns_as_context(
+    tmp_path: Path,
+) -> None:
     mem, llm = service(tmp_path / "m.db")
     mem.add(conversation())
     made = len(llm.calls)
+    before = {c.id for c in mem.claims(conversation=CID, limit=1000)}
     more = (*S2, ("Lee", "I found a guesthouse near Furnas for the first night."))
     mem.add(make_conversation(CID, (S1, more, S3), people=PEOPLE))
-    sent = [user_prompt(c["messages"]) for c in llm.calls[made:]]
-    assert len(sent) == 1 and "Furnas" in sent[0] and "Azores" in sent[0]
+    (sent,) = [user_prompt(c["messages"]) for c in llm.calls[made:]]
+    earlier, episode = sent.split("Episode (1 messages):\n")
+    assert "Furnas" in episode and "Sete Cidades" in earlier  # the six turns before it
+    assert "Azores" not in sent  # older turns of the session are not sent again
     assert mem.store.extraction_state(CID) == {1: len(S1), 2: len(more), 3: len(S3)}
     claims = mem.claims(conversation=CID, limit=1000)
     assert len(claims) == N_MESSAGES + 1
+    assert before < {c.id for c in claims}  # added to, nothing re-made
     assert [c.speaker for c in claims if c.evidence == ("D2:9",)] == ["Lee"]
 
 

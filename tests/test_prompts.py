@@ -210,3 +210,18 @@ def test_extract_prompt_names_participants_and_session_start() -> None:
     assert "Participants: Ana, Lee, Archie." in user
     assert "Session started Wednesday 12 July 2023 18:05." in user
     assert f"Episode ({len(MESSAGES)} messages):" in user
+
+
+def test_extract_prompt_shows_context_without_aliases() -> None:
+    """An appended tail's prompt: the messages before it are shown, but cannot be cited."""
+    prompt = extract.build(MESSAGES[2:], PEOPLE, NOW, context=MESSAGES[:2])
+    check_snapshot(f"{extract.NAME}_context", render(extract, prompt))
+    user = prompt[1]["content"]
+    earlier, episode = user.split("Episode (3 messages):\n")
+    assert extract.CONTEXT_NOTE in earlier
+    assert "Ana → Lee, Archie: Morning both!" in earlier and "balcony garden" in earlier
+    assert not re.search(r"^\[\d+\]", earlier, flags=re.MULTILINE)  # nothing to cite there
+    aliases = [int(a) for a in re.findall(r"^\[(\d+)\] ", episode, flags=re.MULTILINE)]
+    assert aliases == [1, 2, 3] and "log the race" in episode.splitlines()[0]
+    assert "D7" not in user
+    assert extract.build(MESSAGES, PEOPLE, NOW, context=()) == extract.build(MESSAGES, PEOPLE, NOW)

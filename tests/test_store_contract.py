@@ -13,10 +13,16 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from archivist.errors import EmbeddingMismatch, InputError
+from archivist.errors import EmbeddingMismatch, InputError, StaleExtraction
 from archivist.model import Attachment, Claim, Conversation, Episode, Message
 from archivist.service import MemoryService
-from archivist.store.base import IndexedClaim, IndexedEpisode, Store
+from archivist.store.base import (
+    ExtractionMark,
+    IndexedClaim,
+    IndexedEpisode,
+    ReconcileBatch,
+    Store,
+)
 from archivist.store.sql import Filters
 from archivist.testing import FakeEmbedder
 from archivist.write.index_text import (
@@ -657,6 +663,66 @@ def test_clear_derived_and_deletes_take_derived_memory_along(derived) -> None:
     assert derived.claim_keyword_search("Pixel", ALL, 5) == []
     derived.clear_derived()
     assert derived.stats()["sessions_extracted"] == 0
+
+
+def _save_part(store, embedder, msgs: list[Message], n: int, after=None) -> list[int]:
+    """Save ``msgs`` (the end of a session's first ``n`` messages) as one episode, one claim
+    each: replacing the session's extraction, or appended after the mark ``after``."""
+    conv = Conversation(id=msgs[0].conversation, messages=tuple(msgs))
+    episodes, claims, vectors = _extraction(conv, embedder)
+    ((number, ep),) = episodes
+    rows = [
+        IndexedClaim(c, 0, claim_search_text(c), text_hash(claim_embed_text(c))) for _, c in claims
+    ]
+    return store.save_extraction(
+        conv.id,
+        number,
+        [ep],
+        rows,
+        embedder.name,
+        vectors,
+        n_messages=n,
+        method="heuristic",
+        rejected=1,
+        last_message=msgs[-1].id,
+        append_after=after,
+    )
+
+
+def test_appending_to_a_session_adds_and_keeps_what_was_there(three, embedder) -> None:
+    s1 = [m for m in ana_lee().messages if m.session == 1]
+    first = _save_part(three, embedder, s1[:2], 2)
+    mark = three.extraction_marks("ana-lee")[1]
+    assert mark == ExtractionMark(2, "D1:2", "heuristic")
+    three.save_reconciliation(
+        ReconcileBatch("ana-lee", {}, [], [], [], reconciled=first, model=embedder.name)
+    )
+    epoch = three.meta("vector_epoch")
+    more = _save_part(three, embedder, s1[2:], 4, after=mark)
+    assert min(more) > max(first)  # new ids after the old: cached indexes only grow
+    assert three.meta("vector_epoch") == epoch
+    assert three.extraction_marks("ana-lee") == {1: ExtractionMark(4, "D1:4", "heuristic")}
+    assert three.extraction_state("ana-lee") == {1: 4}
+    done, todo = three.claims_to_reconcile("ana-lee")
+    assert ([c.id for c in done], [c.id for c in todo]) == (first, more)  # no reset
+    assert [e.message_ids for e in three.list_episodes("ana-lee")] == [
+        ("D1:1", "D1:2"),
+        ("D1:3", "D1:4"),
+    ]
+    s = three.stats()
+    assert (s["claims"], s["episodes"], s["claims_rejected"]) == (4, 2, 2)
+    vec = embedder.embed_batch([claim_embed_text(three.claims_by_id(more[:1])[more[0]])])[0]
+    assert three.claim_vector_search(embedder.name, vec, ALL, 1)[0][0] == more[0]
+
+    # A second append after the same (now stale) mark writes nothing.
+    with pytest.raises(StaleExtraction):
+        _save_part(three, embedder, s1[2:], 4, after=mark)
+    assert three.stats()["claims"] == 4
+    assert three.extraction_marks("ana-lee")[1].n_messages == 4
+    # Without a mark to append after, the session's extraction is replaced.
+    again = _save_part(three, embedder, s1, 4)
+    assert {c.id for c in three.list_claims(Filters(conversation="ana-lee"))} == set(again)
+    assert three.claims_to_reconcile("ana-lee")[0] == []
 
 
 def test_llm_cache_and_usage(store) -> None:

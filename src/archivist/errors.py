@@ -5,7 +5,8 @@ ArchivistError
 ├── InputError           bad data from the caller
 │   └── LoadError        a malformed file: names file, record and field
 ├── StoreError           the database refused or is inconsistent
-│   └── EmbeddingMismatch  index built with another embedding model
+│   ├── EmbeddingMismatch  index built with another embedding model
+│   └── StaleExtraction    a session's extraction moved on while it was read
 ├── EmbeddingError       the embedder failed (model missing, endpoint down)
 └── NotFound             an id, conversation or person that is not stored
 """
@@ -55,6 +56,11 @@ class StoreError(ArchivistError):
 
 class EmbeddingMismatch(StoreError):
     """Vectors from two embedding models would be mixed in one index."""
+
+
+class StaleExtraction(StoreError):
+    """An append to a session's extraction found the session extracted further meanwhile
+    (another process got there first); nothing was written."""
 
 
 class EmbeddingError(ArchivistError):

@@ -17,7 +17,14 @@ import numpy as np
 
 from .config import Settings
 from .embed.base import Embedder
-from .errors import ConfigError, EmbeddingError, EmbeddingMismatch, InputError, NotFound
+from .errors import (
+    ConfigError,
+    EmbeddingError,
+    EmbeddingMismatch,
+    InputError,
+    NotFound,
+    StaleExtraction,
+)
 from .llm.accounting import Accounting
 from .llm.base import ChatModel
 from .llm.structured import run_parallel
@@ -30,11 +37,12 @@ from .model import (
     content_hash,
 )
 from .read.route import Recall, Route
-from .read.search import SearchConfig, SearchTrace, get_preset, search
+from .read.search import VECTOR_RANKERS, SearchConfig, SearchTrace, get_preset, search
 from .service_views import MemoryViews
 from .store.base import AddResult, IndexedClaim, IndexedEpisode, IndexedMessage, Store
 from .store.sql import Filters
 from .write.archivist import Archivist, HeuristicArchivist, SessionResult
+from .write.extract_plan import SessionPlan, plan_session
 from .write.index_text import (
     DEFAULT_INDEX,
     IndexOptions,
@@ -45,24 +53,35 @@ from .write.index_text import (
     index_rows,
     text_hash,
 )
+from .write.pending import embed_pending
 
 Progress = Callable[[int], None]
 
 
 @dataclass
 class ExtractReport:
-    """Totals of one extraction run."""
+    """Totals of one extraction run.
+
+    ``sessions`` were read; of those, ``sessions_appended`` only after what was read
+    before (a session that grew at its end) and ``sessions_replaced`` wholly again,
+    replacing their earlier extraction; the rest were new. ``sessions_skipped``
+    were up to date (or extracted by another process meanwhile).
+    """
 
     method: str
     sessions: int = 0
+    sessions_appended: int = 0
+    sessions_replaced: int = 0
     sessions_skipped: int = 0
     episodes: int = 0
     claims: int = 0
     rejected: int = 0
     fallbacks: int = 0
 
-    def add(self, r: SessionResult) -> None:
+    def add(self, r: SessionResult, plan: SessionPlan) -> None:
         self.sessions += 1
+        self.sessions_appended += plan.append_after is not None
+        self.sessions_replaced += plan.replaces
         self.episodes += len(r.episodes)
         self.claims += len(r.claims)
         self.rejected += r.rejected
@@ -183,11 +202,14 @@ class MemoryService(MemoryViews):
         format: str | None = None,
         progress: Progress | None = None,
         extract: bool = True,
+        embed: bool = True,
     ) -> list[AddResult]:
         """Store conversations (objects, or a file path to load); only new messages are written.
 
         Each conversation is one transaction: an interrupted run leaves whole
         conversations or nothing, and re-running it completes the rest.
+        ``embed=False`` stores messages without vectors (keyword search finds
+        them at once); the next ``extract`` of their conversation embeds them.
         """
         if isinstance(data, (str, Path)):
             from .load import load_file
@@ -200,7 +222,7 @@ class MemoryService(MemoryViews):
             if not all(isinstance(c, Conversation) for c in convs):
                 raise InputError("add() takes Conversation objects or a file path")
         self._check_embed_model(self.embedder)
-        results = [self._add_one(c, progress) for c in convs]
+        results = [self._add_one(c, progress, embed) for c in convs]
         self._people = None
         if written := [r.conversation for r in results if r.added]:
             self.store.ensure_identities(written)  # new speakers are persons at once
@@ -209,7 +231,7 @@ class MemoryService(MemoryViews):
             self.schedule_consolidation([c.id for c in convs])
         return results
 
-    def _add_one(self, conv: Conversation, progress: Progress | None) -> AddResult:
+    def _add_one(self, conv: Conversation, progress: Progress | None, embed: bool) -> AddResult:
         if not conv.id:
             raise InputError("a conversation needs an id")
         existing = self.store.existing_hashes(conv.id)
@@ -231,7 +253,10 @@ class MemoryService(MemoryViews):
         rows = [IndexedMessage(m, texts[m.id][0], text_hash(texts[m.id][1])) for m in conv.messages]
         fresh_ids = {m.id for m in fresh}
         wanted = {r.embed_hash: texts[r.message.id][1] for r in rows if r.message.id in fresh_ids}
-        vectors, embedded = self._embed_missing(wanted, progress)
+        if embed:
+            vectors, embedded = self._embed_missing(wanted, progress)
+        else:  # vectors later (write/pending.py); reuse what is already computed
+            vectors, embedded = self.store.cached_vectors(self.embedder.name, wanted), 0
         result = self.store.add_conversation(conv, rows, self.embedder.name, vectors)
         if progress:
             progress(len(conv.messages) - embedded)
@@ -291,8 +316,11 @@ class MemoryService(MemoryViews):
     ) -> ExtractReport:
         """Run the archivist over sessions it has not processed (or that grew since).
 
-        Each session's episodes, claims and progress marker are written in one
-        transaction, so an interrupted run resumes where it stopped.
+        A session that only grew at its end is read from where the last run
+        stopped and its new episodes and claims are added (write/extract_plan.py);
+        one that changed otherwise is read again whole. Each session's episodes,
+        claims and progress marker are written in one transaction, so an
+        interrupted run resumes where it stopped.
         """
         report = ExtractReport(method=self.archivist.name)
         ids = (
@@ -300,16 +328,20 @@ class MemoryService(MemoryViews):
             if conversations is not None
             else [c["id"] for c in self.store.conversations()]
         )
-        todo: list[tuple[str, int, list[Message], list[str]]] = []
+        embed_pending(self, ids)  # messages stored with embed=False get their vectors first
+        todo: list[SessionPlan] = []
         for cid in ids:
-            done = self.store.extraction_state(cid)
+            marks = self.store.extraction_marks(cid)
             msgs = [m for _, m in self.store.conversation_messages(cid)]
             people = sorted({m.speaker for m in msgs} | {a for m in msgs for a in m.addressees})
             for session, group in _by_session(msgs).items():
-                if done.get(session) == len(group):
+                plan = plan_session(
+                    cid, session, group, people, marks.get(session), self.archivist.name
+                )
+                if plan is None:
                     report.sessions_skipped += 1
                 else:
-                    todo.append((cid, session, group, people))
+                    todo.append(plan)
         # Sessions run in parallel batches (LLM calls overlap within the concurrency
         # limit); each finished session is saved in order by this thread alone.
         before = self.llm_ledger.summary()
@@ -331,28 +363,31 @@ class MemoryService(MemoryViews):
             self.store.add_llm_usage(self.llm.name, delta)
 
     def _extract_sessions(
-        self,
-        todo: list[tuple[str, int, list[Message], list[str]]],
-        report: ExtractReport,
-        progress: Progress | None,
+        self, todo: list[SessionPlan], report: ExtractReport, progress: Progress | None
     ) -> None:
         width = getattr(self.archivist, "concurrency", 1)
         for i in range(0, len(todo), max(1, width * 2)):
             batch = todo[i : i + max(1, width * 2)]
             results = run_parallel(
-                lambda t: self.archivist.process_session(t[2], t[3]), batch, max(1, width)
+                lambda p: self.archivist.process_session(
+                    p.messages, p.participants, context=p.context
+                ),
+                batch,
+                max(1, width),
             )
-            for (cid, session, group, _), result in zip(batch, results, strict=True):
+            for plan, result in zip(batch, results, strict=True):
                 if isinstance(result, Exception):
                     raise result
-                self._save_session(cid, session, group, result)
-                report.add(result)
+                try:
+                    self._save_session(plan, result)
+                except StaleExtraction:  # another process appended first; it is up to date
+                    report.sessions_skipped += 1
+                    continue
+                report.add(result, plan)
                 if progress:
-                    progress(len(group))
+                    progress(len(plan.messages))
 
-    def _save_session(
-        self, cid: str, session: int, group: list[Message], result: SessionResult
-    ) -> None:
+    def _save_session(self, plan: SessionPlan, result: SessionResult) -> None:
         rows = [
             IndexedClaim(c, ep, claim_search_text(c), text_hash(claim_embed_text(c)))
             for ep, c in result.claims
@@ -365,15 +400,17 @@ class MemoryService(MemoryViews):
         wanted |= {e.embed_hash: episode_embed_text(e.episode) for e in episodes}
         vectors, _ = self._embed_missing(wanted, None)
         self.store.save_extraction(
-            cid,
-            session,
+            plan.conversation,
+            plan.session,
             episodes,
             rows,
             self.embedder.name,
             vectors,
-            n_messages=len(group),
+            n_messages=plan.n_messages,
             method=result.method,
             rejected=result.rejected,
+            last_message=plan.last_message,
+            append_after=plan.append_after,
         )
 
     def rebuild(self, conversations: Sequence[str] | None = None) -> ExtractReport:
@@ -400,6 +437,17 @@ class MemoryService(MemoryViews):
     def schedule_consolidation(self, conversations: Sequence[str]) -> list[Job]:
         """Queue a round for conversations with ``consolidate_every`` new messages; run it
         now (inline), wake the worker (background), or leave it queued (manual)."""
+        self.queue_consolidation(conversations)
+        mode = self.settings.consolidate_mode
+        if mode == "inline":
+            return self.jobs.run_pending()
+        if mode == "background":
+            self.jobs.start()
+        return []
+
+    def queue_consolidation(self, conversations: Sequence[str]) -> bool:
+        """Queue a round for those of ``conversations`` with ``consolidate_every`` new
+        messages, and nothing else (a job handler's way: it runs inside the runner)."""
         due: dict[str, int] = {}
         for cid in dict.fromkeys(conversations):
             n = len(self.store.existing_hashes(cid))  # this conversation only, not the store
@@ -412,12 +460,7 @@ class MemoryService(MemoryViews):
             # other conversations must not collide with it (its global jobs would be lost).
             tag = content_hash(*(f"{c}:{n}" for c, n in sorted(due.items())))[:16]
             self.jobs.enqueue_round(list(due), f"m{tag}")
-        mode = self.settings.consolidate_mode
-        if mode == "inline":
-            return self.jobs.run_pending()
-        if mode == "background":
-            self.jobs.start()
-        return []
+        return bool(due)
 
     def consolidate(self, conversation: str | None = None) -> list[Job]:
         """Run a consolidation round now (and anything already queued); returns the jobs run.
@@ -684,11 +727,7 @@ class MemoryService(MemoryViews):
             intent = trace.route.intent
             if conv is None and person is None:
                 filters = trace.route.filters(filters)
-        embedder = (
-            self.embedder
-            if {"dense", "claims_dense", "episodes_dense"} & set(config.rankers)
-            else None
-        )
+        embedder = self.embedder if VECTOR_RANKERS & set(config.rankers) else None
         if embedder is not None:
             self._check_embed_model(embedder)
         return search(

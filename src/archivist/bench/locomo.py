@@ -141,6 +141,8 @@ def _extraction_report(memory: MemoryService, extraction, seconds: float, total:
     return {
         "archivist": extraction.method,
         "sessions_processed": extraction.sessions,
+        "sessions_appended": extraction.sessions_appended,
+        "sessions_replaced": extraction.sessions_replaced,
         "sessions_already_done": extraction.sessions_skipped,
         "episodes": extraction.episodes,
         "claims": extraction.claims,

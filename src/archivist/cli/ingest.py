@@ -87,7 +87,9 @@ def ingest(
             )
             if not no_extract:
                 click.echo(
-                    f"  archivist {report.method}: {report.sessions} sessions, "
+                    f"  archivist {report.method}: {report.sessions} sessions "
+                    f"({report.sessions_appended} appended to, {report.sessions_replaced} "
+                    f"re-read, {report.sessions_skipped} up to date), "
                     f"{report.episodes} episodes, {report.claims} claims "
                     f"({report.rejected} rejected, {report.fallbacks} heuristic fallbacks)"
                 )

@@ -12,7 +12,7 @@ from ..model import Message
 from .render import render_messages
 
 NAME = "extract_episode"
-VERSION = "2"
+VERSION = "3"  # 3: optional read-only context before the episode
 
 Kind = Literal["fact", "event", "preference", "plan", "question", "theory", "foresight"]
 Source = Literal["first_hand", "reported", "assistant_suggested"]
@@ -82,12 +82,28 @@ From the episode below, write:
 Reply with JSON only."""
 
 
-def build(messages: Sequence[Message], participants: Sequence[str], now: datetime) -> list[dict]:
-    """Chat messages asking for the extraction of one episode."""
+CONTEXT_NOTE = (
+    "Earlier in this session, already archived (context only: it has no aliases, "
+    "extract nothing from it and never cite it as evidence):"
+)
+
+
+def build(
+    messages: Sequence[Message],
+    participants: Sequence[str],
+    now: datetime,
+    context: Sequence[Message] = (),
+) -> list[dict]:
+    """Chat messages asking for the extraction of one episode.
+
+    ``context``: the messages before the episode (a session that grew), shown
+    without aliases so names and references resolve but nothing cites them.
+    """
     start = messages[0].session_start or messages[0].timestamp
+    earlier = f"{CONTEXT_NOTE}\n{render_messages(context, aliases=False)}\n" if context else ""
     user = (
         f"Current time: {now:%Y-%m-%d %H:%M}. Session started {start:%A %d %B %Y %H:%M}.\n"
-        f"Participants: {', '.join(participants)}.\n"
+        f"Participants: {', '.join(participants)}.\n{earlier}"
         f"Episode ({len(messages)} messages):\n{render_messages(messages)}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]

@@ -58,6 +58,16 @@ class IndexedEpisode:
     embed_hash: str
 
 
+@dataclass(frozen=True)
+class ExtractionMark:
+    """How far the archivist read one session: its first ``n_messages``, ending at
+    ``last_message`` (None when recorded before the store kept it), by ``method``."""
+
+    n_messages: int
+    last_message: str | None
+    method: str
+
+
 @dataclass
 class AddResult:
     """Outcome of adding one conversation."""
@@ -320,6 +330,14 @@ class Store(ReconcileStore, PeopleStore, ConsolidationStore, JobStore, Protocol)
 
     def extraction_state(self, conversation: str) -> dict[int, int]: ...
 
+    def messages_without_vectors(self, conversation: str) -> dict[str, str]: ...
+
+    def fill_message_vectors(
+        self, conversation: str, model: str, vectors: dict[str, np.ndarray]
+    ) -> int: ...
+
+    def extraction_marks(self, conversation: str) -> dict[int, ExtractionMark]: ...
+
     def save_extraction(
         self,
         conversation: str,
@@ -332,6 +350,8 @@ class Store(ReconcileStore, PeopleStore, ConsolidationStore, JobStore, Protocol)
         n_messages: int,
         method: str,
         rejected: int = 0,
+        last_message: str | None = None,
+        append_after: ExtractionMark | None = None,
     ) -> list[int]: ...
 
     def clear_derived(self, conversation: str | None = None) -> None: ...

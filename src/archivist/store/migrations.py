@@ -435,4 +435,26 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        "0004_extraction_last_message",
+        (
+            # The id of the last message the archivist read in a session: a session
+            # that only grew at its end is extracted from there on (append), one
+            # whose earlier messages changed is extracted again. NULL (a row from
+            # before this migration): the next growth re-extracts once.
+            "ALTER TABLE extraction_state ADD COLUMN last_msg_id TEXT",
+        ),
+    ),
+    Migration(
+        "0005_vector_fills",
+        (
+            # Messages stored before their vector (a server embeds them in its worker)
+            # get it later, below rowids a process's cached vector matrix already
+            # covers; each fill is logged here so every cache picks it up (pruned).
+            """CREATE TABLE vector_fills (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                msg_rowid INTEGER NOT NULL
+            )""",
+        ),
+    ),
 )

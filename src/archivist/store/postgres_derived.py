@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import StaleExtraction
 from ..model import Claim, Episode
 from . import sql as q
-from .base import IndexedClaim, IndexedEpisode
+from .base import ExtractionMark, IndexedClaim, IndexedEpisode
 from .sql_pg import where
 from .sqlite_derived import (
     _CLAIM_COLS,
@@ -105,11 +106,16 @@ class PostgresDerivedMixin:
 
     def extraction_state(self, conversation: str) -> dict[int, int]:
         """session -> number of messages it had when the archivist last processed it."""
+        return {s: m.n_messages for s, m in self.extraction_marks(conversation).items()}
+
+    def extraction_marks(self, conversation: str) -> dict[int, ExtractionMark]:
+        """session -> how far the archivist read it (count, last message id, method)."""
         rows = self._read(
-            "SELECT session, n_messages FROM extraction_state WHERE conversation = %s",
+            "SELECT session, n_messages, last_msg_id, method FROM extraction_state "
+            "WHERE conversation = %s",
             (conversation,),
         )
-        return {int(s): int(n) for s, n in rows}
+        return {int(s): ExtractionMark(int(n), last, method) for s, n, last, method in rows}
 
     def save_extraction(
         self,
@@ -123,11 +129,44 @@ class PostgresDerivedMixin:
         n_messages: int,
         method: str,
         rejected: int = 0,
+        last_message: str | None = None,
+        append_after: ExtractionMark | None = None,
     ) -> list[int]:
-        """Replace one session's episodes and claims and mark it done, atomically."""
+        """Replace one session's episodes and claims and mark it done, atomically.
+
+        With ``append_after`` nothing is deleted: the episodes and claims of the
+        messages after that mark are added (see the SQLite twin). Raises
+        StaleExtraction, writing nothing, when the mark moved on meanwhile.
+        """
+        if append_after is not None and append_after.method != method:
+            raise ValueError(f"cannot append {method} extraction to {append_after.method}'s")
         now = datetime.now(UTC).isoformat()
         with self._write() as cur:
-            self._delete_session_derived(cur, conversation, session)
+            if append_after is None:
+                self._delete_session_derived(cur, conversation, session)
+                cur.execute(
+                    "INSERT INTO extraction_state(conversation, session, n_messages, "
+                    "last_msg_id, method, rejected, done_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (conversation, session) DO UPDATE SET n_messages = "
+                    "excluded.n_messages, last_msg_id = excluded.last_msg_id, "
+                    "method = excluded.method, rejected = excluded.rejected, "
+                    "done_at = excluded.done_at",
+                    (conversation, session, n_messages, last_message, method, rejected, now),
+                )
+            else:
+                # The row lock taken here makes a concurrent append wait, then miss.
+                moved = cur.execute(
+                    "UPDATE extraction_state SET n_messages = %s, last_msg_id = %s, "
+                    "rejected = rejected + %s, done_at = %s WHERE conversation = %s "
+                    "AND session = %s AND n_messages = %s AND last_msg_id = %s AND method = %s",
+                    (n_messages, last_message, rejected, now, conversation, session)
+                    + (append_after.n_messages, append_after.last_message, append_after.method),
+                )
+                if moved.rowcount != 1:
+                    raise StaleExtraction(
+                        f"{conversation!r} session {session} was extracted past "
+                        f"{append_after.n_messages} messages meanwhile"
+                    )
             msg_rowids = dict(
                 cur.execute(
                     "SELECT msg_id, rowid FROM messages WHERE conversation = %s", (conversation,)
@@ -152,14 +191,6 @@ class PostgresDerivedMixin:
                     for c, cid in zip(claims, claim_ids, strict=True)
                     if c.claim.evidence_claims
                 ],
-            )
-            cur.execute(
-                "INSERT INTO extraction_state(conversation, session, n_messages, method, "
-                "rejected, done_at) VALUES (%s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (conversation, session) DO UPDATE SET n_messages = "
-                "excluded.n_messages, method = excluded.method, rejected = excluded.rejected, "
-                "done_at = excluded.done_at",
-                (conversation, session, n_messages, method, rejected, now),
             )
         return claim_ids
 

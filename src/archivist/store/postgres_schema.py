@@ -1,4 +1,4 @@
-"""PostgreSQL DDL of migrations 0001-0002 (message log, derived memory), then 0003's.
+"""PostgreSQL DDL of migrations 0001-0002 (message log, derived memory) and 0004; 0003 apart.
 
 Same ledger names, tables and columns as store/migrations.py, so both backends
 record the same history and share the row converters. Differences, and why:
@@ -202,5 +202,16 @@ _DERIVED = Migration(
     ),
 )
 
-# 0003 and later: reconciliation, people, consolidation, jobs (postgres_schema_memory.py).
-MIGRATIONS: tuple[Migration, ...] = (_MESSAGE_LOG, _DERIVED, *MEMORY_MIGRATIONS)
+# The last message the archivist read in a session (see store/migrations.py).
+_EXTRACTION_LAST_MESSAGE = Migration(
+    "0004_extraction_last_message",
+    ("ALTER TABLE extraction_state ADD COLUMN last_msg_id TEXT",),
+)
+
+# 0003: reconciliation, people, consolidation, jobs (postgres_schema_memory.py).
+MIGRATIONS: tuple[Migration, ...] = (
+    _MESSAGE_LOG,
+    _DERIVED,
+    *MEMORY_MIGRATIONS,
+    _EXTRACTION_LAST_MESSAGE,
+)

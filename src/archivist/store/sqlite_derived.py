@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from ..errors import StaleExtraction
 from ..model import Claim, EntityMention, Episode
 from . import sql as q
-from .base import IndexedClaim, IndexedEpisode
+from .base import ExtractionMark, IndexedClaim, IndexedEpisode
 from .vecindex import pack
 
 
@@ -178,11 +179,16 @@ class DerivedMemoryMixin:
 
     def extraction_state(self, conversation: str) -> dict[int, int]:
         """session -> number of messages it had when the archivist last processed it."""
+        return {s: m.n_messages for s, m in self.extraction_marks(conversation).items()}
+
+    def extraction_marks(self, conversation: str) -> dict[int, ExtractionMark]:
+        """session -> how far the archivist read it (count, last message id, method)."""
         rows = self._db.execute(
-            "SELECT session, n_messages FROM extraction_state WHERE conversation = ?",
+            "SELECT session, n_messages, last_msg_id, method FROM extraction_state "
+            "WHERE conversation = ?",
             (conversation,),
         )
-        return dict(rows.fetchall())
+        return {s: ExtractionMark(n, last, method) for s, n, last, method in rows.fetchall()}
 
     def save_extraction(
         self,
@@ -196,11 +202,40 @@ class DerivedMemoryMixin:
         n_messages: int,
         method: str,
         rejected: int = 0,
+        last_message: str | None = None,
+        append_after: ExtractionMark | None = None,
     ) -> list[int]:
-        """Replace one session's episodes and claims and mark it done, atomically."""
+        """Replace one session's episodes and claims and mark it done, atomically.
+
+        With ``append_after`` (the session's mark as the caller read it) nothing is
+        deleted: the episodes and claims of the messages after that mark are added,
+        so cached vector indexes and reconciliation stay valid. Raises
+        StaleExtraction, writing nothing, when the mark moved on meanwhile.
+        """
+        if append_after is not None and append_after.method != method:
+            raise ValueError(f"cannot append {method} extraction to {append_after.method}'s")
         now = datetime.now(UTC).isoformat()
         with self._write() as db:  # type: ignore[attr-defined]
-            self._delete_session_derived(db, conversation, session)
+            if append_after is None:
+                self._delete_session_derived(db, conversation, session)
+                db.execute(
+                    "INSERT OR REPLACE INTO extraction_state(conversation, session, n_messages, "
+                    "last_msg_id, method, rejected, done_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (conversation, session, n_messages, last_message, method, rejected, now),
+                )
+            else:
+                moved = db.execute(
+                    "UPDATE extraction_state SET n_messages = ?, last_msg_id = ?, "
+                    "rejected = rejected + ?, done_at = ? WHERE conversation = ? AND session = ? "
+                    "AND n_messages = ? AND last_msg_id = ? AND method = ?",
+                    (n_messages, last_message, rejected, now, conversation, session)
+                    + (append_after.n_messages, append_after.last_message, append_after.method),
+                )
+                if moved.rowcount != 1:
+                    raise StaleExtraction(
+                        f"{conversation!r} session {session} was extracted past "
+                        f"{append_after.n_messages} messages meanwhile"
+                    )
             msg_rowids = dict(
                 db.execute(
                     "SELECT msg_id, rowid FROM messages WHERE conversation = ?", (conversation,)
@@ -222,11 +257,6 @@ class DerivedMemoryMixin:
                     for c, cid in zip(claims, claim_ids, strict=True)
                     if c.claim.evidence_claims
                 ],
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO extraction_state(conversation, session, n_messages, "
-                "method, rejected, done_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (conversation, session, n_messages, method, rejected, now),
             )
         return claim_ids
 

@@ -29,12 +29,20 @@ class SessionResult:
 
 
 class Archivist(Protocol):
-    """Reads a session and returns episodes and claims; never touches the store."""
+    """Reads a session and returns episodes and claims; never touches the store.
+
+    ``context``: the messages just before ``messages`` (a session read before,
+    now grown), shown so references resolve; nothing is extracted from them and
+    no claim may cite them (validation keeps evidence inside ``messages``).
+    """
 
     name: str
 
     def process_session(
-        self, messages: Sequence[Message], participants: Sequence[str]
+        self,
+        messages: Sequence[Message],
+        participants: Sequence[str],
+        context: Sequence[Message] = (),
     ) -> SessionResult: ...
 
 
@@ -114,8 +122,13 @@ class HeuristicArchivist:
         self.max_turns = max_turns
 
     def process_session(
-        self, messages: Sequence[Message], participants: Sequence[str]
+        self,
+        messages: Sequence[Message],
+        participants: Sequence[str],
+        context: Sequence[Message] = (),
     ) -> SessionResult:
+        """Episodes and claims of ``messages``. ``context`` is not needed: each sentence's
+        pronouns resolve from its own message's speaker and addressees."""
         from .heuristic import heuristic_claims, heuristic_episode
         from .segment_fallback import segment_fixed
 

@@ -148,13 +148,19 @@ class LLMArchivist:
         return chunks_from_boundaries(messages, out.boundaries, self.min_turns, self.max_turns)
 
     def process_session(
-        self, messages: Sequence[Message], participants: Sequence[str]
+        self,
+        messages: Sequence[Message],
+        participants: Sequence[str],
+        context: Sequence[Message] = (),
     ) -> SessionResult:
+        """Episodes and claims of ``messages``; the first episode's prompt also shows
+        ``context`` (the messages before them), without aliases, so it cannot be cited."""
         result = SessionResult(method=self.name)
         chunks = self.segment(messages, result)
 
         def extract(chunk: list[Message]) -> extract_prompt.ExtractOut:
-            prompt = extract_prompt.build(chunk, participants, chunk[-1].timestamp)
+            shown = context if chunk[0].id == messages[0].id else ()
+            prompt = extract_prompt.build(chunk, participants, chunk[-1].timestamp, shown)
             return self._call(extract_prompt, prompt, extract_prompt.ExtractOut)
 
         claims: list[Claim] = []

@@ -1,0 +1,82 @@
+"""Which part of a session the archivist reads: nothing, all of it, or only its new end.
+
+A live chat's session grows a turn at a time. When the messages the archivist
+read last time are still the session's first ones (same count, ending with the
+same message, read by the same method), only the messages after them are read
+and their episodes and claims are added (append): nothing is deleted, so cached
+vector indexes and the conversation's reconciliation stay valid. Anything else
+(a message inserted among those read, a session that shrank, another method, a
+mark from before the store kept the last message) reads the whole session again
+and replaces what it gave (replace).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import Message
+from ..store.base import ExtractionMark
+
+CONTEXT_MESSAGES = 6  # read-only messages shown before an appended tail
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """One session's extraction: what to read, what it may look back at, how to save it."""
+
+    conversation: str
+    session: int
+    messages: tuple[Message, ...]  # to extract from
+    context: tuple[Message, ...]  # just before ``messages``: shown, never cited
+    participants: tuple[str, ...]
+    n_messages: int  # the session's size, recorded with the extraction
+    append_after: ExtractionMark | None  # the mark to append after; None: replace
+    replaces: bool  # an earlier extraction of the session is replaced
+
+    @property
+    def last_message(self) -> str:
+        return self.messages[-1].id
+
+
+def plan_session(
+    conversation: str,
+    session: int,
+    group: Sequence[Message],
+    participants: Sequence[str],
+    mark: ExtractionMark | None,
+    method: str,
+    context: int = CONTEXT_MESSAGES,
+) -> SessionPlan | None:
+    """The plan for a session's messages in log order, given its mark; None when up to date."""
+    if not group:
+        return None
+    full = SessionPlan(
+        conversation,
+        session,
+        tuple(group),
+        (),
+        tuple(participants),
+        len(group),
+        None,
+        replaces=mark is not None,
+    )
+    if mark is None:
+        return full
+    n = mark.n_messages
+    if n == len(group) and mark.last_message in (None, group[-1].id):
+        return None  # a mark from before last ids were kept is trusted while the size holds
+    if mark.last_message is None or mark.method != method or not 0 < n < len(group):
+        return full
+    if group[n - 1].id != mark.last_message:
+        return full  # a message was inserted among (or removed from) those read
+    return SessionPlan(
+        conversation,
+        session,
+        tuple(group[n:]),
+        tuple(group[max(0, n - context) : n]),
+        tuple(participants),
+        len(group),
+        mark,
+        replaces=False,
+    )
