@@ -142,6 +142,10 @@ class MiniLMEmbedder:
         if self.threads > 0:
             options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # Idle pool threads otherwise spin for the next call: on a small machine shared
+        # with a server and its worker that burnt the cores they waited for. Measured
+        # here (2 cores), one message: 22 ms spinning vs 9 ms not; 256 messages 2.4 vs 1.5 s.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # warnings about unused initialisers are noise here
         try:
             return ort.InferenceSession(
