@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from archivist.config import Settings
-from archivist.jobs import HANDLERS, JobRunner
+from archivist.jobs import ROUND, JobRunner
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.write.archivist import HeuristicArchivist
@@ -61,10 +61,10 @@ def test_the_queue_survives_reopening_the_store(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     with memory(path) as mem:
         mem.add(make_conversation("c", [[("Ana", f"I read book number {i}.")] for i in range(12)]))
-        assert mem.job_counts().get("queued", 0) == len(HANDLERS)  # a round, not run
+        assert mem.job_counts().get("queued", 0) == len(ROUND)  # a round, not run
     with memory(path) as mem:
         jobs = mem.jobs.run_pending()
-        assert {j.kind for j in jobs} == set(HANDLERS)
+        assert {j.kind for j in jobs} == set(ROUND)
         assert all(j.status in ("done", "skipped") for j in jobs), [j.error for j in jobs]
         assert mem.job_counts().get("queued", 0) == 0
 
@@ -75,7 +75,7 @@ def test_a_round_is_due_every_n_messages(tmp_path: Path) -> None:
         assert mem.job_counts() == {}
         more = make_conversation("c", [[("Ana", f"Later {i}.") for i in range(5)]], first_session=2)
         mem.add(more)
-        assert sum(mem.job_counts().values()) == len(HANDLERS)
+        assert sum(mem.job_counts().values()) == len(ROUND)
 
 
 def test_background_mode_runs_jobs_off_the_calling_thread(tmp_path: Path) -> None:

@@ -807,3 +807,38 @@ def test_pg_builders_quote_lexemes_and_put_scope_tokens_in_the_tsquery() -> None
     assert params == [[0.5, 0.5], "m", "x", "x", 3]
     where, params = pq.where(ALL, "episodes", "e")
     assert (where, params) == ("TRUE", [])
+
+
+# -- vectors that come after their messages (a server's worker embeds them) ---------------
+
+
+def test_messages_stored_without_vectors_get_them_later(store, embedder) -> None:
+    later = ana_lee()
+    rows, vectors = indexed(later, embedder)
+    store.add_conversation(later, rows, embedder.name, {})  # stored before its vectors
+    add_direct(store, ana_bob(), embedder)  # later rowids, with vectors
+    pixel = embedder.embed_batch([later.messages[0].text])[0]
+    here = Filters(conversation=later.id)
+    assert store.vector_search(embedder.name, pixel, here, 5) == []  # warms any cache too
+    missing = store.messages_without_vectors(later.id)
+    assert missing == {r.message.id: r.embed_hash for r in rows}
+    assert store.messages_without_vectors(ana_bob().id) == {}
+    assert keyword_ids(store, "Pixel", here)  # keyword search needs no vector
+
+    assert store.fill_message_vectors(later.id, embedder.name, vectors) == len(rows)
+    assert store.messages_without_vectors(later.id) == {}
+    found = store.vector_search(embedder.name, pixel, here, 50)
+    assert {r for r, _ in found} == {rowid_of(store, later.id, m.id) for m in later.messages}
+    # the conversation with its vectors from the start is still searched as before
+    assert store.vector_search(embedder.name, pixel, Filters(conversation="ana-bob"), 5)
+    assert store.fill_message_vectors(later.id, embedder.name, vectors) == 0  # idempotent
+
+
+def test_filling_vectors_refuses_another_model(store, embedder) -> None:
+    add_direct(store, ana_bob(), embedder)
+    later = ana_lee()
+    rows, vectors = indexed(later, embedder)
+    store.add_conversation(later, rows, embedder.name, {})
+    with pytest.raises(EmbeddingMismatch):
+        store.fill_message_vectors(later.id, "another-model", vectors)
+    assert len(store.messages_without_vectors(later.id)) == len(rows)

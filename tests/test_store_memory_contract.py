@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from archivist.config import Settings
-from archivist.jobs import HANDLERS, JobRunner
+from archivist.jobs import ROUND, JobRunner
 from archivist.model import (
     ClaimEvent,
     Conflict,
@@ -733,7 +733,7 @@ def test_a_second_consolidation_round_changes_nothing(make_memory) -> None:
     )
     mem.add([work, other, make_conversation("d", NEWS)])
     first = mem.consolidate()
-    assert {j.kind for j in first} == set(HANDLERS)
+    assert {j.kind for j in first} == set(ROUND)
     assert all(j.status in ("done", "skipped") for j in first), [j.error for j in first]
     mem.record_context([("claim", "1", "Ana works as a barista")], "You work as a barista.")
     mem.consolidate()

@@ -1,11 +1,13 @@
-"""The durable background queue: consolidation as jobs stored in the Store.
+"""The durable background queue: extraction and consolidation as jobs stored in the Store.
 
-Every ``consolidate_every`` new messages of a conversation (and on demand) a
-*round* is enqueued: reconcile (layers 1-2), people (layer 3), scenes,
-summaries, dossiers, key info and usefulness. Jobs are rows, so a crash loses
-none: a job taken by a worker that died is taken again when its lease ends.
-Enqueueing is idempotent on (kind, key) and every handler is idempotent on
-its own, so running a round twice changes nothing.
+A server queues an ``extract`` job per conversation that grew (keyed by its
+size, so a re-sent turn queues nothing); the job reads the new messages and
+queues consolidation. Every ``consolidate_every`` new messages of a
+conversation (and on demand) a *round* is enqueued: reconcile (layers 1-2),
+people (layer 3), scenes, summaries, dossiers, key info and usefulness. Jobs
+are rows, so a crash loses none: a job taken by a worker that died is taken
+again when its lease ends. Enqueueing is idempotent on (kind, key) and every
+handler is idempotent on its own, so running a round twice changes nothing.
 
 Handlers are ``fn(memory, payload) -> dict``; a result with ``"skipped"``
 (nothing to do, or no heuristic form without an LLM) is recorded as skipped.
@@ -36,6 +38,7 @@ Handler = Callable[["MemoryService", dict], dict]
 # Order matters within a round: claims are reconciled before people are compared,
 # entities exist before dossiers, persons before key info.
 HANDLERS: dict[str, str] = {
+    "extract": "archivist.write.extract_job:run_extract",
     "reconcile": "archivist.write.reconcile_job:run_reconcile",
     "people": "archivist.write.people:run_people",
     "scenes": "archivist.write.consolidate:run_scenes",
@@ -44,6 +47,7 @@ HANDLERS: dict[str, str] = {
     "key_info": "archivist.write.consolidate:run_key_info",
     "usefulness": "archivist.write.consolidate:run_usefulness",
 }
+ROUND = tuple(k for k in HANDLERS if k != "extract")  # the kinds of a consolidation round
 PER_CONVERSATION = ("reconcile", "scenes", "summaries", "dossiers")
 MAX_ATTEMPTS = 3
 LEASE_SECONDS = 600.0
@@ -77,7 +81,7 @@ class JobRunner:
         """Queue one round of every job kind; ``tag`` names the round (idempotency key)."""
         store = self.memory.store
         ids: list[int | None] = []
-        for kind in HANDLERS:
+        for kind in ROUND:
             if kind in PER_CONVERSATION:
                 for cid in conversations:
                     ids.append(store.enqueue_job(kind, f"{cid}@{tag}", {"conversation": cid}))
@@ -85,6 +89,14 @@ class JobRunner:
                 ids.append(store.enqueue_job(kind, f"*@{tag}", {}))
         self._wake.set()
         return [i for i in ids if i is not None]
+
+    def enqueue_extract(self, conversation: str, size: int) -> int | None:
+        """Queue reading ``conversation`` as it stands at ``size`` messages (idempotent)."""
+        job = self.memory.store.enqueue_job(
+            "extract", f"{conversation}@{size}", {"conversation": conversation}
+        )
+        self._wake.set()
+        return job
 
     def run_pending(self, limit: int | None = None) -> list[Job]:
         """Run queued jobs in order until none is left (or ``limit`` ran); returns them."""

@@ -252,6 +252,10 @@ class LoadConfig:
     chats: int = 20
     turns: int = 10
     latency_ms: float = 20.0  # the fake upstream's fixed latency
+    # Mean pause before each user turn (exponential, seeded; the first is uniform, so
+    # chats start apart). 0: every chat sends its next turn the moment it has a reply,
+    # and with a fixed upstream latency the chats move in lockstep, all at once.
+    think_ms: float = 0.0
     fail_rate: float = 0.0  # share of upstream calls that fail with 500
     restart: bool = False  # restart the proxy when half the turns are done
     stream: bool = False
@@ -339,6 +343,9 @@ async def _chat(
     )
     async with httpx.AsyncClient(timeout=60.0, transport=transport) as client:
         for t in range(cfg.turns):
+            if cfg.think_ms:
+                mean = cfg.think_ms / 1000
+                await asyncio.sleep(rng.uniform(0, mean) if t == 0 else rng.expovariate(1 / mean))
             history.append({"role": "user", "content": _user_text(n, t, rng)})
             body = {"model": "fake", "messages": history, "user": f"user{n}", "stream": cfg.stream}
             _, direct = await _call(client, urls["direct"], body, {}, tally, cfg.retries)
@@ -404,6 +411,7 @@ class _Proxy:
 
         self.settings, self.memory_factory, self.own_process = settings, memory_factory, own_process
         self.counters: Counter[str] = Counter()
+        self.turn_ms: list[dict] = []  # the proxy's own memory time per run (restarts split it)
         self.server = self._start()
 
     def _start(self, port: int = 0) -> Any:
@@ -420,7 +428,11 @@ class _Proxy:
             status = httpx.get(
                 self.server.url + "/memory/status", headers={"Authorization": f"Bearer {KEY}"}
             )
-            self.counters.update(status.json().get("counters", {}) if status.is_success else {})
+            body = status.json() if status.is_success else {}
+            self.counters.update(body.get("counters", {}))
+            self.turn_ms.append(
+                {"context": body.get("turn_memory_ms", {}), "store": body.get("turn_store_ms", {})}
+            )
             self.server.stop()  # SIGTERM
             return
         app = self.server.server.config.app
@@ -429,6 +441,10 @@ class _Proxy:
         self.counters.update(app.state.proxy_counters)
         for t in tenants:
             self.counters.update(t.counters)
+            status = t.status()
+            self.turn_ms.append(
+                {"context": status["turn_memory_ms"], "store": status["turn_store_ms"]}
+            )
 
     def restart(self) -> None:
         port = self.server.port
@@ -506,18 +522,29 @@ def run_load(
         "messages": _count(Path(data_dir) / f"{TENANT}.db", tally.histories),
         "upstream": {"calls": upstream.calls, "failed": upstream.failed},
         "proxy": {k: round(v, 2) for k, v in sorted(proxy.counters.items())},
+        "turn_memory_ms": proxy.turn_ms,
     }
 
 
 def load_table(result: dict) -> str:
     """The load run as a small text table."""
     lat, msgs, cfg = result["latency_ms"], result["messages"], result["config"]
+    mem = result["turn_memory_ms"]  # one entry per proxy run (a restart starts another)
     rows = [
         ("chats x turns", f"{cfg['chats']} x {cfg['turns']} ({result['turns']['done']} done)"),
         ("upstream latency", f"{cfg['latency_ms']} ms, fail rate {cfg['fail_rate']:.0%}"),
+        ("user think time", f"{cfg['think_ms']} ms mean" if cfg["think_ms"] else "none (lockstep)"),
         ("direct p50 / p95", f"{lat['direct_p50']} / {lat['direct_p95']} ms"),
         ("proxy p50 / p95", f"{lat['proxy_p50']} / {lat['proxy_p95']} ms"),
         ("overhead p50 / p95", f"{lat['overhead_p50']} / {lat['overhead_p95']} ms"),
+        (
+            "context in proxy p50 / p95",
+            ", ".join(f"{m['context'].get('p50')} / {m['context'].get('p95')} ms" for m in mem),
+        ),
+        (
+            "log write (beside upstream)",
+            ", ".join(f"{m['store'].get('p50')} / {m['store'].get('p95')} ms" for m in mem),
+        ),
         ("messages sent / stored", f"{msgs['sent']} / {msgs['stored']}"),
         ("lost / extra / duplicated", f"{msgs['lost']} / {msgs['extra']} / {msgs['duplicated']}"),
         ("retries / restarts", f"{result['retries']} / {result['restarts']}"),

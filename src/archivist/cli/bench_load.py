@@ -16,6 +16,13 @@ from .common import Context, emit_json, pass_ctx
 @click.option("--chats", default=20, show_default=True, type=click.IntRange(1, 500))
 @click.option("--turns", default=10, show_default=True, type=click.IntRange(1, 200))
 @click.option("--latency-ms", default=20.0, show_default=True, help="Fake upstream's latency.")
+@click.option(
+    "--think-ms",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Mean pause before each user turn (exponential; 0: chats send in lockstep).",
+)
 @click.option("--fail-rate", default=0.0, show_default=True, type=click.FloatRange(0, 0.9))
 @click.option("--restart", is_flag=True, help="Restart the proxy when half the turns are done.")
 @click.option("--stream", is_flag=True, help="Streaming chat completions.")
@@ -39,6 +46,7 @@ def load(
     chats: int,
     turns: int,
     latency_ms: float,
+    think_ms: float,
     fail_rate: float,
     restart: bool,
     stream: bool,
@@ -64,6 +72,7 @@ def load(
         chats=chats,
         turns=turns,
         latency_ms=latency_ms,
+        think_ms=think_ms,
         fail_rate=fail_rate,
         restart=restart,
         stream=stream,

@@ -71,9 +71,14 @@ class ServerSettings:
     drift_guard: bool = False
     drift_threshold: float = 0.6  # share of reply words the context and chat never used
     extract_delay: float = 1.0  # seconds new messages wait so one extraction covers many turns
+    # Where extraction and consolidation run: "process" (a worker process at lower CPU
+    # priority; requests never wait on it) or "thread" (threads of the server process).
+    background: str = "process"
     memory: Settings = field(default_factory=Settings)
 
     def __post_init__(self) -> None:
+        if self.background not in ("process", "thread"):
+            raise ConfigError(f"background must be 'process' or 'thread', not {self.background!r}")
         if self.context_budget < 0:
             raise ConfigError("context_budget must be >= 0 (0 turns injection off)")
         if not 0 < self.drift_threshold <= 1:
@@ -113,6 +118,8 @@ class ServerSettings:
                     kw[name] = conv(v)
                 except ValueError as e:
                     raise ConfigError(f"{p}{name.upper()}={v!r} is not a number") from e
+        if v := env.get(p + "SERVER_BACKGROUND"):
+            kw["background"] = v.strip().lower()
         if v := env.get(p + "DRIFT_GUARD"):
             kw["drift_guard"] = v.strip().lower() in ("1", "true", "yes", "on")
         kw.update({k: v for k, v in overrides.items() if v is not None})
@@ -245,21 +252,35 @@ def create_app(
     from . import proxy
 
     settings = settings or ServerSettings()
+    # A custom factory's stores cannot be rebuilt in another process: threads then.
+    worker = None
+    if settings.background == "process" and memory_factory is None:
+        from .worker import WorkerProcess
+
+        memory_factory = default_memory_factory(settings.memory, "manual")
+        worker = WorkerProcess(settings.memory, settings.resolved_data_dir())
     registry = TenantRegistry(
         settings.keys,
         settings.resolved_data_dir(),
         memory_factory or default_memory_factory(settings.memory),
         open_access=settings.open_access,
         extract_delay=settings.extract_delay,
+        wake=worker.wake if worker else None,
     )
+    if worker is not None:
+        worker.tenants = registry.tenant_ids()
     if not settings.keys and not settings.open_access:
         log.warning("no API keys configured: every request will be refused (401)")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        if worker is not None:
+            worker.start()
         yield
         await app.state.upstream.aclose()
         registry.close()
+        if worker is not None:
+            worker.stop()
 
     app = FastAPI(
         title="archivist",
@@ -269,6 +290,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.registry = registry
+    app.state.worker = worker  # None: background work on the tenants' threads
     app.state.upstream = proxy.upstream_client(settings, upstream_transport)
     app.state.proxy_counters = Counter()  # failures seen before a tenant was known
     app.add_exception_handler(ArchivistError, _archivist_error)
@@ -435,7 +457,7 @@ def _admin_routes(r) -> None:
             if conversation not in convs:
                 raise NotFound(f"no conversation {conversation!r}")
             convs = [conversation]
-        tenant.schedule(convs)
+        tenant.consolidate(convs)
         return {"scheduled": convs}
 
     @r.get("/status")

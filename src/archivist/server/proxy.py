@@ -29,6 +29,7 @@ for the reply and regenerates once, counting calls and extra latency.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -177,21 +178,33 @@ class Turn:
     context: Context | None
     payload: dict  # the request as forwarded (context injected)
     chat_text: str  # every message's text, for the drift guard
+    log: Conversation  # the request's messages, to store while the upstream answers
 
 
 def prepare(
     registry: TenantRegistry, settings: ServerSettings, tid: str, body: dict, headers: Any
 ) -> Turn:
-    """Store the new messages and assemble context (sync: runs in the threadpool)."""
+    """Assemble context for the request (sync: runs in the threadpool).
+
+    The request's messages are stored by ``store_turn`` while the upstream
+    answers: context needs the memory of earlier turns, not this one's log
+    entry (its text is the query), so the write is off the added latency and
+    still done before the answer is returned.
+    """
+    started = time.perf_counter()
     tenant = registry.tenant(tid)
     user, cid = identify(body, headers, tid)
     conv = chat_conversation(body["messages"], cid, user, datetime.now(UTC))
-    tenant.add([conv], only_new=True)
     last = next((m.text for m in reversed(conv.messages) if m.role == "user"), "")
     ctx = None
     if settings.context_budget and last.strip():
-        ctx = tenant.context(last, person=user, budget_tokens=settings.context_budget)
+        try:
+            ctx = tenant.context(last, person=user, budget_tokens=settings.context_budget)
+        except Exception:  # noqa: BLE001 - no context this turn; the turn is still stored
+            log.exception("context failed for tenant %s; forwarding without it", tid)
+            tenant.counters["memory_failures"] += 1
     tenant.counters["turns"] += 1
+    tenant.turn_ms.append((time.perf_counter() - started) * 1000)
     return Turn(
         tenant=tenant,
         user=user,
@@ -200,7 +213,15 @@ def prepare(
         context=ctx,
         payload=inject(body, ctx.text if ctx else ""),
         chat_text="\n".join(m.text for m in conv.messages),
+        log=conv,
     )
+
+
+def store_turn(turn: Turn) -> None:
+    """Store the request's new messages (idempotent: clients re-send whole histories)."""
+    started = time.perf_counter()
+    turn.tenant.add([turn.log], only_new=True)
+    turn.tenant.store_ms.append((time.perf_counter() - started) * 1000)
 
 
 def store_reply(turn: Turn, text: str, at: datetime) -> None:
@@ -307,13 +328,17 @@ async def chat_completions(request: Request, tid: TenantId) -> Response:
             app.state.proxy_counters["memory_failures"] += 1
     else:
         body = None
+    # The log is written while the upstream answers, and is durable before we answer.
+    stored = asyncio.ensure_future(run_in_threadpool(store_turn, turn)) if turn else None
     content = _upstream_body(settings, turn.payload if turn else body, raw)
     if body is not None and body.get("stream"):
-        return await _stream(app.state.upstream, content, turn)
+        return await _stream(app.state.upstream, content, turn, stored)
     try:
         resp = await _post(app.state.upstream, content)
     except httpx.HTTPError as e:
+        await _settle(stored, turn)
         return _unreachable(e)
+    await _settle(stored, turn)
     if resp.is_success and turn is not None:
         if settings.drift_guard and turn.context is not None:
             resp = await _drift_guard(app.state.upstream, settings, turn, resp)
@@ -321,6 +346,17 @@ async def chat_completions(request: Request, tid: TenantId) -> Response:
     elif not resp.is_success:
         app.state.proxy_counters["upstream_errors"] += 1
     return _passthrough(resp)
+
+
+async def _settle(stored: asyncio.Future | None, turn: Turn | None) -> None:
+    """Wait for the turn's log write; a failure is logged and counted, never raised."""
+    if stored is None or turn is None:
+        return
+    try:
+        await stored
+    except Exception:  # noqa: BLE001 - memory never breaks the chat
+        log.exception("storing a turn failed for tenant %s", turn.tenant.id)
+        turn.tenant.counters["store_failures"] += 1
 
 
 def _after_reply(turn: Turn, text: str | None) -> None:
@@ -402,12 +438,19 @@ class _Stream:
                 self.done = True
 
 
-async def _stream(client: httpx.AsyncClient, content: bytes, turn: Turn | None) -> Response:
-    """Pass the upstream's stream through chunk by chunk; store the reply once it completes."""
+async def _stream(
+    client: httpx.AsyncClient, content: bytes, turn: Turn | None, stored: asyncio.Future | None
+) -> Response:
+    """Pass the upstream's stream through chunk by chunk; store the reply once it completes.
+
+    The turn's log is written by the time the upstream's headers arrive (the
+    first byte waits for it if it is slower)."""
     try:
         resp = await _post(client, content, stream=True)
     except httpx.HTTPError as e:
+        await _settle(stored, turn)
         return _unreachable(e)
+    await _settle(stored, turn)
     if not resp.is_success:
         await resp.aread()
         await resp.aclose()

@@ -86,24 +86,51 @@ def check_keys(pairs: Sequence[tuple[str, str]]) -> KeyPairs:
     return tuple(pairs)
 
 
-def default_memory_factory(settings: Settings) -> MemoryFactory:
-    """Each tenant's MemoryService: the base settings, its own file, background consolidation."""
+def tenant_settings(settings: Settings, tenant: str, path: Path, consolidate_mode: str) -> Settings:
+    """A tenant's own store: ``<data_dir>/<tenant>.db``, or its own PostgreSQL schema
+    (``archivist_<tenant>``, or ``<schema>_<tenant>`` when a schema is configured)."""
+    kw: dict[str, Any] = {"db_path": path, "consolidate_mode": consolidate_mode}
+    if settings.store == "postgres":
+        base = settings.pg_schema
+        kw["pg_schema"] = f"archivist_{tenant}" if base == "public" else f"{base}_{tenant}"
+    return settings.with_(**kw)
+
+
+def default_memory_factory(
+    settings: Settings, consolidate_mode: str = "background"
+) -> MemoryFactory:
+    """Each tenant's MemoryService: the base settings, its own store; consolidation on a
+    thread (``"background"``) or nowhere in this process (``"manual"``: the worker's)."""
 
     def make(tenant: str, path: Path) -> MemoryService:
-        return MemoryService(settings=settings.with_(db_path=path, consolidate_mode="background"))
+        return MemoryService(settings=tenant_settings(settings, tenant, path, consolidate_mode))
 
     return make
 
 
 class Tenant:
-    """One tenant's memory plus the worker threads that keep slow writes off requests."""
+    """One tenant's memory plus the worker threads that keep slow writes off requests.
 
-    def __init__(self, tenant_id: str, memory: MemoryService, extract_delay: float = 0.0) -> None:
+    Extraction and consolidation run either in the worker process (``wake`` given:
+    they are queued as durable jobs and the process is woken) or on this
+    tenant's own threads (tests, custom memory factories).
+    """
+
+    def __init__(
+        self,
+        tenant_id: str,
+        memory: MemoryService,
+        extract_delay: float = 0.0,
+        wake: Callable[[str], None] | None = None,
+    ) -> None:
         self.id = tenant_id
         self.memory = memory
         self.extract_delay = extract_delay  # wait this long to batch turns into one extraction
+        self.wake = wake  # the worker process's doorbell, or None: threads here
         self.counters: Counter[str] = Counter()
         self.errors: deque[str] = deque(maxlen=20)  # the latest background failures
+        self.turn_ms: deque[float] = deque(maxlen=5000)  # context for proxied requests
+        self.store_ms: deque[float] = deque(maxlen=5000)  # their log writes (beside upstream)
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._writes = ThreadPoolExecutor(1, thread_name_prefix=f"archivist-{tenant_id}-writes")
@@ -129,6 +156,7 @@ class Tenant:
         ids carry a content hash, so a stored id is the same message).
         """
         results = []
+        sizes: dict[str, int] = {}
         for conv in convs:
             with self.lock(conv.id):
                 if only_new:
@@ -138,9 +166,11 @@ class Tenant:
                         results.append(AddResult(conv.id, unchanged=len(conv.messages)))
                         continue
                     conv = replace(conv, messages=self._sessioned(conv.id, fresh, bool(stored)))
-                results.extend(self.memory.add(conv, extract=False))
+                    sizes[conv.id] = len(stored) + len(fresh)
+                # Vectors come with extraction, in the worker: no model time on requests.
+                results.extend(self.memory.add(conv, extract=False, embed=False))
         self.counters["messages_added"] += sum(r.added for r in results)
-        self.schedule([c.id for c in convs])
+        self.schedule([r.conversation for r in results if r.added], sizes)
         return results
 
     def _sessioned(
@@ -178,8 +208,22 @@ class Tenant:
             self._in_flight += 1
         self._writes.submit(self._guarded, name, fn)
 
-    def schedule(self, conversations: Sequence[str]) -> None:
-        """Extract and consolidate these conversations soon; requests coalesce into one run."""
+    def schedule(self, conversations: Sequence[str], sizes: dict[str, int] | None = None) -> None:
+        """Extract and consolidate these conversations soon.
+
+        Worker process: a durable ``extract`` job per conversation, keyed by its size
+        (``sizes``, counted when missing), so a re-sent turn queues nothing. Threads:
+        requests coalesce into one run.
+        """
+        if self.wake is not None:
+            for cid in dict.fromkeys(conversations):
+                size = (sizes or {}).get(cid)
+                if size is None:
+                    size = len(self.memory.store.existing_hashes(cid))
+                self.memory.jobs.enqueue_extract(cid, size)
+            if conversations:
+                self.wake(self.id)
+            return
         with self._guard:
             self._pending.update(conversations)
             if self._busy or not self._pending:
@@ -216,16 +260,43 @@ class Tenant:
                 self._in_flight -= 1
                 self._idle.notify_all()
 
+    def consolidate(self, conversations: Sequence[str]) -> None:
+        """Read new messages, then run a consolidation round now (off the request path)."""
+        self.schedule(conversations)
+        self.memory.jobs.enqueue_round(list(conversations), f"manual-{time.time_ns()}")
+        if self.wake is not None:
+            self.wake(self.id)
+        else:
+            self.memory.jobs.start()
+
     def drain(self, timeout: float = 60.0) -> bool:
-        """Wait until queued background writes and extraction are done (tests, shutdown)."""
+        """Wait until queued background writes, extraction and jobs are done (tests, shutdown).
+
+        With the worker process this includes the tenant's durable queue (a job
+        waiting out a retry backoff keeps it from draining until ``timeout``).
+        """
+        deadline = time.monotonic() + timeout
         with self._guard:
-            return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
+            if not self._idle.wait_for(lambda: self._in_flight == 0, timeout):
+                return False
+        if self.wake is None:
+            return True
+        while time.monotonic() < deadline:
+            counts = self.memory.job_counts()
+            if not counts.get("queued") and not counts.get("running"):
+                return True
+            time.sleep(0.05)
+        return False
 
     def status(self) -> dict:
         """Counters, the job queue and the latest background errors, for GET /status."""
         return {
             "tenant": self.id,
             "counters": dict(self.counters),
+            # proxied requests: context assembly (before forwarding) and the log write
+            # (while the upstream answers)
+            "turn_memory_ms": _quantiles(self.turn_ms),
+            "turn_store_ms": _quantiles(self.store_ms),
             "background_errors": list(self.errors),
             "jobs": self.memory.job_counts(),
             "stats": self.memory.stats(),
@@ -236,6 +307,15 @@ class Tenant:
         self._writes.shutdown(wait=True)
         self._extract.shutdown(wait=True, cancel_futures=True)  # the log is already durable
         self.memory.close()
+
+
+def _quantiles(values: Sequence[float]) -> dict:
+    ms = sorted(values)
+    return {
+        "n": len(ms),
+        "p50": round(ms[len(ms) // 2], 2) if ms else None,
+        "p95": round(ms[min(len(ms) - 1, int(len(ms) * 0.95))], 2) if ms else None,
+    }
 
 
 class TenantRegistry:
@@ -249,8 +329,10 @@ class TenantRegistry:
         *,
         open_access: bool = False,
         extract_delay: float = 0.0,
+        wake: Callable[[str], None] | None = None,
     ) -> None:
         self.extract_delay = extract_delay
+        self.wake = wake  # the worker process's doorbell (None: each tenant's threads)
         self._keys = [(k.encode("utf-8"), t) for k, t in keys]
         self.data_dir = Path(data_dir)
         self.memory_factory = memory_factory
@@ -280,8 +362,15 @@ class TenantRegistry:
             if found is None:
                 self.data_dir.mkdir(parents=True, exist_ok=True)
                 memory = self.memory_factory(tenant_id, self.data_dir / f"{tenant_id}.db")
-                found = self._tenants[tenant_id] = Tenant(tenant_id, memory, self.extract_delay)
+                found = self._tenants[tenant_id] = Tenant(
+                    tenant_id, memory, self.extract_delay, self.wake
+                )
             return found
+
+    def tenant_ids(self) -> tuple[str, ...]:
+        """Every tenant a key (or open access) can reach."""
+        ids = {t for _, t in self._keys} | ({OPEN_TENANT} if self.open_access else set())
+        return tuple(sorted(ids))
 
     def opened(self) -> list[Tenant]:
         with self._guard:

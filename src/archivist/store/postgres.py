@@ -198,6 +198,34 @@ class PostgresStore(PostgresDerivedMixin, PostgresMemoryMixin):
         )
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
 
+    def messages_without_vectors(self, conversation: str) -> dict[str, str]:
+        """Message id -> embed hash of this conversation's messages stored without a vector."""
+        return dict(
+            self._read(
+                "SELECT msg_id, embed_hash FROM messages WHERE conversation = %s "
+                "AND vec_id IS NULL",
+                (conversation,),
+            )
+        )
+
+    def fill_message_vectors(
+        self, conversation: str, model: str, vectors: dict[str, np.ndarray]
+    ) -> int:
+        """Give messages stored without a vector theirs (by embed hash); how many got one."""
+        if not vectors:
+            return 0
+        dim = next(int(v.shape[0]) for v in vectors.values())
+        with self._write() as cur:
+            self._check_model(cur, model, dim)
+            self._put_vectors_pg(cur, model, vectors)
+            cur.execute(
+                "UPDATE messages m SET vec_id = v.id FROM vectors v WHERE m.conversation = %s "
+                "AND m.vec_id IS NULL AND m.embed_hash = ANY(%s) AND v.model = %s "
+                "AND v.hash = m.embed_hash",
+                (conversation, list(vectors), model),
+            )
+            return cur.rowcount
+
     def _check_model(self, cur: psycopg.Cursor, model: str, dim: int | None) -> None:
         """Refuse another model's vectors; the first model (and dimension) builds the HNSW index."""
         cur.execute(

@@ -45,13 +45,31 @@ class DenseIndex:
         self.rowids = np.zeros(0, dtype=np.int64)
         self._mat: np.ndarray | None = None
         self.epoch: str | None = None
+        self.fill_seq = 0  # the store's vector_fills seen so far
+        # Rows whose vector came after later rowids were loaded: a small unsorted
+        # side matrix (inserting into the sorted one would copy all of it each time).
+        self._late_ids = np.zeros(0, dtype=np.int64)
+        self._late: np.ndarray | None = None
 
     @property
     def max_rowid(self) -> int:
         return int(self.rowids[-1]) if self.rowids.size else 0
 
     def __len__(self) -> int:
-        return int(self.rowids.size)
+        return int(self.rowids.size + self._late_ids.size)
+
+    def __contains__(self, rowid: int) -> bool:
+        pos = int(np.searchsorted(self.rowids, rowid))
+        held = pos < self.rowids.size and int(self.rowids[pos]) == rowid
+        return held or bool((self._late_ids == rowid).any())
+
+    def add_late(self, rowids: np.ndarray, mat: np.ndarray) -> None:
+        """Add rows below ``max_rowid`` that were not held (their vectors came late)."""
+        if not len(rowids):
+            return
+        mat = mat.astype(np.float32, copy=False)
+        self._late_ids = np.concatenate([self._late_ids, rowids.astype(np.int64)])
+        self._late = mat if self._late is None else np.concatenate([self._late, mat])
 
     def append(self, rowids: np.ndarray, mat: np.ndarray) -> None:
         """Add rows whose rowids are all greater than any already held."""
@@ -65,6 +83,22 @@ class DenseIndex:
         self, query: np.ndarray, k: int, restrict: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
         """Top-k (rowid, cosine) pairs, optionally only among ``restrict`` rowids."""
+        found = self._search_sorted(query, k, restrict)
+        if self._late is None:
+            return found
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        keep = (
+            np.arange(self._late_ids.size)
+            if restrict is None
+            else np.flatnonzero(np.isin(self._late_ids, restrict))
+        )
+        scores = self._late[keep] @ q
+        late = [(int(self._late_ids[keep[i]]), float(scores[i])) for i in top_k(scores, k)]
+        return sorted(found + late, key=lambda x: -x[1])[:k]
+
+    def _search_sorted(
+        self, query: np.ndarray, k: int, restrict: np.ndarray | None
+    ) -> list[tuple[int, float]]:
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if self._mat is None:
             return []
