@@ -6,6 +6,7 @@ stay optional at import time.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -19,9 +20,16 @@ __all__ = ["PROVIDERS", "Embedder", "embed_one", "get_embedder", "l2_normalise"]
 
 
 def _local(settings: Settings) -> Embedder:
+    return _shared_local(settings.embed_threads, settings.embed_batch_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_local(threads: int, batch_size: int) -> Embedder:
+    """One bundled model per process: a server's tenants share it instead of each loading
+    its own copy (about 90 MB and a fraction of a second each)."""
     from .local import MiniLMEmbedder
 
-    return MiniLMEmbedder(threads=settings.embed_threads, batch_size=settings.embed_batch_size)
+    return MiniLMEmbedder(threads=threads, batch_size=batch_size)
 
 
 def _openai(settings: Settings) -> Embedder:

@@ -25,6 +25,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
 from ..config import ENV_PREFIX, Settings
 from ..errors import (
@@ -237,6 +238,18 @@ def _jsonable(value: Any) -> Any:
 # -- the app -------------------------------------------------------------------------------
 
 
+def _warm_embedder(settings: Settings) -> None:
+    """Load the embedding model before the first chat needs it (it is shared by tenants)."""
+    if settings.embedder != "local":
+        return
+    try:
+        from ..embed import get_embedder
+
+        get_embedder(settings).embed_batch(["warm up"])
+    except Exception:  # noqa: BLE001 - chats still forward; the error shows again on use
+        log.exception("could not load the embedding model at startup")
+
+
 def create_app(
     settings: ServerSettings | None = None,
     *,
@@ -259,10 +272,12 @@ def create_app(
 
         memory_factory = default_memory_factory(settings.memory, "manual")
         worker = WorkerProcess(settings.memory, settings.resolved_data_dir())
+    own_stores = memory_factory is None or worker is not None  # built from settings.memory
+    memory_factory = memory_factory or default_memory_factory(settings.memory)
     registry = TenantRegistry(
         settings.keys,
         settings.resolved_data_dir(),
-        memory_factory or default_memory_factory(settings.memory),
+        memory_factory,
         open_access=settings.open_access,
         extract_delay=settings.extract_delay,
         wake=worker.wake if worker else None,
@@ -276,6 +291,8 @@ def create_app(
     async def lifespan(app: FastAPI):
         if worker is not None:
             worker.start()
+        if own_stores:
+            await run_in_threadpool(_warm_embedder, settings.memory)
         yield
         await app.state.upstream.aclose()
         registry.close()

@@ -124,16 +124,16 @@ def work(
                 due |= set(memories) | known_tenants(settings, data_dir, configured)
                 last_poll = time.monotonic()
             for tenant in sorted(due):
-                memory = memories.get(tenant)
-                if memory is None:
-                    path = data_dir / f"{tenant}.db"
-                    if settings.store == "sqlite" and not path.exists():
-                        due.discard(tenant)
-                        continue
-                    memory = memories[tenant] = MemoryService(
-                        settings=tenant_settings(settings, tenant, path, "manual")
-                    )
+                path = data_dir / f"{tenant}.db"
+                if tenant not in memories and settings.store == "sqlite" and not path.exists():
+                    due.discard(tenant)
+                    continue
                 try:
+                    memory = memories.get(tenant)
+                    if memory is None:
+                        memory = memories[tenant] = MemoryService(
+                            settings=tenant_settings(settings, tenant, path, "manual")
+                        )
                     ran = memory.jobs.run_pending(limit=JOBS_PER_TURN)
                 except Exception:  # noqa: BLE001 - the store failed; try again at the next poll
                     log.exception("tenant %s: running jobs failed", tenant)
