@@ -767,3 +767,42 @@ def test_episodes_are_indexed_and_lead_to_their_messages(tmp_path: Path) -> None
     current = {e.id: e for e in mem.store.list_episodes(CID, limit=100)}
     assert found and found <= set(current)
     assert found == {i for i, e in current.items() if "Azores" in e.narrative + e.title}
+
+
+def test_a_live_chats_short_tail_waits_for_more_turns_or_for_quiet(tmp_path: Path) -> None:
+    """One call per appended tail: with an LLM, a tail of a turn or two waits (a server's
+    worker queues a check for when the chat goes quiet) instead of costing a call each."""
+    llm = FakeLLM(responder=Responder())
+    # 2023 messages are "recent" under a window this long: the tail is held
+    settings = Settings(
+        consolidate_mode="manual", consolidate_every=1000, extract_min_tail=3, extract_idle_s=1e12
+    )
+    mem = MemoryService(tmp_path / "m.db", settings=settings, embedder=FakeEmbedder(), llm=llm)
+    _OPEN.append(mem)
+    mem.add(conversation())
+    made = len(llm.calls)
+    more = (*S2, ("Lee", "I found a guesthouse near Furnas for the first night."))
+    mem.add(make_conversation(CID, (S1, more, S3), people=PEOPLE), extract=False)
+
+    assert mem.extract([CID], hold_short_tails=True).sessions_waiting == 1
+    assert len(llm.calls) == made  # held: one message is not worth a call
+    mem.jobs.enqueue_extract(CID, N_MESSAGES + 1)
+    (job,) = mem.jobs.run_pending()
+    assert job.status == "done" and job.result["sessions_waiting"] == 1
+    assert mem.job_counts() == {"done": 1, "queued": 1}  # the quiet check, not yet due
+    assert mem.jobs.run_pending() == []
+
+    report = mem.extract([CID])  # what the quiet check does: read whatever is left
+    assert report.sessions_appended == 1 and len(llm.calls) == made + 1
+    assert mem.extract([CID], hold_short_tails=True).sessions_waiting == 0
+
+
+def test_without_an_llm_tails_are_never_held(tmp_path: Path) -> None:
+    settings = Settings(consolidate_mode="manual", extract_min_tail=50, extract_idle_s=1e12)
+    mem = MemoryService(tmp_path / "m.db", settings=settings, embedder=FakeEmbedder())
+    _OPEN.append(mem)
+    mem.add(conversation())
+    more = (*S2, ("Lee", "I found a guesthouse near Furnas for the first night."))
+    mem.add(make_conversation(CID, (S1, more, S3), people=PEOPLE), extract=False)
+    report = mem.extract([CID], hold_short_tails=True)
+    assert report.sessions_waiting == 0 and report.sessions_appended == 1

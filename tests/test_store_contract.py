@@ -842,3 +842,15 @@ def test_filling_vectors_refuses_another_model(store, embedder) -> None:
     with pytest.raises(EmbeddingMismatch):
         store.fill_message_vectors(later.id, "another-model", vectors)
     assert len(store.messages_without_vectors(later.id)) == len(rows)
+
+
+def test_a_job_queued_for_later_is_not_taken_before_then(store) -> None:
+    import time
+
+    now = time.time()
+    later = store.enqueue_job("extract", "c@1@idle", {"conversation": "c"}, now + 60)
+    soon = store.enqueue_job("extract", "c@2", {"conversation": "c"})
+    assert store.take_job(now, 600, 3).id == soon  # the later one does not block it
+    assert store.take_job(now, 600, 3) is None
+    job = store.take_job(now + 61, 600, 3)
+    assert job is not None and job.id == later and job.payload == {"conversation": "c"}

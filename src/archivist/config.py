@@ -56,6 +56,11 @@ class Settings:
     # inline: add() runs due jobs before returning; background: a worker thread runs
     # them (servers); manual: only ``consolidate()`` / ``archivist consolidate`` does.
     consolidate_mode: str = "inline"
+    # A server reads a live chat as it grows. With an LLM archivist a short new tail
+    # waits for more turns (one call per tail, so tails of 2 would cost 0.5 calls a
+    # message) until it has extract_min_tail messages or the chat is idle this long.
+    extract_min_tail: int = 8
+    extract_idle_s: float = 120.0
 
     def __post_init__(self) -> None:
         if self.embedder not in EMBEDDERS:
@@ -135,6 +140,8 @@ class Settings:
             ("llm_timeout", float),
             ("llm_concurrency", int),
             ("consolidate_every", int),
+            ("extract_min_tail", int),
+            ("extract_idle_s", float),
         ):
             if v := env.get(ENV_PREFIX + name.upper()):
                 try:

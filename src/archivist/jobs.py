@@ -90,11 +90,16 @@ class JobRunner:
         self._wake.set()
         return [i for i in ids if i is not None]
 
-    def enqueue_extract(self, conversation: str, size: int) -> int | None:
-        """Queue reading ``conversation`` as it stands at ``size`` messages (idempotent)."""
-        job = self.memory.store.enqueue_job(
-            "extract", f"{conversation}@{size}", {"conversation": conversation}
-        )
+    def enqueue_extract(
+        self, conversation: str, size: int, not_before: float | None = None
+    ) -> int | None:
+        """Queue reading ``conversation`` as it stands at ``size`` messages (idempotent);
+        with ``not_before``, the check that reads a held tail once the chat went idle."""
+        if not_before is None:
+            key, payload = f"{conversation}@{size}", {"conversation": conversation}
+        else:
+            key, payload = f"{conversation}@{size}@idle", {"conversation": conversation, "idle": 1}
+        job = self.memory.store.enqueue_job("extract", key, payload, not_before)
         self._wake.set()
         return job
 

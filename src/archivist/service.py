@@ -42,7 +42,7 @@ from .service_views import MemoryViews
 from .store.base import AddResult, IndexedClaim, IndexedEpisode, IndexedMessage, Store
 from .store.sql import Filters
 from .write.archivist import Archivist, HeuristicArchivist, SessionResult
-from .write.extract_plan import SessionPlan, plan_session
+from .write.extract_plan import SessionPlan, plan_session, waits
 from .write.index_text import (
     DEFAULT_INDEX,
     IndexOptions,
@@ -65,7 +65,8 @@ class ExtractReport:
     ``sessions`` were read; of those, ``sessions_appended`` only after what was read
     before (a session that grew at its end) and ``sessions_replaced`` wholly again,
     replacing their earlier extraction; the rest were new. ``sessions_skipped``
-    were up to date (or extracted by another process meanwhile).
+    were up to date (or extracted by another process meanwhile); ``sessions_waiting``
+    have a new tail held for more turns (``hold_short_tails``).
     """
 
     method: str
@@ -73,6 +74,7 @@ class ExtractReport:
     sessions_appended: int = 0
     sessions_replaced: int = 0
     sessions_skipped: int = 0
+    sessions_waiting: int = 0
     episodes: int = 0
     claims: int = 0
     rejected: int = 0
@@ -312,7 +314,11 @@ class MemoryService(MemoryViews):
         return self._archivist
 
     def extract(
-        self, conversations: Sequence[str] | None = None, progress: Progress | None = None
+        self,
+        conversations: Sequence[str] | None = None,
+        progress: Progress | None = None,
+        *,
+        hold_short_tails: bool = False,
     ) -> ExtractReport:
         """Run the archivist over sessions it has not processed (or that grew since).
 
@@ -320,9 +326,12 @@ class MemoryService(MemoryViews):
         stopped and its new episodes and claims are added (write/extract_plan.py);
         one that changed otherwise is read again whole. Each session's episodes,
         claims and progress marker are written in one transaction, so an
-        interrupted run resumes where it stopped.
+        interrupted run resumes where it stopped. ``hold_short_tails`` (a server's
+        live chats, LLM archivist only): see Settings.extract_min_tail.
         """
         report = ExtractReport(method=self.archivist.name)
+        hold = hold_short_tails and self.llm is not None
+        now = datetime.now(UTC)
         ids = (
             list(conversations)
             if conversations is not None
@@ -340,6 +349,10 @@ class MemoryService(MemoryViews):
                 )
                 if plan is None:
                     report.sessions_skipped += 1
+                elif hold and waits(
+                    plan, self.settings.extract_min_tail, self.settings.extract_idle_s, now
+                ):
+                    report.sessions_waiting += 1
                 else:
                     todo.append(plan)
         # Sessions run in parallel batches (LLM calls overlap within the concurrency

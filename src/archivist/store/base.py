@@ -248,7 +248,9 @@ class ConsolidationStore(Protocol):
 class JobStore(Protocol):
     """The durable background queue (store/sqlite_jobs.py; driven by jobs.py)."""
 
-    def enqueue_job(self, kind: str, key: str, payload: dict) -> int | None: ...
+    def enqueue_job(
+        self, kind: str, key: str, payload: dict, not_before: float | None = None
+    ) -> int | None: ...
 
     def take_job(self, now: float, lease_s: float, max_attempts: int) -> Job | None: ...
 

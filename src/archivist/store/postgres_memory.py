@@ -616,14 +616,19 @@ class PostgresMemoryMixin(PostgresPeopleMixin):
 
     # -- the job queue ---------------------------------------------------------------------
 
-    def enqueue_job(self, kind: str, key: str, payload: dict) -> int | None:
-        """Queue a job unless (kind, key) was queued before; its id, or None if it was."""
+    def enqueue_job(
+        self, kind: str, key: str, payload: dict, not_before: float | None = None
+    ) -> int | None:
+        """Queue a job unless (kind, key) was queued before; its id, or None if it was.
+
+        ``not_before`` (epoch seconds): no worker takes it earlier (its lease until then).
+        """
         now = _now()
         with self._write() as cur:
             row = cur.execute(
-                "INSERT INTO jobs(kind, key, payload, created_at, updated_at) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (kind, key) DO NOTHING RETURNING id",
-                (kind, key, json.dumps(payload, sort_keys=True), now, now),
+                "INSERT INTO jobs(kind, key, payload, created_at, updated_at, lease_until) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (kind, key) DO NOTHING RETURNING id",
+                (kind, key, json.dumps(payload, sort_keys=True), now, now, not_before),
             ).fetchone()
         return int(row[0]) if row else None
 

@@ -35,14 +35,19 @@ class JobsMixin:
 
     _db: sqlite3.Connection
 
-    def enqueue_job(self, kind: str, key: str, payload: dict) -> int | None:
-        """Queue a job unless (kind, key) was queued before; its id, or None if it was."""
+    def enqueue_job(
+        self, kind: str, key: str, payload: dict, not_before: float | None = None
+    ) -> int | None:
+        """Queue a job unless (kind, key) was queued before; its id, or None if it was.
+
+        ``not_before`` (epoch seconds): no worker takes it earlier (its lease until then).
+        """
         now = datetime.now(UTC).isoformat()
         with self._write() as db:  # type: ignore[attr-defined]
             cur = db.execute(
-                "INSERT OR IGNORE INTO jobs(kind, key, payload, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (kind, key, json.dumps(payload, sort_keys=True), now, now),
+                "INSERT OR IGNORE INTO jobs(kind, key, payload, created_at, updated_at, "
+                "lease_until) VALUES (?, ?, ?, ?, ?, ?)",
+                (kind, key, json.dumps(payload, sort_keys=True), now, now, not_before),
             )
             return int(cur.lastrowid) if cur.rowcount else None
 

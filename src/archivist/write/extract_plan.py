@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..model import Message
 from ..store.base import ExtractionMark
@@ -80,3 +81,11 @@ def plan_session(
         mark,
         replaces=False,
     )
+
+
+def waits(plan: SessionPlan, min_tail: int, idle_s: float, now: datetime) -> bool:
+    """Hold an appended tail shorter than ``min_tail`` while its last message is younger
+    than ``idle_s`` (the chat is still going: the next turns join it)."""
+    if plan.append_after is None or len(plan.messages) >= min_tail:
+        return False
+    return (now - plan.messages[-1].timestamp).total_seconds() < idle_s
