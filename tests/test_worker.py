@@ -124,3 +124,16 @@ def test_turns_stored_without_vectors_get_them_when_extracted(tmp_path: Path) ->
         assert mem.store.messages_without_vectors("c1") == {}
         hits = mem.search("moved to Porto", conversation="c1", k=3, preset="dense")
         assert hits and hits[0].message.text == "I moved to Porto in May."
+
+
+def test_a_worker_that_died_is_replaced_and_its_work_done(tmp_path: Path) -> None:
+    with server(tmp_path) as client:
+        worker = client.app.state.worker
+        worker.process.kill()
+        worker.process.join(10)
+        r = client.post("/v1/memory/messages", json={"messages": records("c1", 4)}, headers=HEADERS)
+        assert r.status_code == 200, r.text
+        assert worker.restarts == 1 and worker.alive()
+        tenant = client.app.state.registry.tenant("alpha")
+        assert tenant.drain(60)
+        assert tenant.memory.store.extraction_state("c1")

@@ -42,6 +42,8 @@ class WorkerProcess:
         self._ctx = multiprocessing.get_context("spawn")  # no fork of a threaded server
         self._wake: Any = self._ctx.Queue()
         self.process: Any = None
+        self.restarts = 0
+        self._stopping = False
 
     def start(self) -> WorkerProcess:
         args = (self.settings, Path(self.data_dir), tuple(self.tenants), self._wake, self.nice)
@@ -52,7 +54,12 @@ class WorkerProcess:
         return self
 
     def wake(self, tenant: str) -> None:
-        """Tell the worker a tenant queued jobs (a hint: it also polls)."""
+        """Tell the worker a tenant queued jobs (a hint: it also polls); start a new
+        worker if the last one died (its jobs are in the stores, leased or queued)."""
+        if self.process is not None and not self._stopping and not self.process.is_alive():
+            log.warning("the worker process exited (%s); starting another", self.process.exitcode)
+            self.restarts += 1
+            self.start()
         try:
             self._wake.put_nowait(tenant)
         except (ValueError, OSError):  # closed at shutdown: the job waits in the store
@@ -63,6 +70,7 @@ class WorkerProcess:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Let the current job finish, then stop; queued jobs stay in the stores."""
+        self._stopping = True
         if self.process is None:
             return
         if self.process.is_alive():
