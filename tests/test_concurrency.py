@@ -52,3 +52,35 @@ def test_readers_and_a_writer_share_one_store(tmp_path: Path) -> None:
             t.join()
         mem.close()
     assert errors == []
+
+
+def test_a_read_does_not_wait_for_another_threads_open_write(tmp_path: Path) -> None:
+    """Reads use the calling thread's own connection: a search during another thread's
+    write transaction (say, one waiting for a worker process to commit) is not queued
+    behind it, and it sees the last committed state."""
+    mem = MemoryService(
+        tmp_path / "m.db", settings=Settings(consolidate_mode="manual"), embedder=FakeEmbedder()
+    )
+    mem.add(make_conversation("c0", [[("Ana", "I planted tomatoes in Lisbon.")]]))
+    inside, read_done = threading.Event(), threading.Event()
+    waited: list[bool] = []
+
+    def write() -> None:
+        with mem.store._write() as db:  # a transaction left open until the read is done
+            db.execute("INSERT INTO meta(key, value) VALUES ('uncommitted', 'x')")
+            inside.set()
+            waited.append(read_done.wait(10))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert inside.wait(10)
+        hits = mem.search("tomatoes", k=3)
+        assert mem.store.meta("uncommitted") is None  # not committed yet: not seen
+        read_done.set()
+    finally:
+        read_done.set()
+        writer.join(20)
+    assert hits and waited == [True]  # the read finished while the write was open
+    assert mem.store.meta("uncommitted") == "x"
+    mem.close()
