@@ -287,6 +287,7 @@ def test_reconciliation_writes_reads_and_resets(mini: MiniPgStore) -> None:
     assert [c.id for c in mini.entity_claims(sam_e.id)] == [sam]
     (ev,) = mini.claim_history(old)
     assert (ev.action, ev.other, ev.at, ev.detail) == ("superseded", new, closed, {"why": "x"})
+    assert mini.claim_histories([old, sam, old]) == {old: [ev]}  # no events: absent
     (got,) = mini.list_conflicts(subject="ANA")
     assert got == Conflict(**{**conflict.__dict__, "id": got.id})
     stats = mini.reconcile_stats()

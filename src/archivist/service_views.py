@@ -77,7 +77,8 @@ class MemoryViews:
         if not found:
             raise NotFound(f"nothing known about {entity!r}")
         ordered = sorted(found.values(), key=lambda c: (c.valid_from or c.said_at, c.id))
-        return [(c, self.store.claim_history(c.id)) for c in ordered]  # type: ignore[arg-type]
+        history = self.store.claim_histories(c.id for c in ordered)  # type: ignore[misc]
+        return [(c, history.get(c.id, [])) for c in ordered]  # type: ignore[arg-type]
 
     # -- people across conversations (layer 3) ----------------------------------------
 

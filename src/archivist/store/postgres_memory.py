@@ -198,22 +198,31 @@ class PostgresMemoryMixin(PostgresPeopleMixin):
 
     def claim_history(self, claim_id: int) -> list[ClaimEvent]:
         """Every event of a claim, in the order reconciliation recorded them."""
+        return self.claim_histories([claim_id]).get(int(claim_id), [])
+
+    def claim_histories(self, claim_ids: Iterable[int]) -> dict[int, list[ClaimEvent]]:
+        """Claim id -> its events in recorded order (claims without events are absent)."""
+        ids = list(dict.fromkeys(int(i) for i in claim_ids))
+        if not ids:
+            return {}
         rows = self._read(
             "SELECT id, claim_id, action, other_claim, at, detail FROM claim_events "
-            "WHERE claim_id = %s ORDER BY id",
-            (int(claim_id),),
+            "WHERE claim_id = ANY(%s) ORDER BY id",
+            (ids,),
         )
-        return [
-            ClaimEvent(
-                id=i,
-                claim=c,
-                action=a,
-                other=o,
-                at=datetime.fromisoformat(at),
-                detail=json.loads(d),
+        out: dict[int, list[ClaimEvent]] = {}
+        for i, c, a, o, at, d in rows:
+            out.setdefault(c, []).append(
+                ClaimEvent(
+                    id=i,
+                    claim=c,
+                    action=a,
+                    other=o,
+                    at=datetime.fromisoformat(at),
+                    detail=json.loads(d),
+                )
             )
-            for i, c, a, o, at, d in rows
-        ]
+        return out
 
     def list_conflicts(
         self, conversation: str | None = None, subject: str | None = None, limit: int = 1000

@@ -283,22 +283,31 @@ class ReconcileMixin:
 
     def claim_history(self, claim_id: int) -> list[ClaimEvent]:
         """Every event of a claim, in the order reconciliation recorded them."""
-        rows = self._db.execute(
-            "SELECT id, claim_id, action, other_claim, at, detail FROM claim_events "
-            "WHERE claim_id = ? ORDER BY id",
-            (int(claim_id),),
-        )
-        return [
-            ClaimEvent(
-                id=i,
-                claim=c,
-                action=a,
-                other=o,
-                at=datetime.fromisoformat(at),
-                detail=json.loads(d),
+        return self.claim_histories([claim_id]).get(int(claim_id), [])
+
+    def claim_histories(self, claim_ids: Iterable[int]) -> dict[int, list[ClaimEvent]]:
+        """Claim id -> its events in recorded order (claims without events are absent)."""
+        ids = list(dict.fromkeys(int(i) for i in claim_ids))
+        out: dict[int, list[ClaimEvent]] = {}
+        for k in range(0, len(ids), 500):
+            chunk = ids[k : k + 500]
+            rows = self._db.execute(
+                "SELECT id, claim_id, action, other_claim, at, detail FROM claim_events "
+                f"WHERE claim_id IN ({','.join('?' * len(chunk))}) ORDER BY id",
+                chunk,
             )
-            for i, c, a, o, at, d in rows
-        ]
+            for i, c, a, o, at, d in rows:
+                out.setdefault(c, []).append(
+                    ClaimEvent(
+                        id=i,
+                        claim=c,
+                        action=a,
+                        other=o,
+                        at=datetime.fromisoformat(at),
+                        detail=json.loads(d),
+                    )
+                )
+        return out
 
     def list_conflicts(
         self, conversation: str | None = None, subject: str | None = None, limit: int = 1000
