@@ -134,6 +134,8 @@ def test_a_worker_that_died_is_replaced_and_its_work_done(tmp_path: Path) -> Non
         r = client.post("/v1/memory/messages", json={"messages": records("c1", 4)}, headers=HEADERS)
         assert r.status_code == 200, r.text
         assert worker.restarts == 1 and worker.alive()
+        status = client.get("/v1/memory/status", headers=HEADERS).json()
+        assert status["background"] == {"mode": "process", "alive": True, "restarts": 1}
         tenant = client.app.state.registry.tenant("alpha")
         assert tenant.drain(60)
         assert tenant.memory.store.extraction_state("c1")

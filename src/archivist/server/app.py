@@ -478,6 +478,13 @@ def _admin_routes(r) -> None:
         return {"scheduled": convs}
 
     @r.get("/status")
-    def status(tenant: TenantDep) -> dict:
-        """Counts, the job queue and recent background errors of the caller's memory."""
-        return _jsonable(tenant.status())
+    def status(tenant: TenantDep, request: Request) -> dict:
+        """Counts, the job queue and recent background errors of the caller's memory, and
+        where background work runs (the worker process: alive, restarts)."""
+        worker = request.app.state.worker
+        where = (
+            {"mode": "process", "alive": worker.alive(), "restarts": worker.restarts}
+            if worker is not None
+            else {"mode": "thread"}
+        )
+        return _jsonable({**tenant.status(), "background": where})
