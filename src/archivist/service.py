@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,7 +42,7 @@ from .service_views import MemoryViews
 from .store.base import AddResult, IndexedClaim, IndexedEpisode, IndexedMessage, Store
 from .store.sql import Filters
 from .write.archivist import Archivist, HeuristicArchivist, SessionResult
-from .write.extract_plan import SessionPlan, plan_session, waits
+from .write.extract_plan import ExtractReport, SessionPlan, plan_session, waits
 from .write.index_text import (
     DEFAULT_INDEX,
     IndexOptions,
@@ -56,38 +56,6 @@ from .write.index_text import (
 from .write.pending import embed_pending
 
 Progress = Callable[[int], None]
-
-
-@dataclass
-class ExtractReport:
-    """Totals of one extraction run.
-
-    ``sessions`` were read; of those, ``sessions_appended`` only after what was read
-    before (a session that grew at its end) and ``sessions_replaced`` wholly again,
-    replacing their earlier extraction; the rest were new. ``sessions_skipped``
-    were up to date (or extracted by another process meanwhile); ``sessions_waiting``
-    have a new tail held for more turns (``hold_short_tails``).
-    """
-
-    method: str
-    sessions: int = 0
-    sessions_appended: int = 0
-    sessions_replaced: int = 0
-    sessions_skipped: int = 0
-    sessions_waiting: int = 0
-    episodes: int = 0
-    claims: int = 0
-    rejected: int = 0
-    fallbacks: int = 0
-
-    def add(self, r: SessionResult, plan: SessionPlan) -> None:
-        self.sessions += 1
-        self.sessions_appended += plan.append_after is not None
-        self.sessions_replaced += plan.replaces
-        self.episodes += len(r.episodes)
-        self.claims += len(r.claims)
-        self.rejected += r.rejected
-        self.fallbacks += r.fallbacks
 
 
 class StoreResponseCache:

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from ..model import Message
 from ..store.base import ExtractionMark
+from .archivist import SessionResult
 
 CONTEXT_MESSAGES = 6  # read-only messages shown before an appended tail
 
@@ -89,3 +90,35 @@ def waits(plan: SessionPlan, min_tail: int, idle_s: float, now: datetime) -> boo
     if plan.append_after is None or len(plan.messages) >= min_tail:
         return False
     return (now - plan.messages[-1].timestamp).total_seconds() < idle_s
+
+
+@dataclass
+class ExtractReport:
+    """Totals of one extraction run.
+
+    ``sessions`` were read; of those, ``sessions_appended`` only after what was read
+    before (a session that grew at its end) and ``sessions_replaced`` wholly again,
+    replacing their earlier extraction; the rest were new. ``sessions_skipped``
+    were up to date (or extracted by another process meanwhile); ``sessions_waiting``
+    have a new tail held for more turns (``hold_short_tails``).
+    """
+
+    method: str
+    sessions: int = 0
+    sessions_appended: int = 0
+    sessions_replaced: int = 0
+    sessions_skipped: int = 0
+    sessions_waiting: int = 0
+    episodes: int = 0
+    claims: int = 0
+    rejected: int = 0
+    fallbacks: int = 0
+
+    def add(self, r: SessionResult, plan: SessionPlan) -> None:
+        self.sessions += 1
+        self.sessions_appended += plan.append_after is not None
+        self.sessions_replaced += plan.replaces
+        self.episodes += len(r.episodes)
+        self.claims += len(r.claims)
+        self.rejected += r.rejected
+        self.fallbacks += r.fallbacks
