@@ -1,10 +1,12 @@
 """Tenants: API keys map to tenant ids; each tenant has its own store and MemoryService.
 
 Isolation is by construction: tenant ``t`` reads and writes only
-``<data_dir>/t.db``, and the only way to reach it is a key that maps to ``t``.
-Keys are compared in constant time. Writes that need not block a request
-(assistant replies, extraction, consolidation) run on the tenant's own worker
-threads; their errors are logged and counted, never dropped silently.
+``<data_dir>/t.db`` (or its own PostgreSQL schema), and the only way to reach
+it is a key that maps to ``t``. Keys are compared in constant time. Writes
+that need not block a request run after it: assistant replies on the
+tenant's writer thread; extraction and consolidation as durable jobs in the
+worker process (``server/worker.py``), or on the tenant's threads when there
+is none. Their errors are logged and counted, never dropped silently.
 
 Key sources: ``ARCHIVIST_SERVER_KEYS="tenant:key,other:key2"`` or a JSON file
 ``{"tenant": "key"}`` / ``{"tenant": ["key1", "key2"]}``.
