@@ -305,11 +305,11 @@ class MemoryService(MemoryViews):
             if conversations is not None
             else [c["id"] for c in self.store.conversations()]
         )
-        embed_pending(self, ids)  # messages stored with embed=False get their vectors first
         todo: list[SessionPlan] = []
         for cid in ids:
             marks = self.store.extraction_marks(cid)
             msgs = [m for _, m in self.store.conversation_messages(cid)]
+            embed_pending(self, cid, msgs)  # messages stored with embed=False: vectors first
             people = sorted({m.speaker for m in msgs} | {a for m in msgs for a in m.addressees})
             for session, group in _by_session(msgs).items():
                 plan = plan_session(

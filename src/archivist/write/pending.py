@@ -18,31 +18,31 @@ from typing import TYPE_CHECKING
 from .index_text import index_rows, text_hash
 
 if TYPE_CHECKING:
+    from ..model import Message
     from ..service import MemoryService
 
 log = logging.getLogger("archivist.write")
 
 
-def embed_pending(memory: MemoryService, conversations: Sequence[str]) -> int:
-    """Embed the messages of ``conversations`` stored without a vector; how many got one."""
-    filled = 0
-    for cid in dict.fromkeys(conversations):
-        missing = memory.store.messages_without_vectors(cid)
-        if not missing:
-            continue
-        msgs = [m for _, m in memory.store.conversation_messages(cid)]
-        texts = dict(zip((m.id for m in msgs), index_rows(msgs, memory.index_options), strict=True))
-        wanted = {
-            h: texts[mid][1]
-            for mid, h in missing.items()
-            if mid in texts and text_hash(texts[mid][1]) == h
-        }
-        if len(wanted) < len(set(missing.values())):
-            log.warning(
-                "%s: %d message(s) stored without a vector no longer match their index text",
-                cid,
-                len(set(missing.values())) - len(wanted),
-            )
-        vectors, _ = memory._embed_missing(wanted, None)
-        filled += memory.store.fill_message_vectors(cid, memory.embedder.name, vectors)
-    return filled
+def embed_pending(memory: MemoryService, cid: str, msgs: Sequence[Message]) -> int:
+    """Embed the messages of conversation ``cid`` (its log: ``msgs``, as extraction read
+    it) stored without a vector; how many got one."""
+    missing = memory.store.messages_without_vectors(cid)
+    if not missing:
+        return 0
+    texts = dict(
+        zip((m.id for m in msgs), index_rows(list(msgs), memory.index_options), strict=True)
+    )
+    wanted = {
+        h: texts[mid][1]
+        for mid, h in missing.items()
+        if mid in texts and text_hash(texts[mid][1]) == h
+    }
+    if len(wanted) < len(set(missing.values())):
+        log.warning(
+            "%s: %d message(s) stored without a vector no longer match their index text",
+            cid,
+            len(set(missing.values())) - len(wanted),
+        )
+    vectors, _ = memory._embed_missing(wanted, None)
+    return memory.store.fill_message_vectors(cid, memory.embedder.name, vectors)
