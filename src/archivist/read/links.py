@@ -177,7 +177,7 @@ def link_rankings(
     claim_ids = store.entity_claim_ids(
         {e for ids, _ in entity_lists.values() for e in ids}, config.entity_claims
     )
-    voters = _open_claims(store, [c for cs in claim_ids.values() for c in cs], at)
+    voters = open_claims(store, [c for cs in claim_ids.values() for c in cs], at)
     near = _closeness(store, model, query_vector, voters)
     evidence = store.claim_evidence_rowids(voters)
     allowed = store.filter_rowids({r for rs in evidence.values() for r in rs}, filters)
@@ -185,14 +185,26 @@ def link_rankings(
         # entity by entity, then nearest the query first (a stable sort: ties keep that order)
         mine = [c for e in entity_ids for c in claim_ids.get(e, ()) if c in voters]
         mine = sorted(dict.fromkeys(c for c in mine if c not in skip), key=lambda c: -near[c])
-        ranked: dict[int, None] = {}
-        for c in mine:
-            for r in evidence.get(c, ()):
-                if r in allowed:
-                    ranked.setdefault(r, None)
-                    if c not in matched.setdefault(r, []):
-                        matched[r].append(c)
-        rankings[name] = list(ranked)
+        rankings[name] = vote(mine, evidence, matched, allowed)
+
+
+def vote(
+    claim_ids: Iterable[int],
+    evidence: Mapping[int, Sequence[int]],
+    matched: dict[int, list[int]],
+    allowed: set[int] | None = None,
+) -> list[int]:
+    """The claims' evidence messages in the claims' order (those in ``allowed`` only, when
+    given): each claim votes for its evidence at its own rank. Records in ``matched``
+    (message rowid -> claim ids) which claims voted for each message."""
+    ranked: dict[int, None] = {}
+    for c in claim_ids:
+        for r in evidence.get(c, ()):
+            if allowed is None or r in allowed:
+                ranked.setdefault(r, None)
+                if c not in matched.setdefault(r, []):
+                    matched[r].append(c)
+    return list(ranked)
 
 
 def _scene_ranking(
@@ -219,10 +231,11 @@ def _scene_ranking(
     return [r for r in dense if r in members]
 
 
-def _open_claims(store: Store, ids: Sequence[int], at: datetime | None) -> set[int]:
+def open_claims(store: Store, ids: Iterable[int], at: datetime | None) -> set[int]:
     """The claims that may vote: all of them, or as of ``at`` those not closed by then."""
+    ids = set(ids)
     if at is None:
-        return set(ids)
+        return ids
     known = store.claims_by_id(ids)
     return {c for c in ids if c in known and not closed_at(known[c], at)}
 

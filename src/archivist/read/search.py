@@ -20,7 +20,7 @@ from ..store.base import Store
 from ..store.sql import Filters, person_key
 from ..write.timeground import find_times
 from .fusion import rrf
-from .links import LINK_RANKERS, closed_at, link_rankings
+from .links import LINK_RANKERS, closed_at, link_rankings, open_claims, vote
 from .query import asks_when, names_in
 from .rerank import RerankConfig, features, rerank
 from .route import Route
@@ -435,22 +435,12 @@ def _claim_rankings(
     if not found:
         return {}, {}
     if at is not None:  # claims closed by ``at`` (expired, superseded) do not vote
-        known = store.claims_by_id({c for ids in found.values() for c in ids})
-        found = {
-            n: [c for c in ids if c in known and not closed_at(known[c], at)]
-            for n, ids in found.items()
-        }
+        voters = open_claims(store, (c for ids in found.values() for c in ids), at)
+        found = {n: [c for c in ids if c in voters] for n, ids in found.items()}
     evidence = store.claim_evidence_rowids({c for ids in found.values() for c in ids})
     matched: dict[int, list[int]] = {}
     for name, ids in found.items():
-        ranked: dict[int, None] = {}
-        for c in ids:
-            for r in evidence.get(c, ()):
-                ranked.setdefault(r, None)
-                matched.setdefault(r, [])
-                if c not in matched[r]:
-                    matched[r].append(c)
-        rankings[name] = list(ranked)
+        rankings[name] = vote(ids, evidence, matched)
     return matched, found
 
 
