@@ -402,6 +402,11 @@ def _latency(tally: _Tally) -> dict:
     }
 
 
+def _timings(status: dict) -> dict:
+    """The proxy's own times from a tenant's status: context assembly and log write."""
+    return {"context": status.get("turn_memory_ms", {}), "store": status.get("turn_store_ms", {})}
+
+
 class _Proxy:
     """The proxy under test: started, stopped gracefully (its counters kept), restarted on
     the same port; in its own process or in a thread of this one."""
@@ -430,9 +435,7 @@ class _Proxy:
             )
             body = status.json() if status.is_success else {}
             self.counters.update(body.get("counters", {}))
-            self.turn_ms.append(
-                {"context": body.get("turn_memory_ms", {}), "store": body.get("turn_store_ms", {})}
-            )
+            self.turn_ms.append(_timings(body))
             self.server.stop()  # SIGTERM
             return
         app = self.server.server.config.app
@@ -441,10 +444,7 @@ class _Proxy:
         self.counters.update(app.state.proxy_counters)
         for t in tenants:
             self.counters.update(t.counters)
-            status = t.status()
-            self.turn_ms.append(
-                {"context": status["turn_memory_ms"], "store": status["turn_store_ms"]}
-            )
+            self.turn_ms.append(_timings(t.status()))
 
     def restart(self) -> None:
         port = self.server.port

@@ -265,14 +265,14 @@ def create_app(
     from . import proxy
 
     settings = settings or ServerSettings()
+    own_stores = memory_factory is None  # built from settings.memory (not a test's fakes)
     # A custom factory's stores cannot be rebuilt in another process: threads then.
     worker = None
-    if settings.background == "process" and memory_factory is None:
+    if settings.background == "process" and own_stores:
         from .worker import WorkerProcess
 
         memory_factory = default_memory_factory(settings.memory, "manual")
         worker = WorkerProcess(settings.memory, settings.resolved_data_dir())
-    own_stores = memory_factory is None or worker is not None  # built from settings.memory
     memory_factory = memory_factory or default_memory_factory(settings.memory)
     registry = TenantRegistry(
         settings.keys,

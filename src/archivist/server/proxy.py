@@ -336,9 +336,9 @@ async def chat_completions(request: Request, tid: TenantId) -> Response:
     try:
         resp = await _post(app.state.upstream, content)
     except httpx.HTTPError as e:
-        await _settle(stored, turn)
         return _unreachable(e)
-    await _settle(stored, turn)
+    finally:
+        await _settle(stored, turn)
     if resp.is_success and turn is not None:
         if settings.drift_guard and turn.context is not None:
             resp = await _drift_guard(app.state.upstream, settings, turn, resp)
@@ -448,9 +448,9 @@ async def _stream(
     try:
         resp = await _post(client, content, stream=True)
     except httpx.HTTPError as e:
-        await _settle(stored, turn)
         return _unreachable(e)
-    await _settle(stored, turn)
+    finally:
+        await _settle(stored, turn)
     if not resp.is_success:
         await resp.aread()
         await resp.aclose()
