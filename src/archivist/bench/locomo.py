@@ -245,17 +245,6 @@ def run_locomo(
     per_retriever, timed = _run_questions(
         memory, questions, max(ks), retrievers, progress, {c.name: c for c in extra}
     )
-    retrieval = {
-        name: {
-            f"recall@{k}": by_category(
-                (str(cat), evidence_recall(ids, q["evidence"], k))
-                for (cat, ids), (_, q) in zip(rows, questions, strict=True)
-            )
-            for k in ks
-        }
-        for name, rows in per_retriever.items()
-    }
-    ms = [x * 1000 for x in timed["archivist"]]
     return {
         "benchmark": "locomo",
         "file": str(path),
@@ -264,7 +253,7 @@ def run_locomo(
         "questions_scored": len(questions),
         "questions_excluded": {"category_5_adversarial": skipped_adv, "no_evidence": no_evidence},
         "categories": {str(c): CATEGORY_NAMES[c] for c in RECALL_CATEGORIES},
-        "retrieval": retrieval,
+        "retrieval": _recall(per_retriever, questions, ks),
         "ingest": {
             "messages_added": added,
             "seconds": round(ingest_s, 3),
@@ -275,15 +264,31 @@ def run_locomo(
         "consolidation": consolidation_report,
         "search_latency_ms": {
             "retriever": "archivist (full path, query embedding included)",
-            "p50": round(percentile(ms, 50), 2),
-            "p95": round(percentile(ms, 95), 2),
-            "mean": round(mean(ms), 2),
+            **_latency(timed["archivist"]),
         },
         "latency_ms": {name: _latency(xs) for name, xs in timed.items()},
         "embedder": memory.embedder.name,
         "store": memory.stats().get("path"),
         "llm": memory.llm_summary(),
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
+    }
+
+
+def _recall(
+    per_retriever: dict[str, list[tuple[int, list[str]]]],
+    questions: Sequence[tuple[str, dict]],
+    ks: Sequence[int],
+) -> dict:
+    """Each retriever's evidence recall@k per category, for every k."""
+    return {
+        name: {
+            f"recall@{k}": by_category(
+                (str(cat), evidence_recall(ids, q["evidence"], k))
+                for (cat, ids), (_, q) in zip(rows, questions, strict=True)
+            )
+            for k in ks
+        }
+        for name, rows in per_retriever.items()
     }
 
 
