@@ -1,0 +1,215 @@
+"""Text normalisation for every ranker, the answerer and the heuristics, in one place.
+
+The ground floor of the package (standard library only, beside model and
+errors), so the stores, the read and write paths and the proxy share one
+tokeniser, one stopword list and one way to fold names.
+
+    query_terms, fts_query  the terms BM25 ranks on, and the FTS5 MATCH
+                            expression that quotes every one of them
+    words, stem             raw word tokens and the light prefix stem the
+                            answerer matches questions and evidence with
+    match_words, singular   words in their phrase-matching form (entity
+                            names, dossier keywords: "dogs" ~ "dog")
+    name_words, person_key  how people's names are folded for matching
+    normalised              the key under which two statements are the same
+    content_words           the words of a text that may name a topic
+
+There is one stopword list, ``STOPWORDS``. ``TOPIC_STOPWORDS`` derives from it
+for the two uses that look for what a text is about rather than for what a
+question asks (episode keywords, the proxy's drift measure).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Function words of conversational English: no retrieval signal in a question
+# ("what", "did", "the"), no content in an answer. Contractions are listed with
+# their apostrophe; the fragments (don, didn, ll, ve...) are what tokenisers that
+# split at apostrophes leave. Left out: "may", also a month, and "kind", "type",
+# "sort" ("a kind person", "blood type"), which measured better kept in questions
+# (LoCoMo recall@10, single-hop) and in answers (QA F1).
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any anything are as at be
+    because been before being below between both but by can could did do does doing down
+    during each ever few for from further get go going got had has have having he her
+    here hers herself hey hi him himself his how i if in into is it its itself just like
+    likely lot many me might mine more most much must my myself no nor not now of off oh
+    on once one ones only or other our ours ourselves out over own pretty really same
+    shall she should since so some something still such than thank thanks that the their
+    theirs them themselves then there these they thing things this those through to too
+    under until up us very was we well went were what when where which while who whom
+    whose why will with would wow yeah yes yet you your yours yourself yourselves
+    i'm i've i'd i'll you're you've you'd you'll he's she's it's we're we've we'd we'll
+    they're they've they'd they'll that's what's there's let's don't doesn't didn't
+    isn't aren't wasn't weren't won't can't couldn't wouldn't shouldn't haven't hasn't
+    hadn't
+    s t d m o y ll ve re don didn doesn isn wasn weren won""".split()
+)
+
+# Month and weekday names (and their short forms) and the relative days: when,
+# never what or who.
+CALENDAR_WORDS = frozenset(
+    """monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur
+    thurs fri sat sun january february march april may june july august september october
+    november december jan feb mar apr jun jul aug sep sept oct nov dec yesterday today
+    tonight tomorrow""".split()
+)
+
+# Words chat is full of that say how someone feels or talks, not what about
+# ("sounds great", "so happy to hear", "what kind of"). Real words a question may
+# need, so they are no stopwords for search; they only never make a topic.
+FILLER_WORDS = frozenset(
+    """able although always amazing anyone around away awesome back best better chat cool
+    day different done easy enough even every everyone everything exciting feel feeling
+    felt found fun getting given glad gonna good great happy hard hear important
+    inspiring keep keeping kind kinda know last lately let little look looking looks
+    lots love loved made make making mean means month need never new next nice real
+    recently said see seems share sharing someone sort sound sounds special stuff super
+    sure sweet take taking talk tell think thinking though time told tough true try type
+    wanna want way week whole without wonderful year years""".split()
+)
+
+# Words that never name what a text is about: the stopwords, the filler of chat and
+# the calendar. For episode keywords and the proxy's drift measure, which look for
+# a text's topics; search keeps the filler words (a question may ask about "love").
+TOPIC_STOPWORDS = STOPWORDS | FILLER_WORDS | CALENDAR_WORDS
+
+_TERM = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+_WORD = re.compile(r"[\w'’-]+")
+_LETTERS = re.compile(r"[^\W\d_]{4,}")
+_STEM_SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
+_EDGE = "\"'“”‘’()[]{}<>,;:!?."
+_POSSESSIVE = ("'s", "’s", "s'", "s’")
+
+
+def fold(word: str) -> str:
+    """Lower case with typographic apostrophes made plain ("I’m" -> "i'm")."""
+    return word.lower().replace("’", "'")
+
+
+def is_stopword(word: str) -> bool:
+    """Whether a raw token ("The", "I’m") is one of the ``STOPWORDS``."""
+    return fold(word) in STOPWORDS
+
+
+# -- search terms and FTS quoting -------------------------------------------------------
+
+
+def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Lower-cased word tokens of ``text`` (stopwords dropped), in order, deduplicated.
+
+    A possessive loses its 's ("Melanie's" -> melanie), other apostrophes go
+    ("didnt"); single letters are dropped unless they are digits.
+    """
+    seen: dict[str, None] = {}
+    for m in _TERM.finditer(fold(text)):
+        raw = m.group(0)
+        w = raw[:-2] if raw.endswith("'s") else raw.replace("'", "")
+        if not keep_stopwords and (
+            raw in STOPWORDS or w in STOPWORDS or len(w) < 2 and not w.isdigit()
+        ):
+            continue
+        seen.setdefault(w, None)
+    return list(seen)
+
+
+def fts_quote(term: str) -> str:
+    """``term`` as an FTS5 string: double quotes doubled, so no operator survives."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_query(text: str, drop: Iterable[str] = ()) -> str | None:
+    """An FTS5 MATCH expression OR-ing the quoted terms of ``text``; None if no terms.
+
+    User text never reaches FTS5 unquoted: operators (AND, OR, NEAR, *, ^,
+    column filters) and stray quotes become plain quoted terms. Stopwords are
+    used only when nothing else is left; ``drop`` removes terms (too frequent
+    to be worth ranking), unless that would leave nothing.
+    """
+    terms = query_terms(text)
+    if not terms:
+        terms = query_terms(text, keep_stopwords=True)
+    if not terms:
+        return None
+    dropped = set(drop)
+    terms = [t for t in terms if t not in dropped] or terms
+    return "search_text : (" + " OR ".join(fts_quote(t) for t in terms) + ")"
+
+
+# -- the answerer's words and stems ------------------------------------------------------
+
+
+def words(text: str) -> list[str]:
+    """Raw word tokens, case kept, apostrophes and hyphens inside words ("self-care")."""
+    return _WORD.findall(text)
+
+
+def stem(word: str) -> str:
+    """A light stem for matching question and evidence words ("camping" ~ "camp").
+
+    One suffix off, then the first five letters: crude, but question and
+    evidence words meet in it without a dictionary.
+    """
+    w = word.lower().strip("'’-").removesuffix("'s").removesuffix("’s")
+    for suffix in _STEM_SUFFIXES:
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            break
+    return w[:5]
+
+
+# -- phrase matching: entity names, dossiers -------------------------------------------
+
+
+def singular(word: str) -> str:
+    """A word's matching form: lower case, no possessive, no plural -s ("dogs" ~ "dog")."""
+    w = fold(word)
+    w = w[:-2] if w.endswith("'s") else w.replace("'", "")
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def match_words(text: str) -> list[str]:
+    """The words of ``text`` in order, in their matching form (stopwords kept)."""
+    return [singular(w) for w in _TERM.findall(text.replace("’", "'"))]
+
+
+# -- names -------------------------------------------------------------------------------
+
+
+def person_key(name: str) -> str:
+    """The matching key of a person's name: whitespace-normalised and casefolded (any script)."""
+    return " ".join(name.split()).casefold()
+
+
+def name_words(text: str) -> list[str]:
+    """Lower-cased words with edge punctuation and possessives stripped ("Melanie’s" → melanie)."""
+    out = []
+    for raw in text.lower().split():
+        word = raw.strip(_EDGE)
+        for suffix in _POSSESSIVE:
+            if word.endswith(suffix) and len(word) > len(suffix):
+                word = word[: -len(suffix)] + ("s" if suffix[0] == "s" else "")
+                break
+        if word:
+            out.append(word.strip(_EDGE))
+    return out
+
+
+# -- whole texts ---------------------------------------------------------------------------
+
+
+def normalised(text: str) -> str:
+    """Casefolded words only: the key under which two claims count as the same statement."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def is_topic_word(word: str) -> bool:
+    """A lower-cased token that may name a topic: four letters or more, no stopword."""
+    return len(word) >= 4 and word.isalpha() and word not in TOPIC_STOPWORDS
+
+
+def content_words(text: str) -> set[str]:
+    """The lower-cased words of four letters or more that may name a topic."""
+    return {w for w in (x.lower() for x in _LETTERS.findall(text)) if w not in TOPIC_STOPWORDS}
