@@ -16,6 +16,7 @@ import pytest
 from archivist.errors import EmbeddingMismatch, InputError, StaleExtraction
 from archivist.model import Attachment, Claim, Conversation, Episode, Message
 from archivist.service import MemoryService
+from archivist.store import sql as q
 from archivist.store.base import (
     ExtractionMark,
     IndexedClaim,
@@ -23,6 +24,7 @@ from archivist.store.base import (
     ReconcileBatch,
     Store,
 )
+from archivist.store.dialect import POSTGRES
 from archivist.store.sql import Filters
 from archivist.testing import FakeEmbedder
 from archivist.write.index_text import (
@@ -800,13 +802,28 @@ def test_pg_builders_quote_lexemes_and_put_scope_tokens_in_the_tsquery() -> None
     assert f"'{scope_token('p', 'ana')}':D" in match
     assert pq.scope_tsquery(ALL) is None
     sql, params = pq.bm25_sql("messages", ["cat"], [1.5], 10.0, f, 5)
-    assert "search_tsv @@ %s::tsquery" in sql and "m.conversation = ANY(%s)" in sql
-    assert sql.count("%s") == len(params) and params[-1] == 5
+    assert "search_tsv @@ ?::tsquery" in sql and "m.conversation = ANY(?)" in sql
+    assert sql.count("?") == len(params) and params[-1] == 5
     sql, params = pq.exact_vector_sql("claims", [0.5, 0.5], "m", Filters(person="x"), 3)
-    assert "+ 0" in sql and "(c.speaker_key = %s OR c.subject_key = %s)" in sql
+    assert "+ 0" in sql and "(c.speaker_key = ? OR c.subject_key = ?)" in sql
     assert params == [[0.5, 0.5], "m", "x", "x", 3]
-    where, params = pq.where(ALL, "episodes", "e")
-    assert (where, params) == ("TRUE", [])
+    assert q.where(ALL, "episodes", "e", POSTGRES) == ("TRUE", [])
+    since = Filters(since=T0)
+    assert (
+        "extract(epoch FROM e.start_ts::timestamptz) >= ?"
+        in q.where(since, "episodes", "e", POSTGRES)[0]
+    )
+    assert "strftime('%s', e.start_ts)" in q.where(since, "episodes", "e")[0]
+
+
+def test_question_marks_become_psycopg_placeholders_outside_literals() -> None:
+    from archivist.store.dialect import to_format_style
+
+    sql = "UPDATE t SET e = 'died? 100%' WHERE a = ? AND b LIKE 'x%' AND c = ?"
+    assert to_format_style(sql) == (
+        "UPDATE t SET e = 'died? 100%%' WHERE a = %s AND b LIKE 'x%%' AND c = %s"
+    )
+    assert to_format_style("SELECT 'it''s?' , ?") == "SELECT 'it''s?' , %s"
 
 
 # -- vectors that come after their messages (a server's worker embeds them) ---------------

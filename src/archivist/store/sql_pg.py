@@ -11,27 +11,13 @@ first (``sql.query_terms``) and each lexeme is quoted.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from .sql import Filters, person_key, scope_token
+from .dialect import POSTGRES
+from .sql import KEYS, Filters, scope_token, where
 
 BM25_K1 = 1.2  # FTS5's defaults, so the two backends rank alike
 BM25_B = 0.75
 MAX_QUERY_LEXEMES = 256  # a "keyword query" longer than this is a document: rank its first words
-
-# The tsvector every searchable table carries: its text under weight A (stemmed
-# English) and its scope tokens under weight D, so a filtered keyword search is
-# one GIN probe intersecting both, as SQLite's FTS5 MATCH does.
-SEARCH_TSV = (
-    "search_tsv tsvector GENERATED ALWAYS AS ("
-    "setweight(to_tsvector('english'::regconfig, search_text), 'A') || "
-    "setweight(to_tsvector('simple'::regconfig, scope), 'D')) STORED"
-)
-# Words in the text (BM25's document length; FTS5 counts tokens the same way).
-DOC_LEN = (
-    "doc_len INTEGER GENERATED ALWAYS AS ("
-    "coalesce(array_length(regexp_split_to_array(btrim(search_text), '\\s+'), 1), 0)) STORED"
-)
 
 
 def quote_lexeme(lexeme: str, weight: str = "") -> str:
@@ -44,7 +30,7 @@ def lexemes_sql(terms: Sequence[str]) -> tuple[str, list]:
     """The English lexemes of query terms (stemmed, stopwords and over-long words gone)."""
     return (
         "SELECT DISTINCT lexeme FROM "
-        "unnest(tsvector_to_array(to_tsvector('english'::regconfig, %s))) AS lexeme "
+        "unnest(tsvector_to_array(to_tsvector('english'::regconfig, ?))) AS lexeme "
         "ORDER BY lexeme",
         [" ".join(terms)],
     )
@@ -57,11 +43,11 @@ def corpus_sql(table: str) -> tuple[str, list]:
 
 def doc_freq_sql(table: str, lexemes: Sequence[str], cap: int | None) -> tuple[str, list]:
     """Documents holding each lexeme, counting at most ``cap`` (cost bounded)."""
-    limit = "LIMIT %s" if cap is not None else ""
+    limit = "LIMIT ?" if cap is not None else ""
     sql = (
         "SELECT t.lexeme, (SELECT count(*) FROM (SELECT 1 FROM "
         f"{table} d WHERE d.search_tsv @@ t.tq::tsquery {limit}) s) "
-        "FROM unnest(%s::text[], %s::text[]) AS t(lexeme, tq)"
+        "FROM unnest(?::text[], ?::text[]) AS t(lexeme, tq)"
     )
     params: list = [] if cap is None else [int(cap)]
     # Unweighted: the GIN bitmap answers without rechecking each row's tsvector
@@ -72,8 +58,7 @@ def doc_freq_sql(table: str, lexemes: Sequence[str], cap: int | None) -> tuple[s
 def scope_tsquery(f: Filters) -> str | None:
     """The ``tsquery`` for the conversation/person part of the filters (None if none)."""
     parts = []
-    if f.conversation is not None:
-        convs = (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
+    if (convs := f.conversations()) is not None:
         if convs:  # none at all: the SQL filter alone answers (nothing)
             parts.append(
                 "(" + " | ".join(quote_lexeme(scope_token("c", c), "D") for c in convs) + ")"
@@ -91,71 +76,6 @@ def match_tsquery(lexemes: Sequence[str], f: Filters) -> str:
     return f"{terms} & ({scope})" if scope else terms
 
 
-@dataclass(frozen=True)
-class _Columns:
-    """How one table answers the filters: SQL templates with ``{a}`` for its alias."""
-
-    person: str
-    speaker: str
-    session: str
-    time: str
-
-
-_COLUMNS = {
-    "messages": _Columns(
-        person="{a}.rowid IN (SELECT msg_rowid FROM message_people WHERE person = %s)",
-        speaker="{a}.speaker_key = %s",
-        session="{a}.session = %s",
-        time="{a}.ts_epoch",
-    ),
-    "claims": _Columns(
-        person="({a}.speaker_key = %s OR {a}.subject_key = %s)",  # said by or about
-        speaker="{a}.speaker_key = %s",
-        session="{a}.episode_id IN (SELECT id FROM episodes WHERE session = %s)",
-        time="{a}.said_epoch",
-    ),
-    "episodes": _Columns(
-        person="{a}.id IN (SELECT em.episode_id FROM episode_messages em JOIN message_people mp "
-        "ON mp.msg_rowid = em.msg_rowid WHERE mp.person = %s)",
-        # episodes have no speaker: those the person took part in
-        speaker="{a}.id IN (SELECT em.episode_id FROM episode_messages em JOIN message_people "
-        "mp ON mp.msg_rowid = em.msg_rowid WHERE mp.person = %s)",
-        session="{a}.session = %s",
-        time="extract(epoch FROM {a}.start_ts::timestamptz)",
-    ),
-}
-
-
-def where(f: Filters, table: str, alias: str) -> tuple[str, list]:
-    """WHERE fragment (without WHERE) restricting rows of ``table`` (as ``alias``) to filters."""
-    cols = _COLUMNS[table]
-    parts: list[str] = []
-    params: list = []
-    if f.conversation is not None:
-        convs = (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
-        parts.append(f"{alias}.conversation = ANY(%s)")
-        params.append(list(convs))
-    if f.person is not None:
-        parts.append(cols.person.format(a=alias))
-        params += [person_key(f.person)] * cols.person.count("%s")
-    if f.speaker is not None:
-        parts.append(cols.speaker.format(a=alias))
-        params.append(person_key(f.speaker))
-    if f.session is not None:
-        parts.append(cols.session.format(a=alias))
-        params.append(int(f.session))
-    if f.since is not None:
-        parts.append(f"{cols.time.format(a=alias)} >= %s")
-        params.append(f.since.timestamp())
-    if f.until is not None:
-        parts.append(f"{cols.time.format(a=alias)} <= %s")
-        params.append(f.until.timestamp())
-    return (" AND ".join(parts) or "TRUE"), params
-
-
-_KEYS = {"messages": ("m", "rowid"), "claims": ("c", "id"), "episodes": ("e", "id")}
-
-
 def bm25_sql(
     table: str,
     lexemes: Sequence[str],
@@ -170,17 +90,17 @@ def bm25_sql(
     ``tsquery``); each candidate's term frequencies come from unnesting its
     tsvector, the IDFs are computed by the caller from corpus counts.
     """
-    alias, key = _KEYS[table]
-    cond, params = where(f, table, alias)
-    norm = f"(1 - {BM25_B} + {BM25_B} * c.doc_len / %s)"
+    alias, key = KEYS[table]
+    cond, params = where(f, table, alias, POSTGRES)
+    norm = f"(1 - {BM25_B} + {BM25_B} * c.doc_len / ?)"
     tf = "cardinality(u.positions)"
     sql = (
         f"WITH c AS MATERIALIZED (SELECT {alias}.{key} AS k, {alias}.search_tsv, {alias}.doc_len "
-        f"FROM {table} {alias} WHERE {alias}.search_tsv @@ %s::tsquery AND {cond}) "
+        f"FROM {table} {alias} WHERE {alias}.search_tsv @@ ?::tsquery AND {cond}) "
         f"SELECT c.k, sum(t.idf * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * {norm}))::float8 "
         "AS score FROM c CROSS JOIN LATERAL unnest(c.search_tsv) AS u "
-        "JOIN unnest(%s::text[], %s::float8[]) AS t(lexeme, idf) ON t.lexeme = u.lexeme "
-        "GROUP BY c.k ORDER BY score DESC, c.k LIMIT %s"
+        "JOIN unnest(?::text[], ?::float8[]) AS t(lexeme, idf) ON t.lexeme = u.lexeme "
+        "GROUP BY c.k ORDER BY score DESC, c.k LIMIT ?"
     )
     return sql, [
         match_tsquery(lexemes, f),
@@ -193,8 +113,8 @@ def bm25_sql(
 
 
 def _vector_join(table: str) -> str:
-    alias, key = _KEYS[table]
-    return f"{table} {alias} JOIN vectors v ON v.id = {alias}.vec_id AND v.model = %s"
+    alias, key = KEYS[table]
+    return f"{table} {alias} JOIN vectors v ON v.id = {alias}.vec_id AND v.model = ?"
 
 
 def exact_vector_sql(
@@ -205,13 +125,13 @@ def exact_vector_sql(
     ``+ 0`` keeps the planner from answering with the approximate HNSW index.
     The query vector is bound once, as ``real[]`` cast to ``vector``.
     """
-    alias, key = _KEYS[table]
-    cond, params = where(f, table, alias)
+    alias, key = KEYS[table]
+    cond, params = where(f, table, alias, POSTGRES)
     sql = (
-        "WITH q AS (SELECT %s::real[]::vector AS v) "
+        "WITH q AS (SELECT ?::real[]::vector AS v) "
         f"SELECT {alias}.{key}, (1 - (v.vec <=> q.v))::float8 AS score "
         f"FROM q, {_vector_join(table)} WHERE {cond} "
-        f"ORDER BY (v.vec <=> q.v) + 0, {alias}.{key} LIMIT %s"
+        f"ORDER BY (v.vec <=> q.v) + 0, {alias}.{key} LIMIT ?"
     )
     return sql, [list(query), model, *params, int(limit)]
 
@@ -225,15 +145,8 @@ def hnsw_vector_sql(query: Sequence[float], model: str, dim: int, limit: int) ->
     """
     d = int(dim)
     sql = (
-        f"SELECT m.rowid, (1 - (v.vec::vector({d}) <=> %s::real[]::vector({d})))::float8 "
-        "FROM vectors v JOIN messages m ON m.vec_id = v.id WHERE v.model = %s "
-        f"ORDER BY v.vec::vector({d}) <=> %s::real[]::vector({d}) LIMIT %s"
+        f"SELECT m.rowid, (1 - (v.vec::vector({d}) <=> ?::real[]::vector({d})))::float8 "
+        "FROM vectors v JOIN messages m ON m.vec_id = v.id WHERE v.model = ? "
+        f"ORDER BY v.vec::vector({d}) <=> ?::real[]::vector({d}) LIMIT ?"
     )
     return sql, [list(query), model, list(query), int(limit)]
-
-
-def filtered_keys_sql(table: str, f: Filters) -> tuple[str, list]:
-    """Keys of ``table`` the filters admit, ascending."""
-    alias, key = _KEYS[table]
-    cond, params = where(f, table, alias)
-    return f"SELECT {alias}.{key} FROM {table} {alias} WHERE {cond} ORDER BY 1", params

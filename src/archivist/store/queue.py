@@ -1,17 +1,17 @@
-"""SQLite persistence of the durable job queue (jobs.py drives it).
+"""The durable job queue (archivist/jobs.py drives it), written once for both backends.
 
-A mixin of SQLiteStore, kept apart so no module grows past ~500 lines. Jobs
-are rows: enqueueing is idempotent on (kind, key); taking a job sets a lease,
-so a job whose worker died (crash, kill) is taken again once the lease ends.
+Jobs are rows: enqueueing is idempotent on (kind, key); taking a job sets a
+lease, so a job whose worker died (crash, kill) is taken again once the lease
+ends. On PostgreSQL rows another worker holds are skipped (``SKIP LOCKED``),
+never waited on; SQLite's write transaction already admits one writer.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from datetime import UTC, datetime
 
 from ..model import Job
+from .common import Body
 
 _JOB_COLS = "id, kind, key, payload, status, attempts, error, result"
 
@@ -30,10 +30,8 @@ def _row_to_job(r: tuple) -> Job:
     )
 
 
-class JobsMixin:
-    """Part of SQLiteStore (see the module docstring)."""
-
-    _db: sqlite3.Connection
+class JobQueue(Body):
+    """The queue's part of the Store protocol (JobStore), plus the meta table."""
 
     def enqueue_job(
         self, kind: str, key: str, payload: dict, not_before: float | None = None
@@ -42,27 +40,29 @@ class JobsMixin:
 
         ``not_before`` (epoch seconds): no worker takes it earlier (its lease until then).
         """
-        now = datetime.now(UTC).isoformat()
-        with self._write() as db:  # type: ignore[attr-defined]
-            cur = db.execute(
-                "INSERT OR IGNORE INTO jobs(kind, key, payload, created_at, updated_at, "
-                "lease_until) VALUES (?, ?, ?, ?, ?, ?)",
+        now = self._now_iso()
+        with self._write() as db:
+            row = db.execute(
+                "INSERT INTO jobs(kind, key, payload, created_at, updated_at, lease_until) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING RETURNING id",
                 (kind, key, json.dumps(payload, sort_keys=True), now, now, not_before),
-            )
-            return int(cur.lastrowid) if cur.rowcount else None
+            ).fetchone()
+        return int(row[0]) if row else None
 
     def take_job(self, now: float, lease_s: float, max_attempts: int) -> Job | None:
         """The oldest runnable job (queued, or running with an expired lease), now leased."""
-        with self._write() as db:  # type: ignore[attr-defined]
+        lock = self._d.skip_locked
+        with self._write() as db:
             db.execute(  # leases that ran out on the last allowed attempt: give up
                 "UPDATE jobs SET status = 'failed', error = 'lease expired (worker died?) "
-                "on the last attempt', lease_until = NULL WHERE status = 'running' "
-                "AND lease_until < ? AND attempts >= ?",
+                "on the last attempt', lease_until = NULL WHERE id IN (SELECT id FROM jobs "
+                f"WHERE status = 'running' AND lease_until < ? AND attempts >= ?{lock})",
                 (now, max_attempts),
             )
             row = db.execute(
-                f"SELECT {_JOB_COLS} FROM jobs WHERE (status IN ('queued', 'running') AND ("
-                "lease_until IS NULL OR lease_until < ?)) AND attempts < ? ORDER BY id LIMIT 1",
+                f"SELECT {_JOB_COLS} FROM jobs WHERE status IN ('queued', 'running') "
+                "AND (lease_until IS NULL OR lease_until < ?) AND attempts < ? "
+                f"ORDER BY id LIMIT 1{lock}",
                 (now, max_attempts),
             ).fetchone()
             if row is None:
@@ -70,7 +70,7 @@ class JobsMixin:
             db.execute(
                 "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_until = ?, "
                 "updated_at = ? WHERE id = ?",
-                (now + lease_s, datetime.now(UTC).isoformat(), row[0]),
+                (now + lease_s, self._now_iso(), row[0]),
             )
         job = _row_to_job(row)
         return Job(**{**job.__dict__, "status": "running", "attempts": job.attempts + 1})
@@ -84,18 +84,11 @@ class JobsMixin:
         retry_at: float | None = None,
     ) -> None:
         """Record a job's end: done, skipped, failed, or queued again (not before ``retry_at``)."""
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             db.execute(
                 "UPDATE jobs SET status = ?, result = ?, error = ?, lease_until = ?, "
                 "updated_at = ? WHERE id = ?",
-                (
-                    status,
-                    json.dumps(result, default=str),
-                    error,
-                    retry_at,
-                    datetime.now(UTC).isoformat(),
-                    job_id,
-                ),
+                (status, json.dumps(result, default=str), error, retry_at, self._now_iso(), job_id),
             )
 
     def list_jobs(self, status: str | None = None, limit: int = 100) -> list[Job]:
@@ -109,10 +102,14 @@ class JobsMixin:
 
     def job_counts(self) -> dict[str, int]:
         """status -> number of jobs."""
-        return dict(self._db.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
+        return self._tally("SELECT status, count(*) FROM jobs GROUP BY status")
+
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             db.execute(
                 "INSERT INTO meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

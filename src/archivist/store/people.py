@@ -1,6 +1,5 @@
-"""SQLite persistence of layer 3: persons across conversations and identity decisions.
-
-A mixin of SQLiteStore, kept apart so no module grows past ~500 lines.
+"""Layer 3, written once for both backends: persons across conversations, identity
+decisions and key info per person.
 
 Every (conversation, participant name) is an identity row; each identity
 belongs to one person. A person made from one identity has the id
@@ -14,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from ..model import Decision, Person
 from . import sql as q
+from .common import Body, Connection
 
 
 def person_id_for(conversation: str, name: str) -> str:
@@ -28,14 +27,8 @@ def person_id_for(conversation: str, name: str) -> str:
     return f"p-{digest[:12]}"
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-class PeopleMixin:
-    """Part of SQLiteStore (see the module docstring)."""
-
-    _db: sqlite3.Connection
+class People(Body):
+    """The PeopleStore part of the Store protocol (see the module docstring)."""
 
     # -- identities and persons ---------------------------------------------------------
 
@@ -47,37 +40,43 @@ class PeopleMixin:
         number of identities created; running it again creates none.
         ``conversations`` limits the work to those (what add() just wrote).
         """
-        scope, params = "", ()
+        scope, params = "", []
         if conversations is not None:
-            scope = f"AND conversation IN ({','.join('?' * len(conversations))})"
-            params = tuple(conversations)
-        with self._write() as db:  # type: ignore[attr-defined]
+            cond, params = self._d.in_ids("conversation", list(conversations))
+            scope = f"AND {cond}"
+        with self._write() as db:
             # Read inside the transaction: two threads must not both see an identity missing.
+            # The speaker spelling of each identity is that of its first message.
             rows = db.execute(
-                "SELECT conversation, speaker, speaker_key, min(seq) FROM messages "
-                f"WHERE role != 'system' {scope} GROUP BY conversation, speaker_key "
-                "ORDER BY conversation",
+                "SELECT m.conversation, m.speaker, m.speaker_key FROM messages m JOIN "
+                "(SELECT conversation, speaker_key, min(seq) AS first FROM messages "
+                f"WHERE role <> 'system' {scope} GROUP BY conversation, speaker_key) f "
+                "ON f.conversation = m.conversation AND f.speaker_key = m.speaker_key "
+                "AND f.first = m.seq ORDER BY m.conversation, m.rowid",
                 params,
             ).fetchall()
             known = set(
                 db.execute(
-                    f"SELECT conversation, name_key FROM person_identities WHERE 1 {scope}",
+                    f"SELECT conversation, name_key FROM person_identities WHERE 1 = 1 {scope}",
                     params,
                 ).fetchall()
             )
-            fresh = [(c, s, k) for c, s, k, _ in rows if (c, k) not in known]
-            for conv, speaker, key in fresh:
+            fresh = list(dict.fromkeys((c, k) for c, _, k in rows if (c, k) not in known))
+            speakers = {(c, k): s for c, s, k in reversed(rows)}  # first row wins
+            created = 0
+            for conv, key in fresh:
+                speaker = speakers[(conv, key)]
                 pid = person_id_for(conv, speaker)
                 db.execute(
-                    "INSERT OR IGNORE INTO persons(id, name, declared, created_at) "
-                    "VALUES (?, ?, 0, ?)",
-                    (pid, speaker, _now()),
+                    "INSERT INTO persons(id, name, declared, created_at) VALUES (?, ?, 0, ?) "
+                    "ON CONFLICT DO NOTHING",
+                    (pid, speaker, self._now_iso()),
                 )
-                db.execute(
+                created += db.execute(  # another process may have just added it
                     "INSERT INTO person_identities(person_id, conversation, name, name_key) "
-                    "VALUES (?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (pid, conv, speaker, key),
-                )
+                ).rowcount
             db.execute(
                 f"DELETE FROM person_identities WHERE declared_id IS NULL {scope} AND NOT EXISTS "
                 "(SELECT 1 FROM messages m WHERE m.conversation = person_identities.conversation "
@@ -85,18 +84,15 @@ class PeopleMixin:
                 params,
             )
             _drop_empty_persons(db)
-        return len(fresh)
+        return created
 
     def persons(self) -> list[Person]:
         """Every person with its identities, declared ones first, then by name."""
-        ids: dict[str, list[tuple[str, str]]] = {}
-        for pid, conv, name in self._db.execute(
-            "SELECT person_id, conversation, name FROM person_identities "
-            "ORDER BY conversation, name_key"
-        ):
-            ids.setdefault(pid, []).append((conv, name))
+        c = self._d.order_text
+        ids = self._identities()
         rows = self._db.execute(
-            "SELECT id, name, declared, key_info FROM persons ORDER BY declared DESC, name, id"
+            "SELECT id, name, declared, key_info FROM persons "
+            f"ORDER BY declared DESC, name{c}, id{c}"
         )
         return [
             Person(pid, name, tuple(ids.get(pid, ())), bool(declared), key_info)
@@ -110,13 +106,14 @@ class PeopleMixin:
             "LEFT JOIN messages m ON m.conversation = pi.conversation "
             "AND m.speaker_key = pi.name_key GROUP BY pi.conversation, pi.name_key"
         )
-        return {(c, k): n for c, k, n in rows}
+        return {(c, k): int(n) for c, k, n in rows}
 
     def declared_identities(self) -> list[tuple[str, str, str, str]]:
         """(conversation, name, declared id, person id) of every declared identity."""
+        c = self._d.order_text
         rows = self._db.execute(
             "SELECT conversation, name, declared_id, person_id FROM person_identities "
-            "WHERE declared_id IS NOT NULL ORDER BY declared_id, conversation, name_key"
+            f"WHERE declared_id IS NOT NULL ORDER BY declared_id{c}, conversation{c}, name_key{c}"
         )
         return [tuple(r) for r in rows]  # type: ignore[misc]
 
@@ -130,10 +127,11 @@ class PeopleMixin:
         identities merged into the identity's old person move along with it.
         """
         key = q.person_key(name)
-        with self._write() as db:  # type: ignore[attr-defined]
+        c = self._d.order_text
+        with self._write() as db:
             row = db.execute(
                 "SELECT person_id, declared_id FROM person_identities "
-                "WHERE conversation = ? AND name_key = ?",
+                f"WHERE conversation = ? AND name_key = ?{self._d.lock_rows}",
                 (conversation, key),
             ).fetchone()
             if row is not None and row[0] == user_id and row[1] == user_id:
@@ -142,7 +140,7 @@ class PeopleMixin:
                 (c, n)
                 for c, n in db.execute(
                     "SELECT conversation, name FROM person_identities WHERE person_id = ? "
-                    "ORDER BY conversation, name_key",
+                    f"ORDER BY conversation{c}, name_key{c}",
                     (user_id,),
                 )
                 if (c, q.person_key(n)) != (conversation, key)
@@ -150,7 +148,7 @@ class PeopleMixin:
             db.execute(
                 "INSERT INTO persons(id, name, declared, created_at) VALUES (?, ?, 1, ?) "
                 "ON CONFLICT(id) DO UPDATE SET declared = 1",
-                (user_id, name, _now()),
+                (user_id, name, self._now_iso()),
             )
             if row is None:
                 db.execute(
@@ -165,7 +163,7 @@ class PeopleMixin:
 
     def merge_persons(self, keep: str, drop: str) -> None:
         """Move every identity of ``drop`` under ``keep`` and remove ``drop``."""
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             _merge(db, keep, drop)
 
     # -- decisions ------------------------------------------------------------------------
@@ -175,26 +173,28 @@ class PeopleMixin:
     ) -> int:
         """Store a decision (and apply its merge, ``(keep, drop)``) in one transaction."""
         steps = ([{"fingerprint": fingerprint}] if fingerprint else []) + list(decision.steps)
-        created = (decision.created_at or datetime.now(UTC)).isoformat()
-        with self._write() as db:  # type: ignore[attr-defined]
+        created = (decision.created_at or self.clock()).isoformat()
+        with self._write() as db:
             if merge is not None:
                 _merge(db, *merge)
-            cur = db.execute(
+            [did] = db.insert_ids(
                 "INSERT INTO decisions(kind, a, b, verdict, reasons, evidence, steps, method, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    decision.kind,
-                    decision.a,
-                    decision.b,
-                    decision.verdict,
-                    decision.reasons,
-                    json.dumps(list(decision.evidence), ensure_ascii=False),
-                    json.dumps(steps, ensure_ascii=False, default=str),
-                    decision.method,
-                    created,
-                ),
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                [
+                    (
+                        decision.kind,
+                        decision.a,
+                        decision.b,
+                        decision.verdict,
+                        decision.reasons,
+                        json.dumps(list(decision.evidence), ensure_ascii=False),
+                        json.dumps(steps, ensure_ascii=False, default=str),
+                        decision.method,
+                        created,
+                    )
+                ],
             )
-            return int(cur.lastrowid or 0)
+        return did
 
     def decisions(self, kind: str | None = None) -> list[Decision]:
         """Stored decisions, oldest first (optionally of one kind)."""
@@ -233,16 +233,14 @@ class PeopleMixin:
         return out
 
 
-def _merge(db: sqlite3.Connection, keep: str, drop: str) -> None:
+def _merge(db: Connection, keep: str, drop: str) -> None:
     if keep == drop:
         raise ValueError(f"cannot merge person {keep!r} into itself")
     db.execute("UPDATE person_identities SET person_id = ? WHERE person_id = ?", (keep, drop))
     db.execute("DELETE FROM persons WHERE id = ?", (drop,))
 
 
-def _move_declared(
-    db: sqlite3.Connection, old: str, conversation: str, key: str, user_id: str
-) -> None:
+def _move_declared(db: Connection, old: str, conversation: str, key: str, user_id: str) -> None:
     """Move a declared identity (and the undeclared ones merged with it) to ``user_id``."""
     old_declared = db.execute("SELECT declared FROM persons WHERE id = ?", (old,)).fetchone()
     db.execute(
@@ -258,7 +256,7 @@ def _move_declared(
         )
 
 
-def _drop_empty_persons(db: sqlite3.Connection) -> None:
+def _drop_empty_persons(db: Connection) -> None:
     db.execute(
         "DELETE FROM persons WHERE NOT EXISTS "
         "(SELECT 1 FROM person_identities pi WHERE pi.person_id = persons.id)"

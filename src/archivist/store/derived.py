@@ -1,6 +1,6 @@
-"""SQLite persistence of derived memory: episodes, claims, extraction state, LLM cache.
+"""Derived memory, written once for both backends: episodes, claims, extraction
+state, LLM cache and usage.
 
-A mixin of SQLiteStore (kept apart so neither module grows past ~500 lines).
 Everything here is rebuildable from the message log; each session's
 extraction is written in one transaction together with its progress marker,
 so an interrupted extraction resumes at the first unfinished session.
@@ -9,21 +9,20 @@ so an interrupted extraction resumes at the first unfinished session.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 
 from ..errors import StaleExtraction
 from ..model import Claim, EntityMention, Episode
 from . import sql as q
-from .base import ExtractionMark, IndexedClaim, IndexedEpisode
-from .vecindex import pack
+from .common import Body, Connection, dt, iso
+from .records import ExtractionMark, IndexedClaim, IndexedEpisode
 
 
 def claim_cols(alias: str = "") -> str:
-    """The claim columns ``_row_to_claim`` reads; validity closed by reconciliation wins."""
+    """The claim columns ``row_to_claim`` reads; validity closed by reconciliation wins."""
     a = f"{alias}." if alias else ""
     names = (
         "id, conversation, episode_id, text, speaker, subject, kind, source, importance, "
@@ -35,18 +34,10 @@ def claim_cols(alias: str = "") -> str:
     )
 
 
-_CLAIM_COLS = claim_cols()
+CLAIM_COLS = claim_cols()
 
 
-def _iso(d: datetime | None) -> str | None:
-    return d.isoformat() if d else None
-
-
-def _dt(s: str | None) -> datetime | None:
-    return datetime.fromisoformat(s) if s else None
-
-
-def _row_to_claim(r: tuple) -> Claim:
+def row_to_claim(r: tuple) -> Claim:
     (
         cid,
         conv,
@@ -80,8 +71,8 @@ def _row_to_claim(r: tuple) -> Claim:
         importance=imp,
         salience=sal,
         said_at=datetime.fromisoformat(said),
-        valid_from=_dt(vf),
-        valid_to=_dt(vt),
+        valid_from=dt(vf),
+        valid_to=dt(vt),
         evidence=tuple(json.loads(ev)),
         entities=tuple(
             EntityMention(**{**e, "aliases": tuple(e.get("aliases", ()))}) for e in json.loads(ents)
@@ -124,10 +115,8 @@ def _entity_dict(e: EntityMention) -> dict:
     }
 
 
-class DerivedMemoryMixin:
-    """Claims, episodes and extraction bookkeeping for SQLiteStore."""
-
-    _db: sqlite3.Connection
+class DerivedMemory(Body):
+    """Claims, episodes and extraction bookkeeping (the Store protocol's derived part)."""
 
     # -- LLM response cache (the llm.cache.ResponseCache protocol, via llm_cache()) ------
 
@@ -136,11 +125,12 @@ class DerivedMemoryMixin:
         return row[0] if row else None
 
     def llm_cache_put(self, key: str, task: str, model: str, value: str) -> None:
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             db.execute(
-                "INSERT OR REPLACE INTO llm_cache(key, task, model, value, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (key, task, model, value, datetime.now(UTC).isoformat()),
+                "INSERT INTO llm_cache(key, task, model, value, created_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET task = excluded.task, "
+                "model = excluded.model, value = excluded.value, created_at = excluded.created_at",
+                (key, task, model, value, self._now_iso()),
             )
 
     _USAGE = (
@@ -156,10 +146,11 @@ class DerivedMemoryMixin:
     def add_llm_usage(self, model: str, usage: dict[str, dict]) -> None:
         """Add per-task counters (llm.accounting summaries) to the lifetime totals."""
         cols = ", ".join(self._USAGE)
-        updates = ", ".join(f"{c} = {c} + excluded.{c}" for c in self._USAGE)
-        with self._write() as db:  # type: ignore[attr-defined]
+        updates = ", ".join(f"{c} = u.{c} + excluded.{c}" for c in self._USAGE)
+        with self._write() as db:
             db.executemany(
-                f"INSERT INTO llm_usage(model, task, {cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                f"INSERT INTO llm_usage AS u (model, task, {cols}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 f"ON CONFLICT(model, task) DO UPDATE SET {updates}",
                 [
                     (model, task, *(row.get(c, 0) for c in self._USAGE))
@@ -172,7 +163,10 @@ class DerivedMemoryMixin:
         out: dict[str, dict[str, dict]] = {}
         rows = self._db.execute(f"SELECT model, task, {', '.join(self._USAGE)} FROM llm_usage")
         for model, task, *vals in rows:
-            out.setdefault(model, {})[task] = dict(zip(self._USAGE, vals, strict=True))
+            out.setdefault(model, {})[task] = {
+                c: (float(v) if c == "seconds" else int(v))
+                for c, v in zip(self._USAGE, vals, strict=True)
+            }
         return out
 
     # -- extraction ------------------------------------------------------------------------
@@ -214,13 +208,16 @@ class DerivedMemoryMixin:
         """
         if append_after is not None and append_after.method != method:
             raise ValueError(f"cannot append {method} extraction to {append_after.method}'s")
-        now = datetime.now(UTC).isoformat()
-        with self._write() as db:  # type: ignore[attr-defined]
+        now = self._now_iso()
+        with self._write() as db:
             if append_after is None:
                 self._delete_session_derived(db, conversation, session)
                 db.execute(
-                    "INSERT OR REPLACE INTO extraction_state(conversation, session, n_messages, "
-                    "last_msg_id, method, rejected, done_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO extraction_state(conversation, session, n_messages, "
+                    "last_msg_id, method, rejected, done_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (conversation, session) DO UPDATE SET n_messages = "
+                    "excluded.n_messages, last_msg_id = excluded.last_msg_id, method = "
+                    "excluded.method, rejected = excluded.rejected, done_at = excluded.done_at",
                     (conversation, session, n_messages, last_message, method, rejected, now),
                 )
             else:
@@ -241,10 +238,7 @@ class DerivedMemoryMixin:
                     "SELECT msg_id, rowid FROM messages WHERE conversation = ?", (conversation,)
                 ).fetchall()
             )
-            db.executemany(
-                "INSERT OR IGNORE INTO vectors(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
-                [(model, h, int(v.shape[0]), pack(v)) for h, v in vectors.items()],
-            )
+            self._put_vectors(db, model, vectors)
             episode_ids = [self._insert_episode(db, e, msg_rowids, model, now) for e in episodes]
             claim_ids = [
                 self._insert_claim(db, c, episode_ids, msg_rowids, model, now) for c in claims
@@ -260,7 +254,7 @@ class DerivedMemoryMixin:
             )
         return claim_ids
 
-    def _delete_session_derived(self, db: sqlite3.Connection, conv: str, session: int) -> None:
+    def _delete_session_derived(self, db: Connection, conv: str, session: int) -> None:
         n = db.execute(
             "DELETE FROM claims WHERE episode_id IN "
             "(SELECT id FROM episodes WHERE conversation = ? AND session = ?)",
@@ -275,16 +269,9 @@ class DerivedMemoryMixin:
             # conversation is reconciled again from what the archivist said.
             self._reset_reconciliation(db, conv)  # type: ignore[attr-defined]
 
-    @staticmethod
-    def _bump_vector_epoch(db: sqlite3.Connection) -> None:
-        db.execute(
-            "INSERT INTO meta(key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "
-            "DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-        )
-
-    @staticmethod
     def _insert_episode(
-        db: sqlite3.Connection,
+        self,
+        db: Connection,
         ie: IndexedEpisode,
         msg_rowids: dict[str, int],
         model: str,
@@ -292,48 +279,47 @@ class DerivedMemoryMixin:
     ) -> int:
         e = ie.episode
         rowids = [msg_rowids[m] for m in e.message_ids if m in msg_rowids]
+        cond, params = self._d.in_ids("msg_rowid", rowids)
         people = {
             p
             for (p,) in db.execute(
-                f"SELECT DISTINCT person FROM message_people WHERE msg_rowid IN "
-                f"({','.join('?' * len(rowids))})",
-                rowids,
+                f"SELECT DISTINCT person FROM message_people WHERE {cond}", params
             )
         }
-        vec = db.execute(
-            "SELECT id FROM vectors WHERE model = ? AND hash = ?", (model, ie.embed_hash)
-        ).fetchone()
-        cur = db.execute(
+        [eid] = db.insert_ids(
             "INSERT INTO episodes(conversation, session, message_ids, n_messages, start_ts, "
             "end_ts, title, narrative, qa, method, search_text, scope, embed_hash, vec_id, "
-            "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                e.conversation,
-                e.session,
-                json.dumps(list(e.message_ids)),
-                len(rowids),
-                e.start.isoformat(),
-                e.end.isoformat(),
-                e.title,
-                e.narrative,
-                json.dumps([list(p) for p in e.qa]),
-                e.method,
-                ie.search_text,
-                q.scope_text(e.conversation, people),
-                ie.embed_hash,
-                vec[0] if vec else None,
-                now,
-            ),
+            "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+            [
+                (
+                    e.conversation,
+                    e.session,
+                    json.dumps(list(e.message_ids)),
+                    len(rowids),
+                    e.start.isoformat(),
+                    e.end.isoformat(),
+                    e.title,
+                    e.narrative,
+                    json.dumps([list(p) for p in e.qa]),
+                    e.method,
+                    ie.search_text,
+                    q.scope_text(e.conversation, people),
+                    ie.embed_hash,
+                    self._vector_id(db, model, ie.embed_hash),
+                    now,
+                )
+            ],
         )
         db.executemany(
-            "INSERT OR IGNORE INTO episode_messages(episode_id, msg_rowid) VALUES (?, ?)",
-            [(cur.lastrowid, r) for r in rowids],
+            "INSERT INTO episode_messages(episode_id, msg_rowid) VALUES (?, ?) "
+            "ON CONFLICT DO NOTHING",
+            [(eid, r) for r in rowids],
         )
-        return int(cur.lastrowid)
+        return eid
 
-    @staticmethod
     def _insert_claim(
-        db: sqlite3.Connection,
+        self,
+        db: Connection,
         ic: IndexedClaim,
         episode_ids: list[int],
         msg_rowids: dict[str, int],
@@ -344,52 +330,51 @@ class DerivedMemoryMixin:
         rowids = sorted({msg_rowids[m] for m in c.evidence if m in msg_rowids})
         if not c.speaker or not rowids:
             raise ValueError(f"claim {c.text[:60]!r} has no speaker or no stored evidence")
-        vec = db.execute(
-            "SELECT id FROM vectors WHERE model = ? AND hash = ?", (model, ic.embed_hash)
-        ).fetchone()
-        cur = db.execute(
+        [cid] = db.insert_ids(
             "INSERT INTO claims(conversation, episode_id, text, speaker, speaker_key, subject, "
             "subject_key, kind, source, "
             "importance, salience, said_at, said_epoch, valid_from, valid_to, evidence, "
             "n_evidence, entities, method, search_text, scope, embed_hash, vec_id, created_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                c.conversation,
-                episode_ids[ic.episode_index],
-                c.text,
-                c.speaker,
-                q.person_key(c.speaker),
-                c.subject,
-                q.person_key(c.subject),
-                c.kind,
-                c.source,
-                c.importance,
-                c.salience,
-                c.said_at.isoformat(),
-                c.said_at.timestamp(),
-                _iso(c.valid_from),
-                _iso(c.valid_to),
-                json.dumps(list(c.evidence)),
-                len(rowids),
-                json.dumps([_entity_dict(e) for e in c.entities]),
-                c.method,
-                ic.search_text,
-                q.scope_text(c.conversation, (c.speaker, c.subject)),
-                ic.embed_hash,
-                vec[0] if vec else None,
-                now,
-            ),
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+            [
+                (
+                    c.conversation,
+                    episode_ids[ic.episode_index],
+                    c.text,
+                    c.speaker,
+                    q.person_key(c.speaker),
+                    c.subject,
+                    q.person_key(c.subject),
+                    c.kind,
+                    c.source,
+                    c.importance,
+                    c.salience,
+                    c.said_at.isoformat(),
+                    c.said_at.timestamp(),
+                    iso(c.valid_from),
+                    iso(c.valid_to),
+                    json.dumps(list(c.evidence)),
+                    len(rowids),
+                    json.dumps([_entity_dict(e) for e in c.entities]),
+                    c.method,
+                    ic.search_text,
+                    q.scope_text(c.conversation, (c.speaker, c.subject)),
+                    ic.embed_hash,
+                    self._vector_id(db, model, ic.embed_hash),
+                    now,
+                )
+            ],
         )
         db.executemany(
             "INSERT INTO claim_evidence(claim_id, msg_rowid) VALUES (?, ?)",
-            [(cur.lastrowid, r) for r in rowids],
+            [(cid, r) for r in rowids],
         )
-        return int(cur.lastrowid)
+        return cid
 
     def clear_derived(self, conversation: str | None = None) -> None:
         """Forget derived memory (all, or one conversation's) so it can be rebuilt."""
         where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             # Everything reconciliation and consolidation built goes too: it is
             # derived from these claims and episodes and is rebuilt with them.
             for table in (
@@ -409,140 +394,106 @@ class DerivedMemoryMixin:
         self, text: str, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
         """BM25 over claim texts; higher is better."""
-        match = q.fts_query(text)
-        if match is None:
-            return []
-        sql, params = q.claim_keyword_search_sql(match, filters, limit)
-        return [(cid, -score) for cid, score in self._db.execute(sql, params).fetchall()]
+        return self._keyword("claims", text, filters, limit)
 
     def claim_vector_search(
         self, model: str, query: np.ndarray, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
         """Exact cosine search over the filtered claims."""
-        idx = self._dense_index(model, "claims")  # type: ignore[attr-defined]
-        if not len(idx):
-            return []
-        restrict = None
-        if not filters.is_empty():
-            sql, params = q.filtered_claim_ids_sql(filters)
-            restrict = np.asarray([r[0] for r in self._db.execute(sql, params)], dtype=np.int64)
-        return idx.search(query, limit, restrict)
+        return self._nearest("claims", model, query, filters, limit)
 
     def episode_keyword_search(
         self, text: str, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
         """BM25 over episode titles and narratives; higher is better."""
-        match = q.fts_query(text)
-        if match is None:
-            return []
-        sql, params = q.episode_keyword_search_sql(match, filters, limit)
-        return [(eid, -score) for eid, score in self._db.execute(sql, params).fetchall()]
+        return self._keyword("episodes", text, filters, limit)
 
     def episode_vector_search(
         self, model: str, query: np.ndarray, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
         """Exact cosine search over the filtered episodes' narratives."""
-        idx = self._dense_index(model, "episodes")  # type: ignore[attr-defined]
-        if not len(idx):
-            return []
-        restrict = None
-        if not filters.is_empty():
-            sql, params = q.filtered_episode_ids_sql(filters)
-            restrict = np.asarray([r[0] for r in self._db.execute(sql, params)], dtype=np.int64)
-        return idx.search(query, limit, restrict)
+        return self._nearest("episodes", model, query, filters, limit)
 
     def episode_message_rowids(self, episode_ids: Iterable[int]) -> dict[int, list[int]]:
         """episode id -> its message rowids in conversation order."""
         out: dict[int, list[int]] = {}
-        ids = list(dict.fromkeys(int(i) for i in episode_ids))
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            for eid, rid in self._db.execute(
-                "SELECT em.episode_id, em.msg_rowid FROM episode_messages em JOIN messages m "
-                f"ON m.rowid = em.msg_rowid WHERE em.episode_id IN ({','.join('?' * len(chunk))}) "
-                "ORDER BY m.seq",
-                chunk,
-            ):
-                out.setdefault(eid, []).append(rid)
+        for eid, rid in self._by_ids(
+            "SELECT em.episode_id, em.msg_rowid FROM episode_messages em JOIN messages m "
+            "ON m.rowid = em.msg_rowid WHERE {ids} ORDER BY m.seq",
+            "em.episode_id",
+            (int(i) for i in episode_ids),
+        ):
+            out.setdefault(eid, []).append(rid)
         return out
 
     def claims_by_id(self, ids: Iterable[int]) -> dict[int, Claim]:
-        rows = self._rows_by_ids(f"SELECT {_CLAIM_COLS} FROM claims WHERE id IN", ids)  # type: ignore[attr-defined]
-        return {r[0]: _row_to_claim(r) for r in rows}
+        rows = self._by_ids(
+            f"SELECT {CLAIM_COLS} FROM claims WHERE {{ids}}", "id", (int(i) for i in ids)
+        )
+        return {r[0]: row_to_claim(r) for r in rows}
 
     def claim_evidence_rowids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]:
         """claim id -> message rowids of its evidence, in conversation order."""
         ids = list(dict.fromkeys(int(i) for i in claim_ids))
         out: dict[int, list[int]] = {i: [] for i in ids}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            rows = self._db.execute(
-                "SELECT ce.claim_id, ce.msg_rowid FROM claim_evidence ce JOIN messages m "
-                f"ON m.rowid = ce.msg_rowid WHERE ce.claim_id IN ({','.join('?' * len(chunk))}) "
-                "ORDER BY m.seq",
-                chunk,
-            )
-            for cid, rid in rows:
-                out[cid].append(rid)
+        for cid, rid in self._by_ids(
+            "SELECT ce.claim_id, ce.msg_rowid FROM claim_evidence ce JOIN messages m "
+            "ON m.rowid = ce.msg_rowid WHERE {ids} ORDER BY m.seq",
+            "ce.claim_id",
+            ids,
+        ):
+            out[cid].append(rid)
         return out
 
     def claims_for_messages(self, rowids: Iterable[int]) -> dict[int, list[Claim]]:
         """message rowid -> the claims it is evidence of (any status), for as-of recall."""
-        ids = list(dict.fromkeys(int(r) for r in rowids))
         out: dict[int, list[Claim]] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            rows = self._db.execute(
-                f"SELECT ce.msg_rowid, {claim_cols('c')} FROM claim_evidence ce "
-                "JOIN claims c ON c.id = ce.claim_id "
-                f"WHERE ce.msg_rowid IN ({','.join('?' * len(chunk))}) ORDER BY c.id",
-                chunk,
-            )
-            for r in rows:
-                out.setdefault(r[0], []).append(_row_to_claim(r[1:]))
+        for r in self._by_ids(
+            f"SELECT ce.msg_rowid, {claim_cols('c')} FROM claim_evidence ce "
+            "JOIN claims c ON c.id = ce.claim_id WHERE {ids} ORDER BY c.id",
+            "ce.msg_rowid",
+            (int(r) for r in rowids),
+        ):
+            out.setdefault(r[0], []).append(row_to_claim(r[1:]))
         return out
 
     def list_claims(self, filters: q.Filters, limit: int = 100, offset: int = 0) -> list[Claim]:
-        where, params = q.claim_filter_clause(filters)
+        where, params = q.claim_filter_clause(filters, dialect=self._d)
         rows = self._db.execute(
-            f"SELECT {_CLAIM_COLS} FROM claims c WHERE {where} "
+            f"SELECT {CLAIM_COLS} FROM claims c WHERE {where} "
             "ORDER BY c.said_epoch, c.id LIMIT ? OFFSET ?",
             (*params, int(limit), int(offset)),
         )
-        return [_row_to_claim(r) for r in rows]
+        return [row_to_claim(r) for r in rows]
 
     def list_episodes(
         self, conversation: str | None = None, limit: int = 100, offset: int = 0
     ) -> list[Episode]:
         where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
+        c = self._d.order_text
         rows = self._db.execute(
-            f"SELECT {_EPISODE_COLS} FROM episodes {where} ORDER BY conversation, start_ts, id "
-            "LIMIT ? OFFSET ?",
+            f"SELECT {_EPISODE_COLS} FROM episodes {where} "
+            f"ORDER BY conversation{c}, start_ts{c}, id LIMIT ? OFFSET ?",
             (*params, int(limit), int(offset)),
         )
         return [_row_to_episode(r) for r in rows]
 
     def episodes_for_messages(self, rowids: Iterable[int]) -> dict[int, Episode]:
         """message rowid -> the episode it belongs to (index fine, return coarse)."""
-        ids = list(dict.fromkeys(int(r) for r in rowids))
-        if not ids:
-            return {}
-        rows = self._db.execute(
+        rows = self._by_ids(
             f"SELECT em.msg_rowid, {_EPISODE_COLS.replace('id,', 'e.id,', 1)} "
-            "FROM episode_messages em JOIN episodes e ON e.id = em.episode_id "
-            f"WHERE em.msg_rowid IN ({','.join('?' * len(ids))})",
-            ids,
+            "FROM episode_messages em JOIN episodes e ON e.id = em.episode_id WHERE {ids}",
+            "em.msg_rowid",
+            (int(r) for r in rowids),
         )
         return {r[0]: _row_to_episode(r[1:]) for r in rows}
 
     def derived_stats(self) -> dict:
-        one = lambda s: self._db.execute(s).fetchone()[0]  # noqa: E731
+        one = self._count
         return {
             "episodes": one("SELECT count(*) FROM episodes"),
             "claims": one("SELECT count(*) FROM claims"),
-            "claims_by_kind": dict(
-                self._db.execute("SELECT kind, count(*) FROM claims GROUP BY kind").fetchall()
-            ),
+            "claims_by_kind": self._tally("SELECT kind, count(*) FROM claims GROUP BY kind"),
             "sessions_extracted": one("SELECT count(*) FROM extraction_state"),
             "claims_rejected": one("SELECT coalesce(sum(rejected), 0) FROM extraction_state"),
             "llm_cache_entries": one("SELECT count(*) FROM llm_cache"),

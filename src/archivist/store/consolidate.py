@@ -1,15 +1,13 @@
-"""SQLite persistence of consolidation output: scenes, summaries, dossiers, key info,
-context log and usefulness scores.
+"""Consolidation output, written once for both backends: scenes, summaries, dossiers,
+key info, entity links, context log and usefulness scores.
 
-A mixin of SQLiteStore, kept apart so no module grows past ~500 lines. Every
-write here is one transaction, and the jobs only call a write when something
+Every write here is one transaction, and the jobs only call a write when something
 changed, so a re-run over unchanged data touches no row.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -17,9 +15,8 @@ import numpy as np
 
 from ..model import Claim, Entity, Scene, Summary
 from . import sql as q
-from .sqlite_derived import _CLAIM_COLS, _row_to_claim
-from .sqlite_people import _now
-from .sqlite_reconcile import _ENTITY_COLS, _row_to_entity
+from .common import Body, all_of
+from .derived import CLAIM_COLS, row_to_claim
 from .vecindex import pack
 
 _SELF_KINDS = ("fact", "event", "preference", "plan", "foresight")
@@ -46,13 +43,6 @@ def _row_to_summary(r: tuple) -> Summary:
 _SUMMARY_COLS = "id, conversation, level, start_ts, end_ts, covers, text, method"
 
 
-def conversations_of(f: q.Filters) -> tuple[str, ...] | None:
-    """The conversations the filters allow (None: any)."""
-    if f.conversation is None:
-        return None
-    return (f.conversation,) if isinstance(f.conversation, str) else tuple(f.conversation)
-
-
 def rank_centroids(
     rows: Iterable[tuple[int, bytes | None]], query: np.ndarray, limit: int
 ) -> list[tuple[int, float]]:
@@ -75,10 +65,8 @@ def rank_centroids(
     return [(ids[i], float(scores[i])) for i in order]
 
 
-class ConsolidationMixin:
-    """Part of SQLiteStore (see the module docstring)."""
-
-    _db: sqlite3.Connection
+class Consolidation(Body):
+    """The ConsolidationStore part of the Store protocol (see the module docstring)."""
 
     # -- scenes ------------------------------------------------------------------------
 
@@ -94,11 +82,12 @@ class ConsolidationMixin:
     def _scenes(
         self, where: str, params: tuple, *, centroids: bool
     ) -> list[tuple[Scene, np.ndarray | None, str]]:
+        c = self._d.order_text
         members: dict[int, list[int]] = {}
         for sid, eid in self._db.execute(
             "SELECT se.scene_id, se.episode_id FROM scene_episodes se "
             "JOIN episodes e ON e.id = se.episode_id JOIN scenes s ON s.id = se.scene_id "
-            f"{where} ORDER BY e.start_ts, e.id",
+            f"{where} ORDER BY e.start_ts{c}, e.id",
             params,
         ):
             members.setdefault(sid, []).append(eid)
@@ -106,7 +95,7 @@ class ConsolidationMixin:
         rows = self._db.execute(
             "SELECT s.id, s.conversation, s.title, s.summary, s.summary_hash, s.start_ts, "
             f"s.end_ts, s.method, {centroid} FROM scenes s {where} "
-            "ORDER BY s.conversation, s.start_ts, s.id",
+            f"ORDER BY s.conversation{c}, s.start_ts{c}, s.id",
             params,
         )
         out = []
@@ -121,12 +110,12 @@ class ConsolidationMixin:
                 method=method,
                 id=sid,
             )
-            out.append((scene, _unpack(blob), h))
+            out.append((scene, _unpack(None if blob is None else bytes(blob)), h))
         return out
 
     def episode_vectors(self, model: str, episode_ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored narrative vectors of episodes under ``model`` (episodes without one left out)."""
-        return self._vectors_of("episodes", model, episode_ids)  # type: ignore[attr-defined]
+        return self._vectors_of("episodes", model, episode_ids)
 
     def save_scenes(
         self,
@@ -135,9 +124,9 @@ class ConsolidationMixin:
         delete: Iterable[int] = (),
     ) -> list[int]:
         """Insert or update scenes with their members, and drop emptied ones, atomically."""
-        now = _now()
+        now = self._now_iso()
         ids: list[int] = []
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             db.executemany(
                 "DELETE FROM scenes WHERE id = ? AND conversation = ?",
                 [(i, conversation) for i in delete],
@@ -155,13 +144,12 @@ class ConsolidationMixin:
                     now,
                 )
                 if scene.id is None:
-                    cur = db.execute(
+                    [sid] = db.insert_ids(
                         "INSERT INTO scenes(title, summary, summary_hash, centroid, n_episodes, "
                         "start_ts, end_ts, method, updated_at, conversation) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        (*values, conversation),
+                        "VALUES (?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                        [(*values, conversation)],
                     )
-                    sid = int(cur.lastrowid)  # type: ignore[arg-type]
                 else:
                     sid = scene.id
                     db.execute(
@@ -171,8 +159,8 @@ class ConsolidationMixin:
                         (*values, sid),
                     )
                 db.executemany(  # an episode re-extracted meanwhile is gone: skip it
-                    "INSERT OR IGNORE INTO scene_episodes(scene_id, episode_id) "
-                    "SELECT ?, id FROM episodes WHERE id = ?",
+                    "INSERT INTO scene_episodes(scene_id, episode_id) "
+                    "SELECT ?, id FROM episodes WHERE id = ? ON CONFLICT DO NOTHING",
                     [(sid, e) for e in scene.episode_ids],
                 )
                 ids.append(sid)
@@ -186,36 +174,27 @@ class ConsolidationMixin:
         Scenes of the filters' conversations whose span meets their time window;
         person and session filters are left to the members' messages.
         """
-        parts, params = ["centroid IS NOT NULL"], []
-        convs = conversations_of(filters)
-        if convs is not None:
-            parts.append(f"conversation IN ({','.join('?' * len(convs))})")
-            params += convs
-        if filters.since is not None:
-            parts.append("CAST(strftime('%s', end_ts) AS REAL) >= ?")
-            params.append(filters.since.timestamp())
-        if filters.until is not None:
-            parts.append("CAST(strftime('%s', start_ts) AS REAL) <= ?")
-            params.append(filters.until.timestamp())
-        rows = self._db.execute(
-            f"SELECT id, centroid FROM scenes WHERE {' AND '.join(parts)}", params
+        since, until = filters.since, filters.until
+        where, params = all_of(
+            ("centroid IS NOT NULL", []),
+            self._in_conversations(filters, "conversation"),
+            (f"{self._d.epoch('end_ts')} >= ?", [since.timestamp()]) if since else None,
+            (f"{self._d.epoch('start_ts')} <= ?", [until.timestamp()]) if until else None,
         )
+        rows = self._db.execute(f"SELECT id, centroid FROM scenes WHERE {where}", params)
         return rank_centroids(rows, query, limit)
 
     def scene_message_rowids(self, scene_ids: Iterable[int]) -> dict[int, list[int]]:
         """scene id -> the rowids of its episodes' messages, in conversation order."""
-        ids = list(dict.fromkeys(int(i) for i in scene_ids))
         out: dict[int, list[int]] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            for sid, rid in self._db.execute(
-                "SELECT se.scene_id, em.msg_rowid FROM scene_episodes se "
-                "JOIN episode_messages em ON em.episode_id = se.episode_id "
-                "JOIN messages m ON m.rowid = em.msg_rowid "
-                f"WHERE se.scene_id IN ({','.join('?' * len(chunk))}) ORDER BY m.seq",
-                chunk,
-            ):
-                out.setdefault(sid, []).append(rid)
+        for sid, rid in self._by_ids(
+            "SELECT se.scene_id, em.msg_rowid FROM scene_episodes se "
+            "JOIN episode_messages em ON em.episode_id = se.episode_id "
+            "JOIN messages m ON m.rowid = em.msg_rowid WHERE {ids} ORDER BY m.seq, m.rowid",
+            "se.scene_id",
+            (int(i) for i in scene_ids),
+        ):
+            out.setdefault(sid, []).append(rid)
         return out
 
     # -- message summaries -------------------------------------------------------------
@@ -240,7 +219,7 @@ class ConsolidationMixin:
         where = f"WHERE {' AND '.join(parts)}" if parts else ""
         rows = self._db.execute(
             f"SELECT {_SUMMARY_COLS}, covers_hash FROM summaries {where} "
-            "ORDER BY conversation, level, start_ts, id",
+            f"ORDER BY conversation{self._d.order_text}, level, start_ts{self._d.order_text}, id",
             params,
         )
         return [(_row_to_summary(r[:-1]), r[-1]) for r in rows]
@@ -253,17 +232,17 @@ class ConsolidationMixin:
         add: Sequence[tuple[Summary, str]],
     ) -> list[int]:
         """Drop stale summaries of one level and insert new ones, in one transaction."""
-        now = _now()
+        now = self._now_iso()
         ids = []
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             db.executemany(
                 "DELETE FROM summaries WHERE id = ? AND conversation = ? AND level = ?",
                 [(i, conversation, level) for i in delete],
             )
-            for s, covers_hash in add:
-                cur = db.execute(
-                    "INSERT INTO summaries(conversation, level, start_ts, end_ts, covers, "
-                    "covers_hash, text, method, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            ids = db.insert_ids(
+                "INSERT INTO summaries(conversation, level, start_ts, end_ts, covers, "
+                "covers_hash, text, method, created_at) VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
+                [
                     (
                         conversation,
                         level,
@@ -274,9 +253,10 @@ class ConsolidationMixin:
                         s.text,
                         s.method,
                         now,
-                    ),
-                )
-                ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
+                    )
+                    for s, covers_hash in add
+                ],
+            )
         return ids
 
     # -- entity dossiers ---------------------------------------------------------------
@@ -293,16 +273,13 @@ class ConsolidationMixin:
         """entity id -> its current claims (status 'current'), oldest first."""
         ids = list(dict.fromkeys(int(i) for i in entity_ids))
         links: dict[int, list[int]] = {i: [] for i in ids}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            rows = self._db.execute(
-                "SELECT ce.entity_id, ce.claim_id FROM claim_entities ce "
-                "JOIN claims c ON c.id = ce.claim_id WHERE c.status = 'current' "
-                f"AND ce.entity_id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-            for eid, cid in rows:
-                links[eid].append(cid)
+        for eid, cid in self._by_ids(
+            "SELECT ce.entity_id, ce.claim_id FROM claim_entities ce "
+            "JOIN claims c ON c.id = ce.claim_id WHERE c.status = 'current' AND {ids}",
+            "ce.entity_id",
+            ids,
+        ):
+            links[eid].append(cid)
         claims = self.claims_by_id(c for cs in links.values() for c in cs)  # type: ignore[attr-defined]
         return {
             eid: sorted((claims[c] for c in cs if c in claims), key=lambda c: (c.said_at, c.id))
@@ -311,12 +288,12 @@ class ConsolidationMixin:
 
     def save_dossiers(self, rows: Iterable[tuple[int, str, str]]) -> int:
         """Write (entity id, dossier, dossier_hash) rows; returns how many were written."""
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             cur = db.executemany(
                 "UPDATE entities SET dossier = ?, dossier_hash = ? WHERE id = ?",
                 [(d, h, i) for i, d, h in rows],
             )
-        return cur.rowcount
+        return max(cur.rowcount, 0)
 
     def entity_dossier(self, entity_id: int) -> str | None:
         """An entity's dossier ('' before consolidation), or None if there is no such entity."""
@@ -326,12 +303,11 @@ class ConsolidationMixin:
     def dossier_texts(self, filters: q.Filters, limit: int) -> list[tuple[int, str]]:
         """(entity id, dossier) of written dossiers in the filters' conversations, most
         mentioned entities first (there is no dossier index: the caller scores them)."""
-        convs = conversations_of(filters)
-        where = f"AND conversation IN ({','.join('?' * len(convs))})" if convs is not None else ""
+        where, params = all_of(self._in_conversations(filters, "conversation"))
         rows = self._db.execute(
-            f"SELECT id, dossier FROM entities WHERE dossier <> '' {where} "
+            f"SELECT id, dossier FROM entities WHERE dossier <> '' AND {where} "
             "ORDER BY mentions DESC, id LIMIT ?",
-            (*(convs or ()), int(limit)),
+            (*params, int(limit)),
         )
         return [(int(i), d) for i, d in rows]
 
@@ -340,51 +316,36 @@ class ConsolidationMixin:
     def entity_search(self, text: str, filters: q.Filters, limit: int) -> list[Entity]:
         """Entities of the filters' conversations whose name, aliases, roles or kind share a
         word with ``text``, most mentioned first (the caller decides which are named)."""
-        match = q.fts_query(text)
-        if match is None:
-            return []
-        convs = conversations_of(filters)
-        where = f"AND e.conversation IN ({','.join('?' * len(convs))})" if convs is not None else ""
-        cols = ", ".join(f"e.{c}" for c in _ENTITY_COLS.split(", "))
-        rows = self._db.execute(
-            f"SELECT {cols} FROM entities_fts JOIN entities e ON e.id = entities_fts.rowid "
-            f"WHERE entities_fts MATCH ? {where} ORDER BY e.mentions DESC, e.id LIMIT ?",
-            (match, *(convs or ()), int(limit)),
-        )
-        return [_row_to_entity(r) for r in rows]
+        raise NotImplementedError  # a backend's keyword index
 
     def entity_claim_ids(self, entity_ids: Iterable[int], per_entity: int) -> dict[int, list[int]]:
         """entity id -> up to ``per_entity`` ids of the claims that mention it (any status),
         more important first, then newer."""
         ids = list(dict.fromkeys(int(i) for i in entity_ids))
         out: dict[int, list[int]] = {i: [] for i in ids}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            rows = self._db.execute(
-                "SELECT entity_id, claim_id FROM (SELECT ce.entity_id, ce.claim_id, "
-                "row_number() OVER (PARTITION BY ce.entity_id ORDER BY c.importance DESC, "
-                "c.said_epoch DESC, c.id DESC) AS n FROM claim_entities ce "
-                "JOIN claims c ON c.id = ce.claim_id "
-                f"WHERE ce.entity_id IN ({','.join('?' * len(chunk))})) "
-                "WHERE n <= ? ORDER BY entity_id, n",
-                (*chunk, int(per_entity)),
-            )
-            for eid, cid in rows:
-                out[eid].append(cid)
+        for eid, cid in self._by_ids(
+            "SELECT entity_id, claim_id FROM (SELECT ce.entity_id, ce.claim_id, "
+            "row_number() OVER (PARTITION BY ce.entity_id ORDER BY c.importance DESC, "
+            "c.said_epoch DESC, c.id DESC) AS n FROM claim_entities ce "
+            "JOIN claims c ON c.id = ce.claim_id WHERE {ids}) ranked "
+            "WHERE n <= ? ORDER BY entity_id, n",
+            "ce.entity_id",
+            ids,
+            after=(int(per_entity),),
+        ):
+            out[eid].append(cid)
         return out
 
     def claim_entity_ids(self, claim_ids: Iterable[int]) -> dict[int, list[int]]:
         """claim id -> ids of the entities it mentions (claims mentioning none left out)."""
-        ids = list(dict.fromkeys(int(i) for i in claim_ids))
         out: dict[int, list[int]] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            for cid, eid in self._db.execute(
-                "SELECT claim_id, entity_id FROM claim_entities "
-                f"WHERE claim_id IN ({','.join('?' * len(chunk))}) ORDER BY claim_id, entity_id",
-                chunk,
-            ):
-                out.setdefault(cid, []).append(eid)
+        for cid, eid in self._by_ids(
+            "SELECT claim_id, entity_id FROM claim_entities WHERE {ids} "
+            "ORDER BY claim_id, entity_id",
+            "claim_id",
+            (int(i) for i in claim_ids),
+        ):
+            out.setdefault(cid, []).append(eid)
         return out
 
     # -- key info per person -----------------------------------------------------------
@@ -393,18 +354,13 @@ class ConsolidationMixin:
         self, conversation: str | None = None
     ) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
         """(person id, name, key_info_hash, identities) of persons (those in ``conversation``)."""
-        idents: dict[str, list[tuple[str, str]]] = {}
-        for pid, conv, name in self._db.execute(
-            "SELECT person_id, conversation, name FROM person_identities "
-            "ORDER BY person_id, conversation, name_key"
-        ):
-            idents.setdefault(pid, []).append((conv, name))
+        idents = self._identities()
         out = []
         for pid, name, h in self._db.execute(
-            "SELECT id, name, key_info_hash FROM persons ORDER BY id"
+            f"SELECT id, name, key_info_hash FROM persons ORDER BY id{self._d.order_text}"
         ):
             mine = idents.get(pid, [])
-            if conversation is None or any(c == conversation for c, _ in mine):
+            if conversation is None or any(cid == conversation for cid, _ in mine):
                 out.append((pid, name, h, mine))
         return out
 
@@ -415,22 +371,22 @@ class ConsolidationMixin:
         for conv, name in identities:
             key = q.person_key(name)
             rows = self._db.execute(
-                f"SELECT {_CLAIM_COLS} FROM claims WHERE conversation = ? AND speaker_key = ? "
+                f"SELECT {CLAIM_COLS} FROM claims WHERE conversation = ? AND speaker_key = ? "
                 "AND subject_key = ? AND source = 'first_hand' AND status = 'current' "
                 f"AND kind IN ({kinds}) ORDER BY said_epoch, id",
                 (conv, key, key),
             )
-            out += [_row_to_claim(r) for r in rows]
+            out += [row_to_claim(r) for r in rows]
         return out
 
     def save_key_info(self, rows: Iterable[tuple[str, str, str]]) -> int:
         """Write (person id, key_info, key_info_hash) rows; returns how many were written."""
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             cur = db.executemany(
                 "UPDATE persons SET key_info = ?, key_info_hash = ? WHERE id = ?",
                 [(k, h, i) for i, k, h in rows],
             )
-        return cur.rowcount
+        return max(cur.rowcount, 0)
 
     def person_key_info(self, person_id: str) -> str | None:
         """A person's key info ('' before consolidation), or None if there is no such person."""
@@ -448,13 +404,13 @@ class ConsolidationMixin:
     ) -> int:
         """Record what was shown for one assistant turn and the reply it got."""
         payload = json.dumps([[k, str(i), t] for k, i, t in items], ensure_ascii=False)
-        with self._write() as db:  # type: ignore[attr-defined]
-            cur = db.execute(
+        with self._write() as db:
+            [log_id] = db.insert_ids(
                 "INSERT INTO context_log(person, conversation, items, reply, at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (person, conversation, payload, reply, _now()),
+                "VALUES (?, ?, ?, ?, ?) RETURNING id",
+                [(person, conversation, payload, reply, self._now_iso())],
             )
-        return int(cur.lastrowid)  # type: ignore[arg-type]
+        return log_id
 
     def unreviewed_context(
         self, conversation: str | None = None, limit: int = 200
@@ -475,14 +431,14 @@ class ConsolidationMixin:
 
         score = (used + 1) / (shown + 2): Laplace's rule, 0.5 for an item never shown.
         """
-        now = _now()
-        with self._write() as db:  # type: ignore[attr-defined]
+        now = self._now_iso()
+        with self._write() as db:
             db.executemany(
-                "INSERT INTO usefulness(item_kind, item_id, shown, used, score, updated_at) "
+                "INSERT INTO usefulness AS u (item_kind, item_id, shown, used, score, updated_at) "
                 "VALUES (?, ?, 1, ?, (? + 1.0) / 3.0, ?) "
-                "ON CONFLICT(item_kind, item_id) DO UPDATE SET shown = shown + 1, "
-                "used = used + excluded.used, "
-                "score = (used + excluded.used + 1.0) / (shown + 1 + 2.0), "
+                "ON CONFLICT (item_kind, item_id) DO UPDATE SET shown = u.shown + 1, "
+                "used = u.used + excluded.used, "
+                "score = (u.used + excluded.used + 1.0) / (u.shown + 1 + 2.0), "
                 "updated_at = excluded.updated_at",
                 [(k, str(i), int(u), int(u), now) for k, i, u in outcomes],
             )
@@ -493,14 +449,10 @@ class ConsolidationMixin:
     def usefulness_scores(self, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:
         """item id (as given) -> its usefulness score; items never reviewed are left out."""
         wanted = {str(i): i for i in ids}
-        out: dict[str | int, float] = {}
-        keys = list(wanted)
-        for i in range(0, len(keys), 500):
-            chunk = keys[i : i + 500]
-            rows = self._db.execute(
-                "SELECT item_id, score FROM usefulness WHERE item_kind = ? "
-                f"AND item_id IN ({','.join('?' * len(chunk))})",
-                (kind, *chunk),
-            )
-            out.update({wanted[item]: score for item, score in rows})
-        return out
+        rows = self._by_ids(
+            "SELECT item_id, score FROM usefulness WHERE item_kind = ? AND {ids}",
+            "item_id",
+            list(wanted),
+            before=(kind,),
+        )
+        return {wanted[item]: float(score) for item, score in rows}

@@ -1,6 +1,5 @@
-"""SQLite persistence of layers 1-2: entities, claim history, conflicts.
+"""Layers 1-2, written once for both backends: entities, claim history, conflicts.
 
-A mixin of SQLiteStore, kept apart so no module grows past ~500 lines.
 Reconciliation never deletes or rewrites what the archivist extracted: it
 sets a claim's status, ``replaced_by`` and ``closed_at`` (validity closed by a
 newer claim; reads show ``coalesce(closed_at, valid_to)``), appends claim
@@ -12,19 +11,18 @@ again from scratch.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 
 from ..model import Claim, ClaimEvent, Conflict, Entity
 from . import sql as q
-from .base import ReconcileBatch
-from .sqlite_derived import _dt
-from .vecindex import pack
+from .common import Body, Connection, all_of, dt
+from .derived import CLAIM_COLS, claim_cols, row_to_claim
+from .records import ReconcileBatch
 
-_ENTITY_COLS = (
+ENTITY_COLS = (
     "id, conversation, owner, name, kind, aliases, roles, states, brief, dossier, "
     "first_seen, last_seen, mentions, method"
 )
@@ -34,7 +32,7 @@ _CONFLICT_COLS = (
 )
 
 
-def _row_to_entity(r: tuple) -> Entity:
+def row_to_entity(r: tuple) -> Entity:
     i, conv, owner, name, kind, aliases, roles, states, brief, dossier, fs, ls, n, meth = r
     return Entity(
         id=i,
@@ -47,8 +45,8 @@ def _row_to_entity(r: tuple) -> Entity:
         states=tuple(tuple(s) for s in json.loads(states)),
         brief=brief,
         dossier=dossier,
-        first_seen=_dt(fs),
-        last_seen=_dt(ls),
+        first_seen=dt(fs),
+        last_seen=dt(ls),
         mentions=n,
         method=meth,
     )
@@ -87,32 +85,28 @@ def entity_brief(e: Entity) -> str:
     return f"{what}{also}. Mentioned {e.mentions} time(s) by {e.owner}{when}."
 
 
-class ReconcileMixin:
-    """Part of SQLiteStore (see the module docstring)."""
-
-    _db: sqlite3.Connection
+class Reconciliation(Body):
+    """The ReconcileStore part of the Store protocol (see the module docstring)."""
 
     def claims_to_reconcile(self, conversation: str) -> tuple[list[Claim], list[Claim]]:
         """(claims already reconciled, claims not yet), each oldest first."""
-        from .sqlite_derived import _CLAIM_COLS, _row_to_claim
-
         rows = self._db.execute(
-            f"SELECT {_CLAIM_COLS}, reconciled FROM claims WHERE conversation = ? "
+            f"SELECT {CLAIM_COLS}, reconciled FROM claims WHERE conversation = ? "
             "ORDER BY said_epoch, id",
             (conversation,),
         ).fetchall()
-        done = [_row_to_claim(r[:-1]) for r in rows if r[-1]]
-        todo = [_row_to_claim(r[:-1]) for r in rows if not r[-1]]
+        done = [row_to_claim(r[:-1]) for r in rows if r[-1]]
+        todo = [row_to_claim(r[:-1]) for r in rows if not r[-1]]
         return done, todo
 
     def claim_vectors(self, model: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """claim id -> its stored vector (claims whose vector is missing are left out)."""
-        return self._vectors_of("claims", model, ids)  # type: ignore[attr-defined]
+        return self._vectors_of("claims", model, ids)
 
     def save_reconciliation(self, batch: ReconcileBatch) -> None:
         """Write one conversation's reconciliation atomically (all of it or none)."""
-        now = datetime.now(UTC).isoformat()
-        with self._write() as db:  # type: ignore[attr-defined]
+        now = self._now_iso()
+        with self._write() as db:
             db.executemany(
                 "UPDATE claims SET status = ?, replaced_by = ?, closed_at = ? WHERE id = ?",
                 [
@@ -137,8 +131,8 @@ class ReconcileMixin:
                 ],
             )
             db.executemany(
-                f"INSERT OR IGNORE INTO conflicts({_CONFLICT_COLS.replace('id, ', '', 1)}, "
-                "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO conflicts({_CONFLICT_COLS.replace('id, ', '', 1)}, "
+                "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
                 [
                     (
                         c.conversation,
@@ -158,19 +152,16 @@ class ReconcileMixin:
                     for c in batch.conflicts
                 ],
             )
-            db.executemany(
-                "INSERT OR IGNORE INTO vectors(model, hash, dim, vec) VALUES (?, ?, ?, ?)",
-                [(batch.model, h, int(v.shape[0]), pack(v)) for h, v in batch.vectors.items()],
-            )
+            self._put_vectors(db, batch.model, batch.vectors)
             for entity, claim_ids, search_text, embed_hash in batch.entities:
                 self._save_entity(db, entity, claim_ids, search_text, embed_hash, batch.model, now)
             db.executemany(
                 "UPDATE claims SET reconciled = 1 WHERE id = ?", [(i,) for i in batch.reconciled]
             )
 
-    @staticmethod
     def _save_entity(
-        db: sqlite3.Connection,
+        self,
+        db: Connection,
         e: Entity,
         claim_ids: tuple[int, ...],
         search_text: str,
@@ -178,9 +169,6 @@ class ReconcileMixin:
         model: str,
         now: str,
     ) -> None:
-        vec = db.execute(
-            "SELECT id FROM vectors WHERE model = ? AND hash = ?", (model, embed_hash)
-        ).fetchone()
         values = (
             e.owner,
             q.person_key(e.owner),
@@ -198,17 +186,16 @@ class ReconcileMixin:
             search_text,
             q.scope_text(e.conversation, (e.owner,)),
             embed_hash,
-            vec[0] if vec else None,
+            self._vector_id(db, model, embed_hash),
         )
         if e.id is None:
-            cur = db.execute(
+            [eid] = db.insert_ids(
                 "INSERT INTO entities(owner, owner_key, name, name_key, kind, aliases, roles, "
                 "states, brief, first_seen, last_seen, mentions, method, search_text, scope, "
                 "embed_hash, vec_id, conversation, created_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (*values, e.conversation, now),
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                [(*values, e.conversation, now)],
             )
-            eid = int(cur.lastrowid)
         else:
             db.execute(
                 "UPDATE entities SET owner = ?, owner_key = ?, name = ?, name_key = ?, kind = ?, "
@@ -219,17 +206,17 @@ class ReconcileMixin:
             )
             eid = e.id
         db.executemany(
-            "INSERT OR IGNORE INTO claim_entities(claim_id, entity_id) VALUES (?, ?)",
+            "INSERT INTO claim_entities(claim_id, entity_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(c, eid) for c in claim_ids],
         )
 
     def reset_reconciliation(self, conversation: str) -> None:
         """Forget a conversation's reconciliation (claims back to as-extracted)."""
-        with self._write() as db:  # type: ignore[attr-defined]
+        with self._write() as db:
             self._reset_reconciliation(db, conversation)
 
     @staticmethod
-    def _reset_reconciliation(db: sqlite3.Connection, conversation: str) -> None:
+    def _reset_reconciliation(db: Connection, conversation: str) -> None:
         for table in ("claim_events", "conflicts", "entities"):
             db.execute(f"DELETE FROM {table} WHERE conversation = ?", (conversation,))
         db.execute(
@@ -248,30 +235,24 @@ class ReconcileMixin:
         limit: int = 1000,
     ) -> list[Entity]:
         """Entities, most mentioned first; ``name`` matches the name or any alias."""
-        parts, params = ["1"], []
-        if conversation is not None:
-            parts.append("conversation = ?")
-            params.append(conversation)
-        if owner is not None:
-            parts.append("owner_key = ?")
-            params.append(q.person_key(owner))
-        if name is not None:
-            parts.append(
-                "(name_key = ? OR EXISTS (SELECT 1 FROM json_each(entities.aliases) a "
-                "WHERE lower(a.value) = ?))"
+        where, params = all_of(
+            ("conversation = ?", [conversation]) if conversation is not None else None,
+            ("owner_key = ?", [q.person_key(owner)]) if owner is not None else None,
+            (
+                f"(name_key = ? OR {self._d.json_has('entities.aliases')})",
+                [q.person_key(name), q.person_key(name)],
             )
-            params += [q.person_key(name), q.person_key(name)]
+            if name is not None
+            else None,
+        )
         rows = self._db.execute(
-            f"SELECT {_ENTITY_COLS} FROM entities WHERE {' AND '.join(parts)} "
-            "ORDER BY mentions DESC, id LIMIT ?",
+            f"SELECT {ENTITY_COLS} FROM entities WHERE {where} ORDER BY mentions DESC, id LIMIT ?",
             (*params, int(limit)),
         )
-        return [_row_to_entity(r) for r in rows]
+        return [row_to_entity(r) for r in rows]
 
     def entity_claims(self, entity_id: int, current_only: bool = True) -> list[Claim]:
         """Claims mentioning the entity, oldest first (only current ones by default)."""
-        from .sqlite_derived import _row_to_claim, claim_cols
-
         status = "AND c.status = 'current'" if current_only else ""
         cols = claim_cols("c")
         rows = self._db.execute(
@@ -279,7 +260,7 @@ class ReconcileMixin:
             f"WHERE ce.entity_id = ? {status} ORDER BY c.said_epoch, c.id",
             (int(entity_id),),
         )
-        return [_row_to_claim(r) for r in rows]
+        return [row_to_claim(r) for r in rows]
 
     def claim_history(self, claim_id: int) -> list[ClaimEvent]:
         """Every event of a claim, in the order reconciliation recorded them."""
@@ -287,55 +268,47 @@ class ReconcileMixin:
 
     def claim_histories(self, claim_ids: Iterable[int]) -> dict[int, list[ClaimEvent]]:
         """Claim id -> its events in recorded order (claims without events are absent)."""
-        ids = list(dict.fromkeys(int(i) for i in claim_ids))
         out: dict[int, list[ClaimEvent]] = {}
-        for k in range(0, len(ids), 500):
-            chunk = ids[k : k + 500]
-            rows = self._db.execute(
-                "SELECT id, claim_id, action, other_claim, at, detail FROM claim_events "
-                f"WHERE claim_id IN ({','.join('?' * len(chunk))}) ORDER BY id",
-                chunk,
-            )
-            for i, c, a, o, at, d in rows:
-                out.setdefault(c, []).append(
-                    ClaimEvent(
-                        id=i,
-                        claim=c,
-                        action=a,
-                        other=o,
-                        at=datetime.fromisoformat(at),
-                        detail=json.loads(d),
-                    )
+        for i, c, a, o, at, d in self._by_ids(
+            "SELECT id, claim_id, action, other_claim, at, detail FROM claim_events "
+            "WHERE {ids} ORDER BY id",
+            "claim_id",
+            (int(i) for i in claim_ids),
+        ):
+            out.setdefault(c, []).append(
+                ClaimEvent(
+                    id=i,
+                    claim=c,
+                    action=a,
+                    other=o,
+                    at=datetime.fromisoformat(at),
+                    detail=json.loads(d),
                 )
+            )
         return out
 
     def list_conflicts(
         self, conversation: str | None = None, subject: str | None = None, limit: int = 1000
     ) -> list[Conflict]:
         """Conflicts in the order their newer claims start."""
-        parts, params = ["1"], []
-        if conversation is not None:
-            parts.append("conversation = ?")
-            params.append(conversation)
-        if subject is not None:
-            parts.append("lower(subject) = ?")
-            params.append(q.person_key(subject))
+        where, params = all_of(
+            ("conversation = ?", [conversation]) if conversation is not None else None,
+            ("lower(subject) = ?", [q.person_key(subject)]) if subject is not None else None,
+        )
         rows = self._db.execute(
-            f"SELECT {_CONFLICT_COLS} FROM conflicts WHERE {' AND '.join(parts)} "
-            "ORDER BY new_time, id LIMIT ?",
+            f"SELECT {_CONFLICT_COLS} FROM conflicts WHERE {where} "
+            f"ORDER BY new_time{self._d.order_text}, id LIMIT ?",
             (*params, int(limit)),
         )
         return [_row_to_conflict(r) for r in rows]
 
     def reconcile_stats(self) -> dict:
         """Counts for stats and benchmarks."""
-        one = lambda s: self._db.execute(s).fetchone()[0]  # noqa: E731
+        one = self._count
         return {
             "entities": one("SELECT count(*) FROM entities"),
             "entity_mentions": one("SELECT count(*) FROM claim_entities"),
-            "claims_by_status": dict(
-                self._db.execute("SELECT status, count(*) FROM claims GROUP BY status").fetchall()
-            ),
+            "claims_by_status": self._tally("SELECT status, count(*) FROM claims GROUP BY status"),
             "conflicts": one("SELECT count(*) FROM conflicts"),
             "claims_unreconciled": one("SELECT count(*) FROM claims WHERE reconciled = 0"),
         }

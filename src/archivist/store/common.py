@@ -1,0 +1,144 @@
+"""What every group of the store body stands on: the connection it is handed,
+the dialect, and the few helpers all groups share (id lists, vectors, time).
+
+A backend (store/sqlite.py, store/postgres.py) provides ``_db`` (a
+``Connection``), ``_d`` (its Dialect) and ``_write()`` (one transaction, yielding
+the connection), plus keyword ranking and vector search, which differ in kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from ..clock import Clock, system_clock
+from .dialect import Dialect, Rows
+from .sql import Filters
+
+
+class Connection(Protocol):
+    """A backend's connection as the body uses it; SQL has ``?`` placeholders."""
+
+    def execute(self, sql: str, params: Sequence = ()) -> Rows: ...
+
+    def executemany(self, sql: str, seq: Iterable[Sequence]) -> Rows: ...
+
+    def insert_ids(self, sql: str, seq: Iterable[Sequence]) -> list[int]:
+        """Run an ``INSERT ... RETURNING <key>`` once per parameter row; the keys."""
+        ...
+
+
+def all_of(*conds: tuple[str, Sequence] | None) -> tuple[str, list]:
+    """The AND of the (fragment, parameters) pairs given, None ones skipped."""
+    given = [c for c in conds if c is not None]
+    return " AND ".join(c for c, _ in given) or "1 = 1", [p for _, ps in given for p in ps]
+
+
+def iso(d: datetime | None) -> str | None:
+    return d.isoformat() if d else None
+
+
+def dt(s: str | None) -> datetime | None:
+    return datetime.fromisoformat(s) if s else None
+
+
+class Body:
+    """The base of every store group: typed access to the backend, shared helpers."""
+
+    _db: Connection
+    _d: Dialect
+    clock: Clock = system_clock  # what stamps rows (created_at, updated_at); see registry
+
+    def _now_iso(self) -> str:
+        return self.clock().isoformat()
+
+    def _write(self) -> AbstractContextManager[Connection]:
+        raise NotImplementedError
+
+    # What differs in kind between the engines (store/sqlite.py, store/postgres.py):
+
+    def _keyword(
+        self, table: str, text: str, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """BM25 over ``table``'s search text within the filters; higher is better."""
+        raise NotImplementedError
+
+    def _nearest(
+        self, table: str, model: str, query: np.ndarray, filters: Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """Cosine search over ``table``'s filtered rows (vectors are normalised); best first."""
+        raise NotImplementedError
+
+    def _by_ids(
+        self, sql: str, column: str, ids: Iterable, before: Sequence = (), after: Sequence = ()
+    ) -> Iterator[tuple]:
+        """Rows of ``sql`` with ``{ids}`` standing for "``column`` is one of ``ids``"
+        (deduplicated, as many statements as the dialect needs)."""
+        unique = list(dict.fromkeys(ids))
+        for chunk in self._d.chunks(unique):
+            cond, params = self._d.in_ids(column, chunk)
+            yield from self._db.execute(sql.replace("{ids}", cond), (*before, *params, *after))
+
+    def _in_conversations(self, filters: Filters, column: str) -> tuple[str, list] | None:
+        """``column`` is one of the filters' conversations (None: any conversation)."""
+        convs = filters.conversations()
+        return None if convs is None else self._d.in_ids(column, convs)
+
+    def _count(self, sql: str) -> int:
+        """The one integer a counting query returns."""
+        return int(self._db.execute(sql).fetchone()[0])
+
+    def _tally(self, sql: str) -> dict[str, int]:
+        """key -> count, from a ``SELECT key, count(*) ... GROUP BY key`` query."""
+        return {k: int(n) for k, n in self._db.execute(sql)}
+
+    def _identities(self) -> dict[str, list[tuple[str, str]]]:
+        """person id -> its (conversation, name) identities, by conversation then name."""
+        c = self._d.order_text
+        out: dict[str, list[tuple[str, str]]] = {}
+        for pid, conv, name in self._db.execute(
+            "SELECT person_id, conversation, name FROM person_identities "
+            f"ORDER BY conversation{c}, name_key{c}"
+        ):
+            out.setdefault(pid, []).append((conv, name))
+        return out
+
+    def _put_vectors(self, db: Connection, model: str, vectors: dict[str, np.ndarray]) -> int:
+        """Cache vectors under (model, hash), keeping those already there; rows added."""
+        if not vectors:
+            return 0
+        cur = db.executemany(
+            "INSERT INTO vectors(model, hash, dim, vec) VALUES "
+            f"(?, ?, ?, {self._d.vector_param}) ON CONFLICT (model, hash) DO NOTHING",
+            [(model, h, int(v.shape[0]), self._d.encode_vector(v)) for h, v in vectors.items()],
+        )
+        return max(cur.rowcount, 0)
+
+    def _vector_id(self, db: Connection, model: str, embed_hash: str) -> int | None:
+        row = db.execute(
+            "SELECT id FROM vectors WHERE model = ? AND hash = ?", (model, embed_hash)
+        ).fetchone()
+        return row[0] if row else None
+
+    def _vectors_of(self, table: str, model: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Row id -> its stored ``model`` vector, for a table that embeds (rows without one
+        left out); claims and episodes both read theirs here."""
+        rows = self._by_ids(
+            f"SELECT t.id, {self._d.vector_read} FROM {table} t JOIN vectors v "
+            "ON v.id = t.vec_id AND v.model = ? WHERE {ids}",
+            "t.id",
+            (int(i) for i in ids),
+            before=(model,),
+        )
+        return {int(i): self._d.decode_vector(raw) for i, raw in rows}
+
+    def _bump_vector_epoch(self, db: Connection) -> None:
+        """Cached vector indexes of other processes reload (rows went away)."""
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
+        )

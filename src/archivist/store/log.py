@@ -1,0 +1,442 @@
+"""The message log, written once for both backends: conversations, sessions, messages,
+the people each message involves, cached vectors, deletes and the log's reads.
+
+The log is append-only: a message already stored with the same content hash
+is skipped (idempotent re-ingestion) and the same id with other content is
+refused. Each conversation is written in one transaction, its row locked
+first where the engine locks rows, so two processes adding to one
+conversation take turns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from ..errors import EmbeddingMismatch, InputError
+from ..model import Attachment, Conversation, Message
+from . import sql as q
+from .common import Body, Connection
+from .records import AddResult, IndexedMessage
+
+FILLS_KEPT = 10_000  # vector_fills rows kept; a cache further behind reloads in full
+MSG_COLS = (
+    "rowid, conversation, msg_id, session, seq, speaker, addressees, role, text, "
+    "attachments, ts, session_start"
+)
+
+
+def row_to_message(r: Sequence) -> tuple[int, Message]:
+    (rowid, conv, mid, session, seq, speaker, addr, role, text, att, ts, sstart) = r
+    return rowid, Message(
+        id=mid,
+        conversation=conv,
+        session=session,
+        seq=seq,
+        speaker=speaker,
+        addressees=tuple(json.loads(addr)),
+        role=role,
+        text=text,
+        attachments=tuple(Attachment(**a) for a in json.loads(att)),
+        timestamp=datetime.fromisoformat(ts),
+        session_start=datetime.fromisoformat(sstart) if sstart else None,
+    )
+
+
+class MessageLog(Body):
+    """The message-log part of the Store protocol (see the module docstring)."""
+
+    path: object  # what stats() shows: a file path or a DSN without its password
+
+    def _first_vectors(self, db: Connection, model: str, dim: int) -> None:
+        """Called once, when the store's first vectors arrive (PostgreSQL builds HNSW)."""
+
+    def _size_bytes(self) -> int:
+        raise NotImplementedError
+
+    def embed_model(self) -> str | None:
+        """The embedding model this store's vector index was built with (None if empty)."""
+        return self.meta("embed_model")  # type: ignore[attr-defined]
+
+    def migrations(self) -> list[str]:
+        return [
+            r[0]
+            for r in self._db.execute(
+                f"SELECT name FROM _migrations ORDER BY name{self._d.order_text}"
+            )
+        ]
+
+    # -- writes ---------------------------------------------------------------------
+
+    def existing_hashes(self, conversation: str) -> dict[str, str]:
+        """msg_id -> content hash of what is already stored for a conversation."""
+        rows = self._db.execute(
+            "SELECT msg_id, hash FROM messages WHERE conversation = ?", (conversation,)
+        )
+        return dict(rows.fetchall())
+
+    def cached_vectors(self, model: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """Vectors already computed for these text hashes by this model."""
+        rows = self._by_ids(
+            f"SELECT v.hash, {self._d.vector_read} FROM vectors v WHERE v.model = ? AND {{ids}}",
+            "v.hash",
+            hashes,
+            before=(model,),
+        )
+        return {h: self._d.decode_vector(raw) for h, raw in rows}
+
+    def _check_model(self, db: Connection, model: str, dim: int | None) -> None:
+        """Refuse another model's vectors (the first model to arrive is the store's)."""
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('embed_model', ?) ON CONFLICT DO NOTHING",
+            (model,),
+        )
+        current = db.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()[0]
+        if current != model:
+            raise EmbeddingMismatch(
+                f"{self.path} is indexed with embedding model {current!r}, not {model!r}; "
+                "use the same embedder or a new store"
+            )
+        if (
+            dim is not None
+            and db.execute(
+                "INSERT INTO meta(key, value) VALUES ('vector_dim', ?) ON CONFLICT DO NOTHING",
+                (str(dim),),
+            ).rowcount
+        ):
+            self._first_vectors(db, model, dim)
+
+    def add_conversation(
+        self,
+        conv: Conversation,
+        rows: Sequence[IndexedMessage],
+        model: str,
+        vectors: dict[str, np.ndarray],
+    ) -> AddResult:
+        """Store a conversation's new messages and their vectors in one transaction.
+
+        Messages already stored with the same hash are skipped (idempotent
+        re-ingestion); the same id with different content is refused, since the
+        log is append-only.
+        """
+        result = AddResult(conversation=conv.id)
+        dim = next((int(v.shape[0]) for v in vectors.values()), None)
+        with self._write() as db:
+            self._check_model(db, model, dim)
+            self._upsert_conversation(db, conv)
+            existing = dict(
+                db.execute(
+                    "SELECT msg_id, hash FROM messages WHERE conversation = ?", (conv.id,)
+                ).fetchall()
+            )
+            new_rows = []
+            for r in rows:
+                m = r.message
+                old = existing.get(m.id)
+                if old is None:
+                    new_rows.append(r)
+                    existing[m.id] = m.hash
+                elif old == m.hash:
+                    result.unchanged += 1
+                else:
+                    raise InputError(
+                        f"conversation {conv.id!r}, message {m.id!r}: already stored with "
+                        "different content; the log is append-only (delete the conversation "
+                        "to replace it)"
+                    )
+            result.vectors_added = self._put_vectors(db, model, vectors)
+            self._insert_messages(db, new_rows, self._vector_ids(db, model, new_rows))
+            result.added = len(new_rows)
+            result.added_ids = [r.message.id for r in new_rows]
+        return result
+
+    def _upsert_conversation(self, db: Connection, conv: Conversation) -> None:
+        db.execute(
+            "INSERT INTO conversations(id, participants, source, created_at) "
+            "VALUES (?, '[]', ?, ?) ON CONFLICT (id) DO NOTHING",
+            (conv.id, conv.source, self._now_iso()),
+        )
+        (parts,) = db.execute(
+            f"SELECT participants FROM conversations WHERE id = ?{self._d.lock_rows}", (conv.id,)
+        ).fetchone()
+        people = sorted(set(json.loads(parts)) | set(conv.participants))
+        db.execute(
+            "UPDATE conversations SET participants = ? WHERE id = ?", (json.dumps(people), conv.id)
+        )
+        db.executemany(
+            "INSERT INTO sessions(conversation, number, started_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (conversation, number) DO UPDATE SET started_at = "
+            "COALESCE(sessions.started_at, excluded.started_at)",
+            [
+                (conv.id, s.number, s.started_at.isoformat() if s.started_at else None)
+                for s in conv.sessions
+            ],
+        )
+
+    def _vector_ids(
+        self, db: Connection, model: str, rows: Sequence[IndexedMessage]
+    ) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in self._d.chunks(list({r.embed_hash for r in rows})):
+            cond, params = self._d.in_ids("hash", chunk)
+            found = db.execute(
+                f"SELECT hash, id FROM vectors WHERE model = ? AND {cond}", (model, *params)
+            )
+            out.update(found.fetchall())
+        return out
+
+    @staticmethod
+    def _insert_messages(
+        db: Connection, rows: Sequence[IndexedMessage], vec_ids: dict[str, int]
+    ) -> None:
+        rowids = db.insert_ids(
+            "INSERT INTO messages(conversation, msg_id, session, seq, speaker, speaker_key, "
+            "addressees, role, text, attachments, ts, ts_epoch, session_start, hash, "
+            "search_text, scope, embed_hash, vec_id) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rowid",
+            [
+                (
+                    m.conversation,
+                    m.id,
+                    m.session,
+                    m.seq,
+                    m.speaker,
+                    q.person_key(m.speaker),
+                    json.dumps(list(m.addressees)),
+                    m.role,
+                    m.text,
+                    json.dumps([a.to_dict() for a in m.attachments]),
+                    m.timestamp.isoformat(),
+                    m.timestamp.timestamp(),
+                    m.session_start.isoformat() if m.session_start else None,
+                    m.hash,
+                    r.search_text,
+                    q.scope_text(m.conversation, (m.speaker, *m.addressees)),
+                    r.embed_hash,
+                    vec_ids.get(r.embed_hash),
+                )
+                for r in rows
+                for m in (r.message,)
+            ],
+        )
+        db.executemany(
+            "INSERT INTO message_people(msg_rowid, person) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            [
+                (rowid, p)
+                for rowid, r in zip(rowids, rows, strict=True)
+                for p in {q.person_key(x) for x in (r.message.speaker, *r.message.addressees)}
+                if p
+            ],
+        )
+
+    def messages_without_vectors(self, conversation: str) -> dict[str, str]:
+        """Message id -> embed hash of this conversation's messages stored without a vector."""
+        return dict(
+            self._db.execute(
+                "SELECT msg_id, embed_hash FROM messages WHERE conversation = ? AND vec_id IS NULL",
+                (conversation,),
+            ).fetchall()
+        )
+
+    def fill_message_vectors(
+        self, conversation: str, model: str, vectors: dict[str, np.ndarray]
+    ) -> int:
+        """Give messages stored without a vector theirs (by embed hash); how many got one.
+
+        Each filled message is noted in ``vector_fills`` so an in-process vector
+        cache that already covers its rowid picks it up (store/sqlite.py).
+        """
+        if not vectors:
+            return 0
+        dim = next(int(v.shape[0]) for v in vectors.values())
+        filled: list[tuple[int]] = []
+        with self._write() as db:
+            self._check_model(db, model, dim)
+            self._put_vectors(db, model, vectors)
+            for chunk in self._d.chunks(list(vectors)):
+                cond, params = self._d.in_ids("embed_hash", chunk)
+                filled += db.execute(
+                    "UPDATE messages SET vec_id = (SELECT id FROM vectors WHERE model = ? "
+                    "AND hash = messages.embed_hash) WHERE conversation = ? AND vec_id IS NULL "
+                    f"AND {cond} RETURNING rowid",
+                    (model, conversation, *params),
+                ).fetchall()
+            db.executemany("INSERT INTO vector_fills(msg_rowid) VALUES (?)", filled)
+            db.execute(
+                "DELETE FROM vector_fills WHERE seq <= (SELECT max(seq) FROM vector_fills) - ?",
+                (FILLS_KEPT,),
+            )
+        return len(filled)
+
+    # -- deletes --------------------------------------------------------------------
+
+    def _after_delete(self, db: Connection) -> None:
+        """Drop derived rows that lost evidence and vectors nothing references any more."""
+        # A claim or an episode must not outlive the words it came from.
+        db.execute(
+            "DELETE FROM claims WHERE n_evidence > "
+            "(SELECT count(*) FROM claim_evidence ce WHERE ce.claim_id = claims.id)"
+        )
+        db.execute(
+            "DELETE FROM episodes WHERE n_messages > "
+            "(SELECT count(*) FROM episode_messages em WHERE em.episode_id = episodes.id)"
+        )
+        db.execute(  # every table that embeds keeps its vectors (NULL hashes filtered out)
+            "DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages) "
+            "AND hash NOT IN (SELECT embed_hash FROM claims) "
+            "AND hash NOT IN (SELECT embed_hash FROM episodes WHERE embed_hash IS NOT NULL) "
+            "AND hash NOT IN (SELECT embed_hash FROM entities WHERE embed_hash IS NOT NULL)"
+        )
+        self._bump_vector_epoch(db)
+
+    def delete_conversation(self, conversation: str) -> int:
+        """Remove a conversation and everything derived from it; returns messages removed."""
+        with self._write() as db:
+            n = db.execute("DELETE FROM messages WHERE conversation = ?", (conversation,)).rowcount
+            db.execute("DELETE FROM sessions WHERE conversation = ?", (conversation,))
+            gone = db.execute("DELETE FROM conversations WHERE id = ?", (conversation,)).rowcount
+            if n or gone:
+                self._after_delete(db)
+        return max(n, 0)
+
+    def delete_person(self, person: str) -> int:
+        """Remove every message the person sent or received, from every index.
+
+        The person also leaves the participant lists, and conversations left
+        with no messages are removed with their sessions.
+        """
+        key = q.person_key(person)
+        with self._write() as db:
+            n = db.execute(
+                "DELETE FROM messages WHERE rowid IN "
+                "(SELECT msg_rowid FROM message_people WHERE person = ?)",
+                (key,),
+            ).rowcount
+            convs = db.execute(f"SELECT id, participants FROM conversations{self._d.lock_rows}")
+            for cid, parts in convs.fetchall():
+                kept = [p for p in json.loads(parts) if q.person_key(p) != key]
+                if len(kept) != len(json.loads(parts)):
+                    db.execute(
+                        "UPDATE conversations SET participants = ? WHERE id = ?",
+                        (json.dumps(kept), cid),
+                    )
+            db.execute(
+                "DELETE FROM conversations WHERE id NOT IN (SELECT conversation FROM messages)"
+            )
+            if n:
+                self._after_delete(db)
+        return max(n, 0)
+
+    # -- reads ----------------------------------------------------------------------
+
+    def keyword_search(self, text: str, filters: q.Filters, limit: int) -> list[tuple[int, float]]:
+        """BM25 over the messages' search text; higher score is better."""
+        return self._keyword("messages", text, filters, limit)
+
+    def vector_search(
+        self, model: str, query: np.ndarray, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """Cosine search among the filtered messages (vectors are normalised)."""
+        return self._nearest("messages", model, query, filters, limit)
+
+    def filter_rowids(self, rowids: Iterable[int], filters: q.Filters) -> set[int]:
+        """The subset of ``rowids`` whose messages pass ``filters``."""
+        ids = list(dict.fromkeys(int(r) for r in rowids))
+        if filters.is_empty():
+            return set(ids)
+        where, params = q.where(filters, "messages", "m", self._d)
+        rows = self._by_ids(
+            f"SELECT m.rowid FROM messages m WHERE {where} AND {{ids}}",
+            "m.rowid",
+            ids,
+            before=params,
+        )
+        return {int(r) for (r,) in rows}
+
+    def messages_by_rowid(self, rowids: Iterable[int]) -> dict[int, Message]:
+        rows = self._by_ids(
+            f"SELECT {MSG_COLS} FROM messages WHERE {{ids}}", "rowid", (int(r) for r in rowids)
+        )
+        return dict(row_to_message(r) for r in rows)
+
+    def neighbours(
+        self, rowid: int, before: int, after: int, filters: q.Filters | None = None
+    ) -> list[tuple[int, Message]]:
+        """Messages around ``rowid`` in the same conversation that pass ``filters``."""
+        row = self._db.execute(
+            "SELECT conversation, seq FROM messages WHERE rowid = ?", (int(rowid),)
+        ).fetchone()
+        if row is None:
+            return []
+        conv, seq = row
+        where, params = q.where(filters or q.Filters(), "messages", "m", self._d)
+        rows = self._db.execute(
+            f"SELECT {MSG_COLS.replace('rowid', 'm.rowid', 1)} FROM messages m "
+            f"WHERE m.conversation = ? AND m.seq BETWEEN ? AND ? AND {where} ORDER BY m.seq",
+            (conv, seq - before, seq + after, *params),
+        )
+        return [row_to_message(r) for r in rows]
+
+    def conversation_messages(self, conversation: str) -> list[tuple[int, Message]]:
+        rows = self._db.execute(
+            f"SELECT {MSG_COLS} FROM messages WHERE conversation = ? ORDER BY seq",
+            (conversation,),
+        )
+        return [row_to_message(r) for r in rows]
+
+    def get_message(self, conversation: str, msg_id: str) -> Message | None:
+        row = self._db.execute(
+            f"SELECT {MSG_COLS} FROM messages WHERE conversation = ? AND msg_id = ?",
+            (conversation, msg_id),
+        ).fetchone()
+        return row_to_message(row)[1] if row else None
+
+    def conversations(self) -> list[dict]:
+        rows = self._db.execute(
+            "SELECT c.id, c.participants, c.source, "
+            "(SELECT count(*) FROM messages m WHERE m.conversation = c.id), "
+            "(SELECT count(*) FROM sessions s WHERE s.conversation = c.id) "
+            f"FROM conversations c ORDER BY c.id{self._d.order_text}"
+        )
+        return [
+            {
+                "id": i,
+                "participants": json.loads(p),
+                "source": s,
+                "messages": int(n),
+                "sessions": int(ns),
+            }
+            for i, p, s, n, ns in rows
+        ]
+
+    def people(self) -> list[tuple[str, int]]:
+        """Everyone who sent or received a message, with their message counts."""
+        rows = self._db.execute(
+            "SELECT person, count(*) FROM message_people GROUP BY person "
+            f"ORDER BY person{self._d.order_text}"
+        )
+        return [(p, int(n)) for p, n in rows]
+
+    def stats(self) -> dict:
+        one = self._count
+        return {
+            "path": str(self.path),
+            "conversations": one("SELECT count(*) FROM conversations"),
+            "sessions": one("SELECT count(*) FROM sessions"),
+            "messages": one("SELECT count(*) FROM messages"),
+            "people": one("SELECT count(DISTINCT person) FROM message_people"),
+            "vectors": self._tally("SELECT model, count(*) FROM vectors GROUP BY model"),
+            "embed_model": self.embed_model(),
+            "migrations": self.migrations(),
+            "bytes": self._size_bytes(),
+            **self.derived_stats(),  # type: ignore[attr-defined]
+            **self.reconcile_stats(),  # type: ignore[attr-defined]
+            "persons": one("SELECT count(*) FROM persons"),
+            "decisions": one("SELECT count(*) FROM decisions"),
+            "scenes": one("SELECT count(*) FROM scenes"),
+            "summaries": one("SELECT count(*) FROM summaries"),
+            "jobs": self.job_counts(),  # type: ignore[attr-defined]
+        }
