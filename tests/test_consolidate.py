@@ -125,9 +125,9 @@ def snapshot(db: Path) -> dict[str, list]:
 
 def assert_idempotent(mem: MemoryService, handler, payload: dict | None = None, **kw) -> dict:
     """Run ``handler`` twice; the second run must change no row anywhere."""
-    handler(mem, payload or {}, **kw)
+    handler(mem.core, payload or {}, **kw)
     before = snapshot(mem.settings.resolved_db_path())
-    again = handler(mem, payload or {}, **kw)
+    again = handler(mem.core, payload or {}, **kw)
     assert snapshot(mem.settings.resolved_db_path()) == before
     return again
 
@@ -150,7 +150,7 @@ def _sessions_of(mem: MemoryService, episode_ids) -> list[int]:
 
 
 def test_scenes_group_one_theme_and_split_another(themed: MemoryService) -> None:
-    result = run_scenes(themed, {"conversation": "c"})
+    result = run_scenes(themed.core, {"conversation": "c"})
     assert result["episodes_placed"] == 5 and result["scenes_created"] == 2
     scenes = themed.scenes("c")
     assert [_sessions_of(themed, s.episode_ids) for s in scenes] == [[1, 3, 5], [2, 4]]
@@ -167,12 +167,12 @@ def test_scenes_group_one_theme_and_split_another(themed: MemoryService) -> None
 def test_scenes_reuse_stored_vectors(themed: MemoryService) -> None:
     embedder = themed.embedder
     calls = embedder.calls
-    run_scenes(themed, {})
+    run_scenes(themed.core, {})
     assert embedder.calls == calls  # every narrative vector was read from the store
 
 
 def test_scenes_are_incremental_and_idempotent(themed: MemoryService) -> None:
-    run_scenes(themed, {})
+    run_scenes(themed.core, {})
     before = themed.scenes()[0]
     pottery_id = before.id
     again = assert_idempotent(themed, run_scenes)
@@ -180,7 +180,7 @@ def test_scenes_are_incremental_and_idempotent(themed: MemoryService) -> None:
     themed.add(
         make_conversation("c", [POTTERY[3]], first_session=6, first_seq=100, people=("Ana", "Lee"))
     )
-    result = run_scenes(themed, {})
+    result = run_scenes(themed.core, {})
     assert result["episodes_placed"] == 1 and "scenes_created" not in result
     after = {s.id: s for s in themed.scenes()}
     assert _sessions_of(themed, after[pottery_id].episode_ids) == [1, 3, 5, 6]
@@ -188,13 +188,13 @@ def test_scenes_are_incremental_and_idempotent(themed: MemoryService) -> None:
 
 
 def test_scene_time_gap_starts_a_new_scene(themed: MemoryService) -> None:
-    run_scenes(themed, {}, config=SceneConfig(max_gap_days=3))
+    run_scenes(themed.core, {}, config=SceneConfig(max_gap_days=3))
     assert len(themed.scenes()) == 5  # sessions are a week apart
 
 
 def test_run_scenes_without_episodes_is_skipped(tmp_path: Path) -> None:
     with manual(tmp_path / "empty.db") as m:
-        assert run_scenes(m, {}) == {"skipped": "no episodes"}
+        assert run_scenes(m.core, {}) == {"skipped": "no episodes"}
 
 
 # -- summaries ----------------------------------------------------------------------------
@@ -216,7 +216,7 @@ def _covered_sessions(mem: MemoryService, summary) -> list[int]:
 
 
 def test_summary_levels(diary: MemoryService) -> None:
-    result = run_summaries(diary, {"conversation": "d"})
+    result = run_summaries(diary.core, {"conversation": "d"})
     assert result["summaries_written"] == 12
     level1 = diary.summaries("d", level=1)
     assert [s.covers for s in level1] == [(n,) for n in range(1, 11)]
@@ -226,7 +226,7 @@ def test_summary_levels(diary: MemoryService) -> None:
     assert all(len(s.text) <= 500 for s in level1) and all(len(s.text) <= 700 for s in level2)
     assert level2[0].start == level1[0].start and level2[0].end == level1[3].end
     diary.add(make_conversation("d", NEWS[:16]))
-    run_summaries(diary, {})
+    run_summaries(diary.core, {})
     assert len(diary.summaries("d", level=2)) == 4
     (top,) = diary.summaries("d", level=3)
     assert _covered_sessions(diary, top) == list(range(1, 17))
@@ -235,7 +235,7 @@ def test_summary_levels(diary: MemoryService) -> None:
 
 def test_heuristic_summaries_are_stored_claims(diary: MemoryService) -> None:
     config = SummaryConfig(caps=(150, 200, 250))
-    run_summaries(diary, {}, config=config)
+    run_summaries(diary.core, {}, config=config)
     texts = {claim_sentence(c).rstrip(".") for c in diary.claims(conversation="d", limit=1000)}
     for s in diary.summaries("d"):
         assert len(s.text) <= config.cap(s.level)
@@ -249,13 +249,13 @@ def test_summaries_are_idempotent(diary: MemoryService) -> None:
 
 
 def test_grown_session_replaces_its_summary_and_those_above(diary: MemoryService) -> None:
-    run_summaries(diary, {})
+    run_summaries(diary.core, {})
     old = {s.covers: s for s in diary.summaries("d", level=1)}
     old2 = diary.summaries("d", level=2)
     grown = [list(t) for t in NEWS[:10]]
     grown[1] = grown[1] + [("Ana", "I also tasted a port wine that Marta would adore.")]
     diary.add(make_conversation("d", grown))
-    result = run_summaries(diary, {})
+    result = run_summaries(diary.core, {})
     assert result["summaries_written"] == 2 and result["summaries_deleted"] == 2
     new = {s.covers: s for s in diary.summaries("d", level=1)}
     assert new[(2,)].id != old[(2,)].id and "port wine" in new[(2,)].text
@@ -292,13 +292,13 @@ def _add_entity(mem: MemoryService, conversation: str, owner: str, name: str, cl
 
 
 def test_dossier_summarises_current_claims_only(themed: MemoryService) -> None:
-    assert run_dossiers(themed, {}) == {"skipped": "no entities"}
+    assert run_dossiers(themed.core, {}) == {"skipped": "no entities"}
     claims = [c for c in themed.claims(conversation="c") if "kiln" in c.text or "clay" in c.text]
     assert len(claims) >= 3
     eid = _add_entity(themed, "c", "Ana", "pottery class", claims)
     _sql(themed, "UPDATE claims SET status = 'superseded' WHERE id = ?", (claims[0].id,))
     config = DigestConfig(cap=160)
-    assert run_dossiers(themed, {}, config=config) == {"entities": 1, "dossiers_written": 1}
+    assert run_dossiers(themed.core, {}, config=config) == {"entities": 1, "dossiers_written": 1}
     dossier = themed.dossier(eid)
     assert dossier and len(dossier) <= 160
     current = claims[1:]
@@ -310,7 +310,7 @@ def test_dossier_summarises_current_claims_only(themed: MemoryService) -> None:
     again = assert_idempotent(themed, run_dossiers, config=config)
     assert again == {"entities": 1, "dossiers_written": 0}
     _sql(themed, "UPDATE claims SET status = 'superseded' WHERE id = ?", (top.id,))
-    assert run_dossiers(themed, {}, config=config)["dossiers_written"] == 1
+    assert run_dossiers(themed.core, {}, config=config)["dossiers_written"] == 1
     assert top.text.rstrip(".") not in themed.dossier(eid)
 
 
@@ -330,7 +330,7 @@ def _add_person(mem: MemoryService, pid: str, name: str, identities) -> None:
 
 def test_key_info_from_own_first_hand_claims(tmp_path: Path) -> None:
     with manual(tmp_path / "people.db") as m:
-        assert run_key_info(m, {}) == {"skipped": "no persons"}
+        assert run_key_info(m.core, {}) == {"skipped": "no persons"}
         m.add(make_conversation("c", [POTTERY[0], JOBS[0]]))
         m.add(
             make_conversation(
@@ -349,7 +349,7 @@ def test_key_info_from_own_first_hand_claims(tmp_path: Path) -> None:
         )
         _add_person(m, "p-ana", "Ana", [("c", "Ana"), ("b", "Ana")])
         _add_person(m, "p-bob", "Bob", [("b", "Bob")])
-        result = run_key_info(m, {})  # Ana, Bob, and Lee (a person since add())
+        result = run_key_info(m.core, {})  # Ana, Bob, and Lee (a person since add())
         assert result == {"persons": 3, "key_info_written": 3}
         ana, bob = m.key_info("p-ana"), m.key_info("p-bob")
         assert 0 < len(ana) <= 600 and "bicycles" in bob and "bicycles" not in ana
@@ -380,7 +380,7 @@ def test_reply_uses_threshold() -> None:
 
 def test_usefulness_scores_follow_use(tmp_path: Path) -> None:
     with manual(tmp_path / "use.db") as m:
-        assert run_usefulness(m, {}) == {"skipped": "no unreviewed context"}
+        assert run_usefulness(m.core, {}) == {"skipped": "no unreviewed context"}
         items = [
             ("claim", 1, "Ana adopted a grey cat called Pixel."),
             ("claim", 2, "Lee flew cargo to Reykjavik twice this week."),
@@ -399,7 +399,7 @@ def test_usefulness_scores_follow_use(tmp_path: Path) -> None:
 def test_usefulness_counts_in_one_review(tmp_path: Path) -> None:
     with manual(tmp_path / "use.db") as m:
         m.record_context([("episode", "7", "Pottery class, clay bowl on the wheel")], "ok")
-        assert run_usefulness(m, {}) == {"logs": 1, "items": 1, "used": 0}
+        assert run_usefulness(m.core, {}) == {"logs": 1, "items": 1, "used": 0}
 
 
 # -- with a model ---------------------------------------------------------------------------
@@ -421,14 +421,14 @@ def test_llm_summary_is_stored_with_model_name(tmp_path: Path) -> None:
     llm = FakeLLM(responder=_answer, name="fake-llm")
     with with_llm(tmp_path / "llm.db", llm) as m:
         m.add(make_conversation("d", NEWS[:4]))
-        run_summaries(m, {})
+        run_summaries(m.core, {})
         summaries = m.summaries("d")
         assert [s.level for s in summaries] == [1, 1, 1, 1, 2]
         assert all(s.method == "fake-llm" and s.text.startswith("LLM summary") for s in summaries)
         assert all(len(s.text) <= SummaryConfig().cap(s.level) for s in summaries)
         assert "at most 500 characters" in llm.calls[0]["messages"][-1]["content"]
         assert m.store.llm_usage()["fake-llm"]["summarise_messages"]["calls"] == 5
-        run_scenes(m, {})
+        run_scenes(m.core, {})
         assert {s.method for s in m.scenes()} == {"fake-llm"}
         calls = len(llm.calls)
         assert_idempotent(m, run_summaries)
@@ -442,8 +442,8 @@ def test_llm_dossier_and_key_info(tmp_path: Path) -> None:
         m.add(make_conversation("c", [POTTERY[0], JOBS[0]]))
         eid = _add_entity(m, "c", "Ana", "pottery", m.claims(conversation="c"))
         _add_person(m, "p-ana", "Ana", [("c", "Ana")])
-        assert run_dossiers(m, {})["llm_written"] == 1
-        assert run_key_info(m, {})["llm_written"] == 1
+        assert run_dossiers(m.core, {})["llm_written"] == 1
+        assert run_key_info(m.core, {})["llm_written"] == 1
         assert m.dossier(eid).startswith("LLM dossier") and len(m.dossier(eid)) <= 400
         assert m.key_info("p-ana").startswith("LLM key_info") and len(m.key_info("p-ana")) <= 600
         prompts = [c["messages"][-1]["content"] for c in llm.calls]
@@ -460,7 +460,7 @@ def test_llm_usefulness_judge(tmp_path: Path) -> None:
         items = [("claim", "a", "Pixel the grey cat"), ("claim", "b", "Cargo to Reykjavik")]
         m.record_context(items, "Pixel the grey cat is fine.")
         m.record_context(items, "Pixel the grey cat is fine!")
-        result = run_usefulness(m, {})
+        result = run_usefulness(m.core, {})
         # the second answer names item 5 of 2: untrusted, word overlap decides instead
         assert result["llm_fallbacks"] == 1 and result["llm_out_of_range"] == 1
         assert m.usefulness("claim", ["a", "b"]) == {"a": 0.5, "b": 0.5}
@@ -470,7 +470,7 @@ def test_broken_json_falls_back_to_heuristic(tmp_path: Path) -> None:
     llm = FakeLLM(responder=lambda m, s: "this is not json {", name="fake-llm")
     with with_llm(tmp_path / "broken.db", llm) as m:
         m.add(make_conversation("d", NEWS[:2]))
-        result = run_summaries(m, {}, config=SummaryConfig(llm=LLMPolicy(max_attempts=2)))
+        result = run_summaries(m.core, {}, config=SummaryConfig(llm=LLMPolicy(max_attempts=2)))
         assert result["llm_fallbacks"] == 2 and result["llm_LLMBadOutput"] == 2
         assert {s.method for s in m.summaries("d")} == {"heuristic"}
         assert len(llm.calls) == 4  # two attempts per session
@@ -483,11 +483,11 @@ def test_timeout_falls_back_to_heuristic(tmp_path: Path) -> None:
     with with_llm(tmp_path / "slow.db", llm) as m:
         m.add(make_conversation("c", [POTTERY[0], JOBS[0]]))
         policy = LLMPolicy(max_attempts=2, backoff=0.0)
-        result = run_scenes(m, {}, config=SceneConfig(llm=policy))
+        result = run_scenes(m.core, {}, config=SceneConfig(llm=policy))
         assert result["llm_fallbacks"] == 2 and result["llm_LLMTimeout"] == 2
         assert {s.method for s in m.scenes()} == {"heuristic"}
         eid = _add_entity(m, "c", "Ana", "pottery", m.claims(conversation="c")[:1])
-        result = run_dossiers(m, {}, config=DigestConfig(cap=400, llm=policy))
+        result = run_dossiers(m.core, {}, config=DigestConfig(cap=400, llm=policy))
         assert result["llm_fallbacks"] == 1
         assert m.dossier(eid) == claim_sentence(m.claims(conversation="c")[0])
 
@@ -504,8 +504,8 @@ def test_trim_and_join() -> None:
 
 
 def test_cli_lists_scenes_and_summaries(themed: MemoryService) -> None:
-    run_scenes(themed, {})
-    run_summaries(themed, {})
+    run_scenes(themed.core, {})
+    run_summaries(themed.core, {})
     db = themed.settings.resolved_db_path()
 
     @click.group()

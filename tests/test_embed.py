@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import importlib.util
 import json
@@ -14,8 +13,15 @@ import threading
 import numpy as np
 import pytest
 
-from archivist.config import EMBEDDERS, Settings
-from archivist.embed import PROVIDERS, Embedder, embed_one, get_embedder, l2_normalise
+from archivist.config import Settings
+from archivist.embed import (
+    PROVIDERS,
+    Embedder,
+    check_embedder,
+    embed_one,
+    get_embedder,
+    l2_normalise,
+)
 from archivist.errors import ConfigError, EmbeddingError
 from archivist.testing import FakeEmbedder
 
@@ -102,8 +108,8 @@ def test_fake_counts_calls_and_texts():
 # --- registry ------------------------------------------------------------------------
 
 
-def test_registry_covers_exactly_the_configurable_names():
-    assert set(PROVIDERS) == set(EMBEDDERS)
+def test_the_registry_is_the_one_list_of_embedder_names():
+    assert set(PROVIDERS) == {"local", "openai", "fake"}
 
 
 def test_registry_builds_fake_with_configured_dim():
@@ -136,13 +142,14 @@ def test_registry_builds_openai_from_settings():
     assert embedder.dim == 768  # configured, so no request is needed
 
 
-def test_registry_rejects_unknown_names():
-    settings = Settings(embedder="fake")
-    object.__setattr__(settings, "embedder", "word2vec")  # Settings itself refuses it
+def test_registry_rejects_unknown_names_and_missing_settings():
+    settings = Settings(embedder="word2vec")  # Settings hold it; the registry judges it
     with pytest.raises(ConfigError, match="word2vec"):
         get_embedder(settings)
-    with pytest.raises(ConfigError):
-        dataclasses.replace(settings, embedder="word2vec")
+    with pytest.raises(ConfigError, match="unknown embedder 'word2vec'"):
+        check_embedder(settings)
+    with pytest.raises(ConfigError, match="embed_model and embed_base_url"):
+        check_embedder(Settings(embedder="openai", embed_model="m"))
 
 
 def test_choosing_a_provider_imports_no_heavy_dependency():

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from archivist.config import Settings
+from archivist.core import Core
 from archivist.jobs import ROUND, JobRunner
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
@@ -28,12 +29,12 @@ def test_enqueue_is_idempotent_per_kind_and_key(tmp_path: Path) -> None:
 def test_a_failing_job_is_retried_later_then_fails_with_its_error(tmp_path: Path) -> None:
     calls: list[dict] = []
 
-    def boom(mem: MemoryService, payload: dict) -> dict:
+    def boom(core: Core, payload: dict) -> dict:
         calls.append(payload)
         raise RuntimeError("disk on fire")
 
     with memory(tmp_path / "m.db") as mem:
-        runner = JobRunner(mem, handlers={"reconcile": boom})
+        runner = JobRunner(mem.core, handlers={"reconcile": boom})
         mem.store.enqueue_job("reconcile", "c@1", {"conversation": "c"})
         (job,) = runner.run_pending()
         assert job.status == "queued" and "disk on fire" in job.error

@@ -330,7 +330,7 @@ def test_registry_builds_the_local_model_from_settings(tmp_path: Path) -> None:
 
     from archivist.config import Settings
     from archivist.errors import ConfigError
-    from archivist.llm import get_chat_model
+    from archivist.llm import check_llm, get_chat_model
     from archivist.llm.base import LLMError
 
     gguf = tmp_path / "tiny.gguf"
@@ -342,4 +342,4 @@ def test_registry_builds_the_local_model_from_settings(tmp_path: Path) -> None:
     else:
         assert type(get_chat_model(settings)).__name__ == "LocalLlamaChatModel"
     with pytest.raises(ConfigError, match="GGUF"):
-        Settings(llm="local")
+        check_llm(Settings(llm="local"))

@@ -25,7 +25,7 @@ from archivist.llm.base import LLMTimeout
 from archivist.model import Claim
 from archivist.prompts import identity
 from archivist.service import MemoryService
-from archivist.store.sqlite_people import person_id_for
+from archivist.store.people import person_id_for
 from archivist.testing import FakeEmbedder, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
 from archivist.write.people import run_people
@@ -317,11 +317,11 @@ def test_running_again_changes_nothing(tmp_path: Path, with_llm: bool) -> None:
     llm = policy_llm() if with_llm else None
     mem = loaded(path, list(CONVERSATIONS), llm)
     mem.declare_identity("u-mia", "john-mia", "Mia")
-    first = run_people(mem, {})
+    first = run_people(mem.core, {})
     assert first["candidates"] >= 3
     calls = len(llm.calls) if llm else 0
     before = dump(path)
-    again = run_people(mem, {})
+    again = run_people(mem.core, {})
     assert list(again) == ["skipped"] and again["skipped"].startswith("nothing new")
     assert dump(path) == before
     assert (len(llm.calls) if llm else 0) == calls

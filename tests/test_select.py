@@ -95,7 +95,7 @@ def mem(tmp_path: Path):
     ],
 )
 def test_each_view_returns_its_messages(mem, view, person, expected) -> None:
-    found = select(mem, person, view)
+    found = select(mem.core, person, view)
     assert ids(found) == expected
     assert found.view == view.name and found.method == "view"
 
@@ -109,14 +109,14 @@ def test_views_are_frozen_and_named() -> None:
 
 
 def test_goldfish_remembers_nothing(mem) -> None:
-    assert list(select(mem, "Ana", GOLDFISH)) == []
-    assert list(select(mem, "Ana", "goldfish", memorize_to="billing", at_most=3)) == []
+    assert list(select(mem.core, "Ana", GOLDFISH)) == []
+    assert list(select(mem.core, "Ana", "goldfish", memorize_to="billing", at_most=3)) == []
 
 
 def test_other_conversations_system_messages_are_not_mine(mem) -> None:
     mem.add(Conversation("cd2", ("Cara",), (_system("cd2"),), (Session("cd2", 1, T0),)))
-    assert ids(select(mem, "Cara", ALL_INVOLVING)) == ["D1:1", "D1:2"]
-    assert "S:1" not in ids(select(mem, "Ana"))
+    assert ids(select(mem.core, "Cara", ALL_INVOLVING)) == ["D1:1", "D1:2"]
+    assert "S:1" not in ids(select(mem.core, "Ana"))
 
 
 def _system(cid: str) -> Message:
@@ -124,14 +124,14 @@ def _system(cid: str) -> Message:
 
 
 def test_system_messages_survive_at_most(mem) -> None:
-    assert ids(select(mem, "Ana", at_most=2)) == ["Q9:1", "Q9:9", "Q9:10"]
-    assert ids(select(mem, "Ana", at_most=0)) == ["Q9:1"]
-    assert ids(select(mem, "Ana", SENT_BY_ME, at_most=1)) == ["Q9:10"]
+    assert ids(select(mem.core, "Ana", at_most=2)) == ["Q9:1", "Q9:9", "Q9:10"]
+    assert ids(select(mem.core, "Ana", at_most=0)) == ["Q9:1"]
+    assert ids(select(mem.core, "Ana", SENT_BY_ME, at_most=1)) == ["Q9:10"]
 
 
 def test_at_most_keeps_request_response_pairs_whole(mem) -> None:
-    assert ids(select(mem, "Ana", REQUEST_RESPONSE, at_most=3)) == ["Q9:1", "Q9:8", "Q9:9"]
-    assert ids(select(mem, "Ana", REQUEST_RESPONSE, at_most=1)) == ["Q9:1"]
+    assert ids(select(mem.core, "Ana", REQUEST_RESPONSE, at_most=3)) == ["Q9:1", "Q9:8", "Q9:9"]
+    assert ids(select(mem.core, "Ana", REQUEST_RESPONSE, at_most=1)) == ["Q9:1"]
 
 
 def test_request_pairs_do_not_overlap() -> None:
@@ -147,15 +147,15 @@ def test_selection_never_changes_the_stored_log(mem, tmp_path: Path) -> None:
     db = tmp_path / "sel.db"
     before = (table_counts(db), mem.store.existing_hashes("chat"), len(mem.claims(limit=1000)))
     for view in (ALL_INVOLVING, SENT_BY_ME, SENT_TO_ME, SYSTEM_AND_ME, REQUEST_RESPONSE, GOLDFISH):
-        select(mem, "Ana", view, memorize_to="billing API", at_most=2)
-        select(mem, "Ana", view)
+        select(mem.core, "Ana", view, memorize_to="billing API", at_most=2)
+        select(mem.core, "Ana", view)
     after = (table_counts(db), mem.store.existing_hashes("chat"), len(mem.claims(limit=1000)))
     assert after == before
 
 
 def test_memorize_to_with_an_llm_validates_aliases(mem) -> None:
     llm = FakeLLM({"matches": [2, 5, 99, 0]})
-    found = select(mem, "Ana", memorize_to="requirements, API design", llm=llm)
+    found = select(mem.core, "Ana", memorize_to="requirements, API design", llm=llm)
     # candidates: Q9:1 Q9:2 Q9:3 Q9:4 Q9:5 Q9:8 Q9:9 Q9:10 -> aliases 2 and 5 are Q9:2, Q9:5
     assert ids(found) == ["Q9:2", "Q9:5"]
     assert found.method == "llm:fake-llm" and found.dropped_aliases == 2
@@ -168,20 +168,20 @@ def test_memorize_to_with_an_llm_validates_aliases(mem) -> None:
 
 def test_memorize_to_with_an_llm_batches_long_candidate_lists(mem) -> None:
     llm = FakeLLM({"matches": [1]}, {"matches": [3]}, {"matches": [2]})
-    found = select(mem, "Ana", memorize_to="anything", llm=llm, config=SelectConfig(batch=3))
+    found = select(mem.core, "Ana", memorize_to="anything", llm=llm, config=SelectConfig(batch=3))
     assert len(llm.calls) == 3  # 8 candidates in batches of 3
     # batches Q9:1-3 | Q9:4,5,8 | Q9:9,10: alias 1 of the first, 3 of the second, 2 of the third
     assert ids(found) == ["Q9:1", "Q9:8", "Q9:10"]
 
 
 def test_a_failed_llm_falls_back_to_retrieval_and_says_so(mem) -> None:
-    found = select(mem, "Ana", memorize_to="billing invoices", llm=FakeLLM(LLMRefused("no")))
+    found = select(mem.core, "Ana", memorize_to="billing invoices", llm=FakeLLM(LLMRefused("no")))
     assert found.method.startswith("retrieval (llm failed")
     assert "Q9:2" in ids(found)
 
 
 def test_memorize_to_without_an_llm_uses_retrieval(mem) -> None:
-    found = select(mem, "Ana", memorize_to="billing API refunds")
+    found = select(mem.core, "Ana", memorize_to="billing API refunds")
     assert found.method == "retrieval"
     assert {"Q9:2", "Q9:3", "Q9:4"} <= set(ids(found))
     assert not {"Q9:8", "Q9:9", "Q9:10"} & set(ids(found))
@@ -189,20 +189,20 @@ def test_memorize_to_without_an_llm_uses_retrieval(mem) -> None:
 
 
 def test_criteria_keep_request_response_pairs_whole(mem) -> None:
-    found = select(mem, "Ana", REQUEST_RESPONSE, memorize_to="lunch noodle bar")
+    found = select(mem.core, "Ana", REQUEST_RESPONSE, memorize_to="lunch noodle bar")
     assert ids(found) == ["Q9:8", "Q9:9"]  # "Sure, see you there." comes with its request
 
 
 def test_at_most_with_criteria_keeps_the_most_relevant(mem) -> None:
-    found = select(mem, "Ana", memorize_to="refunds", at_most=1)
+    found = select(mem.core, "Ana", memorize_to="refunds", at_most=1)
     assert ids(found) in (["Q9:3"], ["Q9:4"])
 
 
 def test_bad_arguments(mem) -> None:
     with pytest.raises(InputError):
-        select(mem, "Ana", at_most=-1)
+        select(mem.core, "Ana", at_most=-1)
     with pytest.raises(InputError):
-        select(mem, " ")
+        select(mem.core, " ")
 
 
 @pytest.fixture

@@ -75,9 +75,10 @@ def test_settings_choose_the_fake_embedder_and_the_path(tmp_path: Path) -> None:
     assert Memory is MemoryService
 
 
-def test_unknown_embedder_name_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="embedder must be one of"):
-        Settings(embedder="magic")
+def test_unknown_embedder_name_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown embedder 'magic'"):
+        MemoryService(tmp_path / "m.db", settings=Settings(embedder="magic"))
+    assert not (tmp_path / "m.db").exists()  # refused before the store was opened
 
 
 # -- search ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from archivist.write.timeground import TimeRef, durations, find_times, ground, tense
+from archivist.timeground import TimeRef, durations, find_times, ground, tense
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
 

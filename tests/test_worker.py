@@ -94,7 +94,7 @@ def test_an_extract_job_for_a_deleted_conversation_is_skipped(tmp_path: Path) ->
         mem.add(make_conversation("c1", [[("Ana", "I moved to Porto in May.")]]), extract=False)
         mem.jobs.enqueue_extract("c1", 1)
         mem.delete(conversation="c1")
-        (job,) = JobRunner(mem).run_pending()
+        (job,) = JobRunner(mem.core).run_pending()
         assert job.status == "skipped" and "gone" in job.result["skipped"]
         assert mem.claims(conversation="c1") == []
 

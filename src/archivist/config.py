@@ -7,15 +7,14 @@ constructing a Memory has no hidden inputs.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from .errors import ConfigError
 
 ENV_PREFIX = "ARCHIVIST_"
-EMBEDDERS = ("local", "openai", "fake")
-LLMS = ("", "none", "openai", "local", "fake")
 STORES = ("sqlite", "postgres")
 CONFLICT_POLICIES = ("newest_wins", "oldest_wins", "keep_both")
 CONSOLIDATE_MODES = ("inline", "background", "manual")
@@ -36,7 +35,7 @@ class Settings:
     store: str = "sqlite"  # one of STORES; "postgres" needs pg_dsn and archivist[postgres]
     pg_dsn: str = ""  # e.g. postgresql://user:pass@host:5432/db (managed Postgres works)
     pg_schema: str = "public"  # one schema per tenant keeps tenants apart on one server
-    embedder: str = "local"  # one of EMBEDDERS
+    embedder: str = "local"  # a name in archivist.embed.PROVIDERS
     embed_model: str = ""  # OpenAI-compatible model name; ignored by "local"
     embed_base_url: str = ""
     embed_api_key: str = ""
@@ -45,7 +44,7 @@ class Settings:
     embed_batch_size: int = 64
     embed_threads: int = 0  # onnxruntime intra-op threads; 0 = library default
     search_preset: str = "archivist"
-    llm: str = ""  # "" / "none": heuristic archivist; "openai": any OpenAI-compatible server
+    llm: str = ""  # "" / "none": heuristic archivist; else a name in archivist.llm.PROVIDERS
     llm_model: str = ""
     llm_base_url: str = ""
     llm_api_key: str = ""
@@ -63,19 +62,8 @@ class Settings:
     extract_idle_s: float = 120.0
 
     def __post_init__(self) -> None:
-        if self.embedder not in EMBEDDERS:
-            raise ConfigError(
-                f"embedder must be one of {', '.join(EMBEDDERS)}; got {self.embedder!r}"
-            )
-        if self.llm not in LLMS:
-            raise ConfigError(f"llm must be one of openai, local, fake or none; got {self.llm!r}")
-        if self.llm == "local" and not self.llm_model:
-            raise ConfigError(f"llm 'local' needs llm_model: a GGUF path ({ENV_PREFIX}LLM_MODEL)")
-        if self.llm == "openai" and not (self.llm_model and self.llm_base_url):
-            raise ConfigError(
-                "llm 'openai' needs llm_model and llm_base_url "
-                f"(env {ENV_PREFIX}LLM_MODEL, {ENV_PREFIX}LLM_BASE_URL)"
-            )
+        # Provider names (embedder, llm) are checked by their registries, the one place
+        # that knows them: embed.check_embedder and llm.check_llm (Core runs both).
         if self.store not in STORES:
             raise ConfigError(f"store must be one of {', '.join(STORES)}; got {self.store!r}")
         if self.store == "postgres" and not self.pg_dsn:
@@ -94,11 +82,6 @@ class Settings:
             raise ConfigError("consolidate_every must be >= 1")
         if self.llm_timeout <= 0 or self.llm_concurrency < 1:
             raise ConfigError("llm_timeout must be > 0 and llm_concurrency >= 1")
-        if self.embedder == "openai" and not (self.embed_model and self.embed_base_url):
-            raise ConfigError(
-                "embedder 'openai' needs embed_model and embed_base_url "
-                f"(env {ENV_PREFIX}EMBED_MODEL, {ENV_PREFIX}EMBED_BASE_URL)"
-            )
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (Settings are never mutated)."""
@@ -153,3 +136,34 @@ class Settings:
                 kw[key] = env["OPENAI_API_KEY"]
         kw.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kw)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Provider(Generic[T]):
+    """One entry of a provider registry (embed.PROVIDERS, llm.PROVIDERS): how to make
+    the provider from Settings, and the settings it cannot do without."""
+
+    make: Callable[[Any], T]
+    needs: tuple[str, ...] = ()  # Settings fields that must be non-empty
+    hint: str = ""  # what ``needs`` should hold, for the error message
+
+
+def check_provider(
+    kind: str, name: str, registry: Mapping[str, Provider], settings: Any, extra: tuple = ()
+) -> Provider:
+    """The registry entry ``name`` names, or a ConfigError saying what is unknown or missing.
+
+    ``extra``: further accepted names to list (``none`` for the LLM).
+    """
+    if name not in registry:
+        choices = ", ".join([*registry, *extra])
+        raise ConfigError(f"unknown {kind} {name!r}; choose one of {choices}")
+    entry = registry[name]
+    if any(not getattr(settings, f, "") for f in entry.needs):
+        hint = f": {entry.hint}" if entry.hint else ""
+        env = ", ".join(ENV_PREFIX + f.upper() for f in entry.needs)
+        raise ConfigError(f"{kind} {name!r} needs {' and '.join(entry.needs)}{hint} (env {env})")
+    return entry

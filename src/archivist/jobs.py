@@ -9,10 +9,12 @@ are rows, so a crash loses none: a job taken by a worker that died is taken
 again when its lease ends. Enqueueing is idempotent on (kind, key) and every
 handler is idempotent on its own, so running a round twice changes nothing.
 
-Handlers are ``fn(memory, payload) -> dict``; a result with ``"skipped"``
-(nothing to do, or no heuristic form without an LLM) is recorded as skipped.
-An exception is captured into the job row (retried up to MAX_ATTEMPTS), never
-lost in a thread.
+Handlers are ``fn(core, payload) -> dict`` (archivist.core.Core); a result
+with ``"skipped"`` (nothing to do, or no heuristic form without an LLM) is
+recorded as skipped. An exception is captured into the job row (retried up to
+MAX_ATTEMPTS), never lost in a thread. Handlers live in write/ and are named
+here by import path, so this module imports none of them; the extract handler
+queues its follow-ups with the functions below.
 """
 
 from __future__ import annotations
@@ -20,19 +22,19 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .model import Job
+from .model import Job, content_hash
 
 if TYPE_CHECKING:
-    from .service import MemoryService
+    from .core import Core
+    from .store.base import Store
 
 log = logging.getLogger("archivist.jobs")
 
-Handler = Callable[["MemoryService", dict], dict]
+Handler = Callable[["Core", dict], dict]
 
 # kind -> "module:function", imported when first run (keeps optional parts lazy).
 # Order matters within a round: claims are reconciled before people are compared,
@@ -60,16 +62,60 @@ def handler(kind: str) -> Handler:
     return getattr(importlib.import_module(module), name)
 
 
+def enqueue_round(store: Store, conversations: Sequence[str], tag: str) -> list[int]:
+    """Queue one round of every job kind; ``tag`` names the round (idempotency key)."""
+    ids: list[int | None] = []
+    for kind in ROUND:
+        if kind in PER_CONVERSATION:
+            for cid in conversations:
+                ids.append(store.enqueue_job(kind, f"{cid}@{tag}", {"conversation": cid}))
+        else:
+            ids.append(store.enqueue_job(kind, f"*@{tag}", {}))
+    return [i for i in ids if i is not None]
+
+
+def enqueue_extract(
+    store: Store, conversation: str, size: int, not_before: float | None = None
+) -> int | None:
+    """Queue reading ``conversation`` as it stands at ``size`` messages (idempotent);
+    with ``not_before`` (epoch seconds), the check that reads a held tail once the chat
+    went idle."""
+    if not_before is None:
+        key, payload = f"{conversation}@{size}", {"conversation": conversation}
+    else:
+        key, payload = f"{conversation}@{size}@idle", {"conversation": conversation, "idle": 1}
+    return store.enqueue_job("extract", key, payload, not_before)
+
+
+def queue_consolidation(core: Core, conversations: Sequence[str]) -> bool:
+    """Queue a round for those of ``conversations`` with ``consolidate_every`` new
+    messages since their last round; whether one was queued."""
+    store = core.store
+    due: dict[str, int] = {}
+    for cid in dict.fromkeys(conversations):
+        n = len(store.existing_hashes(cid))  # this conversation only, not the store
+        mark = int(store.meta(f"consolidated:{cid}") or 0)
+        if n - mark >= core.settings.consolidate_every:
+            due[cid] = n
+            store.set_meta(f"consolidated:{cid}", str(n))
+    if due:
+        # The round's name covers which conversations at which size: a later round of
+        # other conversations must not collide with it (its global jobs would be lost).
+        tag = content_hash(*(f"{c}:{n}" for c, n in sorted(due.items())))[:16]
+        enqueue_round(store, list(due), f"m{tag}")
+    return bool(due)
+
+
 class JobRunner:
     """Enqueues consolidation rounds and runs queued jobs, inline or on a worker thread."""
 
     def __init__(
         self,
-        memory: MemoryService,
+        core: Core,
         lease_s: float = LEASE_SECONDS,
         handlers: dict[str, Handler] | None = None,
     ) -> None:
-        self.memory = memory
+        self.core = core
         self.lease_s = lease_s
         self.handlers = dict(handlers or {})  # kind -> function, overriding HANDLERS
         self._wake = threading.Event()
@@ -77,52 +123,49 @@ class JobRunner:
         self._thread: threading.Thread | None = None
         self._run_lock = threading.Lock()
 
-    def enqueue_round(self, conversations: list[str], tag: str) -> list[int]:
-        """Queue one round of every job kind; ``tag`` names the round (idempotency key)."""
-        store = self.memory.store
-        ids: list[int | None] = []
-        for kind in ROUND:
-            if kind in PER_CONVERSATION:
-                for cid in conversations:
-                    ids.append(store.enqueue_job(kind, f"{cid}@{tag}", {"conversation": cid}))
-            else:
-                ids.append(store.enqueue_job(kind, f"*@{tag}", {}))
+    def enqueue_round(self, conversations: Sequence[str], tag: str) -> list[int]:
+        """Queue one round of every job kind (see ``enqueue_round``) and wake the worker."""
+        ids = enqueue_round(self.core.store, conversations, tag)
         self._wake.set()
-        return [i for i in ids if i is not None]
+        return ids
 
     def enqueue_extract(
         self, conversation: str, size: int, not_before: float | None = None
     ) -> int | None:
-        """Queue reading ``conversation`` as it stands at ``size`` messages (idempotent);
-        with ``not_before``, the check that reads a held tail once the chat went idle."""
-        if not_before is None:
-            key, payload = f"{conversation}@{size}", {"conversation": conversation}
-        else:
-            key, payload = f"{conversation}@{size}@idle", {"conversation": conversation, "idle": 1}
-        job = self.memory.store.enqueue_job("extract", key, payload, not_before)
+        """Queue reading ``conversation`` (see ``enqueue_extract``) and wake the worker."""
+        job = enqueue_extract(self.core.store, conversation, size, not_before)
         self._wake.set()
         return job
+
+    def queue_consolidation(self, conversations: Sequence[str]) -> bool:
+        """Queue a round for the conversations that are due (``queue_consolidation``)."""
+        queued = queue_consolidation(self.core, conversations)
+        if queued:
+            self._wake.set()
+        return queued
 
     def run_pending(self, limit: int | None = None) -> list[Job]:
         """Run queued jobs in order until none is left (or ``limit`` ran); returns them."""
         done: list[Job] = []
         with self._run_lock:  # one runner at a time per process keeps rounds in order
             while limit is None or len(done) < limit:
-                job = self.memory.store.take_job(time.time(), self.lease_s, MAX_ATTEMPTS)
+                now = self.core.clock().timestamp()
+                job = self.core.store.take_job(now, self.lease_s, MAX_ATTEMPTS)
                 if job is None:
                     break
                 done.append(self._run(job))
         return done
 
     def _run(self, job: Job) -> Job:
-        store = self.memory.store
+        store = self.core.store
         try:
             run = self.handlers.get(job.kind) or handler(job.kind)
-            result = run(self.memory, dict(job.payload)) or {}
+            result = run(self.core, dict(job.payload)) or {}
         except Exception as e:  # noqa: BLE001 - captured into the job row, retried, surfaced
             error = f"{type(e).__name__}: {e}"
             last = job.attempts >= MAX_ATTEMPTS
-            retry_at = None if last else time.time() + RETRY_BACKOFF * 2 ** (job.attempts - 1)
+            backoff = RETRY_BACKOFF * 2 ** (job.attempts - 1)
+            retry_at = None if last else self.core.clock().timestamp() + backoff
             store.finish_job(job.id, "failed" if last else "queued", {}, error, retry_at)  # type: ignore[arg-type]
             log.warning("job %s %s failed (attempt %d): %s", job.kind, job.key, job.attempts, error)
             log.debug("%s", traceback.format_exc())

@@ -191,6 +191,26 @@ class Claim:
     status: str = "current"
     replaced_by: int | None = None
 
+    def holds_at(self, at: datetime) -> bool:
+        """Was this claim known and still true at ``at``? The one rule of every "as of" read.
+
+        Known: said by ``at``; memory as it stood then holds nothing said later.
+        Still true: a foresight expires at ``valid_to``, and a claim superseded by
+        a newer value was closed at ``valid_to`` (stores read the close date
+        there: the newer value's start), so both held until then and not from
+        then on. Nothing else ends a claim: a fact's or an event's ``valid_to``
+        is part of what it says ("lived in Porto until 2020" stays true); a
+        refined claim (superseded with no close date) is still true, only less
+        precise; a duplicate is as true as the older claim it repeats; and a
+        plan holds before its ``valid_from``, since it is known and relevant
+        before it starts. Hiding refined or duplicate claims is a question of
+        redundancy, left to the caller.
+        """
+        if self.said_at > at:
+            return False
+        ends = self.kind == "foresight" or self.status == "superseded"
+        return not (ends and self.valid_to is not None and self.valid_to <= at)
+
     def to_dict(self) -> dict:
         """JSON-ready form, shared by the CLI, the servers and search hits."""
         iso = lambda d: d.isoformat() if d else None  # noqa: E731

@@ -15,6 +15,7 @@ from .model import Claim, ClaimEvent, Conflict, Decision, Entity, Person, Scene,
 from .store.sql import Filters
 
 if TYPE_CHECKING:
+    from .core import Core
     from .store.base import Store
 
 
@@ -22,6 +23,7 @@ class MemoryViews:
     """Entities, claim history, conflicts, timelines, persons, decisions, scenes, summaries,
     dossiers, key info and usefulness: part of MemoryService."""
 
+    core: Core
     store: Store
 
     # -- reconciliation (layers 1-2) -------------------------------------------------
@@ -30,7 +32,7 @@ class MemoryViews:
         """Layers 1-2 now: entities resolved, duplicates merged, conflicts logged."""
         from .write.reconcile_job import run_reconcile
 
-        return run_reconcile(self, {"conversation": conversation} if conversation else {})
+        return run_reconcile(self.core, {"conversation": conversation} if conversation else {})
 
     def entities(
         self,
@@ -96,7 +98,7 @@ class MemoryViews:
         for p in found:
             if p.id == id_or_name:
                 return p
-        from .store.sql import person_key
+        from .text import person_key
 
         key = person_key(id_or_name)
         named = [
@@ -125,7 +127,7 @@ class MemoryViews:
         """Run the layer-3 job now: identities, declarations, then the identity agent."""
         from .write.people import run_people
 
-        return run_people(self, {} if max_steps is None else {"max_steps": max_steps})
+        return run_people(self.core, {} if max_steps is None else {"max_steps": max_steps})
 
     # -- consolidation output: scenes, summaries, dossiers, key info, usefulness --------
 
@@ -168,6 +170,6 @@ class MemoryViews:
 
     def usefulness(self, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:
         """How useful each item turned out to be: (used + 1) / (shown + 2); 0.5 if never scored."""
-        wanted = list(ids)
-        scores = self.store.usefulness_scores(kind, wanted)
-        return {i: scores.get(i, 0.5) for i in wanted}
+        from .read.context import usefulness
+
+        return usefulness(self.store, kind, ids)

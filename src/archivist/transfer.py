@@ -16,14 +16,19 @@ jsonl loader skips the identity lines.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from .errors import LoadError
-from .model import Message
+from .model import Conversation, Message
 
 if TYPE_CHECKING:
-    from .service import MemoryService
+    from .store.base import AddResult, Store
+
+#: Stores conversations (MemoryService.add: messages, then extraction as configured).
+Add = Callable[[list[Conversation]], Sequence["AddResult"]]
+#: Declares that a name in a conversation is a user (MemoryService.declare_identity).
+Declare = Callable[[str, str, str], object]
 
 IDENTITY = "identity"
 
@@ -44,24 +49,26 @@ def message_record(m: Message) -> dict:
     }
 
 
-def export_records(mem: MemoryService, conversation: str | None = None) -> Iterator[dict]:
+def export_records(store: Store, conversation: str | None = None) -> Iterator[dict]:
     """Messages in conversation order, then declared identities (of the exported scope)."""
-    ids = [conversation] if conversation else [c["id"] for c in mem.store.conversations()]
+    ids = [conversation] if conversation else [c["id"] for c in store.conversations()]
     for cid in ids:
-        for _, m in mem.store.conversation_messages(cid):
+        for _, m in store.conversation_messages(cid):
             yield message_record(m)
     wanted = set(ids)
-    for conv, name, user_id, _person in mem.store.declared_identities():
+    for conv, name, user_id, _person in store.declared_identities():
         if conv in wanted:
             yield {"record": IDENTITY, "user_id": user_id, "conversation": conv, "name": name}
 
 
-def export_lines(mem: MemoryService, conversation: str | None = None) -> Iterator[str]:
-    for record in export_records(mem, conversation):
+def export_lines(store: Store, conversation: str | None = None) -> Iterator[str]:
+    for record in export_records(store, conversation):
         yield json.dumps(record, ensure_ascii=False) + "\n"
 
 
-def import_lines(mem: MemoryService, lines: Iterable[str] | str, source: str = "import") -> dict:
+def import_lines(
+    add: Add, declare: Declare, lines: Iterable[str] | str, source: str = "import"
+) -> dict:
     """Store an export: all its messages (all or nothing), then its declared identities."""
     from .load import parse
 
@@ -80,9 +87,9 @@ def import_lines(mem: MemoryService, lines: Iterable[str] | str, source: str = "
                     raise LoadError(source, number, key, "expected a non-empty string")
             identities.append((obj["user_id"], obj["conversation"], obj["name"]))
     convs = parse(text, "jsonl", source=source)
-    results = mem.add(convs)
+    results = add(convs)
     for user_id, conv, name in identities:
-        mem.declare_identity(user_id, conv, name)
+        declare(user_id, conv, name)
     return {
         "conversations": len(results),
         "messages_added": sum(r.added for r in results),

@@ -14,14 +14,14 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 
 from ..llm.accounting import Accounting
 from ..llm.base import ChatModel, LLMError
+from ..llm.cache import StoreResponseCache
 from ..model import Hit
 from ..read.answer import Answer, answer_from, extractive_answer, llm_answer, retrieve
-from ..service import MemoryService, StoreResponseCache
+from ..service import MemoryService
 from .locomo import CATEGORY_NAMES, _consolidate, _extraction_report, _ticker
 from .metrics import bleu1, by_category, locomo_f1, mean, percentile, says_abstain
 
@@ -73,9 +73,9 @@ def _record(tally: Tally, q: dict, a: Answer, calls: int, search_ms: float, answ
 def _archivist(memory: MemoryService, cid: str, q: dict, llm: ChatModel | None) -> tuple:
     """Archivist's answer, its search and answer latency and LLM calls."""
     before = _calls(memory)  # search may call the model too (query rewrites)
-    ev, search_ms = _timed(lambda: retrieve(memory, q["question"], conversation=cid))
+    ev, search_ms = _timed(lambda: retrieve(memory.core, q["question"], conversation=cid))
     a, answer_ms = _timed(
-        lambda: answer_from(memory, q["question"], ev, llm=llm, use_llm=llm is not None)
+        lambda: answer_from(memory.core, q["question"], ev, llm=llm, use_llm=llm is not None)
     )
     return a, search_ms, answer_ms, _calls(memory) - before
 
@@ -84,7 +84,7 @@ def _with_llm(memory, llm, question: str, hits: Sequence[Hit], fallback: bool = 
     """An LLM answer from the hits (no claims: baselines see messages only)."""
     now = max(h.message.timestamp for h in hits)
     try:
-        return llm_answer(memory, llm, question, hits, now, with_claims=False)
+        return llm_answer(memory.core, llm, question, hits, now, with_claims=False)
     except LLMError as e:
         if not fallback:
             raise
@@ -216,7 +216,7 @@ def run_locomo_qa(
         "ingest": ingest,
         "embedder": memory.embedder.name,
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
-        "run_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "run_at": memory.core.clock().astimezone().isoformat(timespec="seconds"),
         "items": {s: t.rows for s, t in tallies.items()},
     }
 

@@ -7,16 +7,15 @@ stay optional at import time.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
+from ..config import Provider, check_provider
 from .base import Embedder, embed_one, l2_normalise
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["PROVIDERS", "Embedder", "embed_one", "get_embedder", "l2_normalise"]
+__all__ = ["PROVIDERS", "Embedder", "check_embedder", "embed_one", "get_embedder", "l2_normalise"]
 
 
 def _local(settings: Settings) -> Embedder:
@@ -46,25 +45,24 @@ def _openai(settings: Settings) -> Embedder:
 
 
 def _fake(settings: Settings) -> Embedder:
-    from ..testing import FakeEmbedder
+    from .fake import FakeEmbedder
 
     return FakeEmbedder(dim=settings.embed_dim or 64)
 
 
-#: The one place a provider name maps to its implementation.
-PROVIDERS: dict[str, Callable[[Settings], Embedder]] = {
-    "local": _local,
-    "openai": _openai,
-    "fake": _fake,
+#: The one place a provider name maps to its implementation (and what it needs set).
+PROVIDERS: dict[str, Provider[Embedder]] = {
+    "local": Provider(_local),
+    "openai": Provider(_openai, needs=("embed_model", "embed_base_url")),
+    "fake": Provider(_fake),
 }
+
+
+def check_embedder(settings: Settings) -> None:
+    """Refuse an unknown ``settings.embedder``, or one missing a setting it needs."""
+    check_provider("embedder", settings.embedder, PROVIDERS, settings)
 
 
 def get_embedder(settings: Settings) -> Embedder:
     """The embedder ``settings.embedder`` names; constructing it loads and sends nothing."""
-    try:
-        factory = PROVIDERS[settings.embedder]
-    except KeyError:
-        raise ConfigError(
-            f"unknown embedder {settings.embedder!r}; choose one of {', '.join(PROVIDERS)}"
-        ) from None
-    return factory(settings)
+    return check_provider("embedder", settings.embedder, PROVIDERS, settings).make(settings)

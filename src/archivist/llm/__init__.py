@@ -8,9 +8,9 @@ heuristic paths.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..config import Provider, check_provider
 from ..errors import ConfigError
 from .accounting import Accounting, TaskStats
 from .base import (
@@ -23,7 +23,7 @@ from .base import (
     LLMRefused,
     LLMTimeout,
 )
-from .cache import MemoryResponseCache, ResponseCache
+from .cache import MemoryResponseCache, ResponseCache, StoreResponseCache
 from .repair import parse_json
 from .structured import cache_key, call_structured, run_parallel
 
@@ -43,9 +43,11 @@ __all__ = [
     "LLMTimeout",
     "MemoryResponseCache",
     "ResponseCache",
+    "StoreResponseCache",
     "TaskStats",
     "cache_key",
     "call_structured",
+    "check_llm",
     "get_chat_model",
     "get_limiter",
     "parse_json",
@@ -66,15 +68,9 @@ def _setting(settings: Any, name: str, default: Any) -> Any:
 def _openai(settings: Settings) -> ChatModel:
     from .openai_compat import OpenAIChatModel
 
-    model, base_url = _setting(settings, "llm_model", ""), _setting(settings, "llm_base_url", "")
-    if not (model and base_url):
-        raise ConfigError(
-            "llm 'openai' needs llm_model and llm_base_url "
-            "(env ARCHIVIST_LLM_MODEL, ARCHIVIST_LLM_BASE_URL)"
-        )
     return OpenAIChatModel(
-        model=model,
-        base_url=base_url,
+        model=settings.llm_model,
+        base_url=settings.llm_base_url,
         api_key=_setting(settings, "llm_api_key", ""),
         timeout=float(_setting(settings, "llm_timeout", DEFAULT_TIMEOUT)),
     )
@@ -83,37 +79,39 @@ def _openai(settings: Settings) -> ChatModel:
 def _local(settings: Settings) -> ChatModel:
     from .local_llama import LocalLlamaChatModel
 
-    path = _setting(settings, "llm_model", "")
-    if not path:
-        raise ConfigError("llm 'local' needs llm_model: the path of a GGUF file")
-    return LocalLlamaChatModel(path)
+    return LocalLlamaChatModel(settings.llm_model)
 
 
 def _fake(settings: Settings) -> ChatModel:
-    from ..testing import FakeLLM
+    from .fake import FakeLLM
 
     return FakeLLM()
 
 
-#: The one place an LLM provider name maps to its implementation.
-PROVIDERS: dict[str, Callable[[Settings], ChatModel]] = {
-    "openai": _openai,
-    "local": _local,
-    "fake": _fake,
+#: The one place an LLM provider name maps to its implementation (and what it needs set).
+PROVIDERS: dict[str, Provider[ChatModel]] = {
+    "openai": Provider(_openai, needs=("llm_model", "llm_base_url")),
+    "local": Provider(_local, needs=("llm_model",), hint="the path of a GGUF file"),
+    "fake": Provider(_fake),
 }
+
+
+def _provider(settings: Settings) -> Provider[ChatModel] | None:
+    name = str(_setting(settings, "llm", "")).strip().lower()
+    if name in NO_LLM:
+        return None
+    return check_provider("llm", name, PROVIDERS, settings, extra=("none",))
+
+
+def check_llm(settings: Settings) -> None:
+    """Refuse an unknown ``settings.llm``, or one missing a setting it needs."""
+    _provider(settings)
 
 
 def get_chat_model(settings: Settings) -> ChatModel | None:
     """The model ``settings.llm`` names, or None when no LLM is configured; sends nothing."""
-    name = str(_setting(settings, "llm", "")).strip().lower()
-    if name in NO_LLM:
-        return None
-    try:
-        factory = PROVIDERS[name]
-    except KeyError:
-        choices = ", ".join([*PROVIDERS, "none"])
-        raise ConfigError(f"unknown llm {name!r}; choose one of {choices}") from None
-    return factory(settings)
+    provider = _provider(settings)
+    return None if provider is None else provider.make(settings)
 
 
 def get_limiter(settings: Settings) -> threading.BoundedSemaphore:

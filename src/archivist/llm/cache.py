@@ -1,8 +1,9 @@
 """Where validated LLM answers are kept, so the same question is never paid for twice.
 
 The key (see ``structured.cache_key``) covers model, task, prompt version,
-messages and schema, so a changed prompt or model simply misses. The store
-provides a persistent implementation; ``MemoryResponseCache`` is for one process.
+messages and schema, so a changed prompt or model simply misses.
+``StoreResponseCache`` keeps them in a store's ``llm_cache`` table (they outlive
+the process); ``MemoryResponseCache`` is for one process.
 """
 
 from __future__ import annotations
@@ -44,3 +45,24 @@ class MemoryResponseCache:
         """Store (or replace) the answer text for ``key``."""
         with self._lock:
             self.entries[key] = (task, model, value)
+
+
+class CacheTable(Protocol):
+    """The two store methods a persistent cache needs (every Store has them)."""
+
+    def llm_cache_get(self, key: str) -> str | None: ...
+
+    def llm_cache_put(self, key: str, task: str, model: str, value: str) -> None: ...
+
+
+class StoreResponseCache:
+    """A store's llm_cache table as a ResponseCache."""
+
+    def __init__(self, store: CacheTable) -> None:
+        self.store = store
+
+    def get(self, key: str) -> str | None:
+        return self.store.llm_cache_get(key)
+
+    def put(self, key: str, task: str, model: str, value: str) -> None:
+        self.store.llm_cache_put(key, task, model, value)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from archivist.clock import system_clock
 from archivist.errors import LoadError
 from archivist.load import jsonl, locomo, longmemeval, openai_chat
 from archivist.load._common import decode, load_json, read_text
@@ -89,7 +90,7 @@ def parse(
         return locomo.parse(data, source=source, default_tz=default_tz)
     if format == "longmemeval":
         return longmemeval.parse(data, source=source, default_tz=default_tz)
-    now = now if now is not None else datetime.now(UTC)
+    now = now if now is not None else system_clock()
     return openai_chat.parse(data, source=source, now=now, default_tz=default_tz)
 
 

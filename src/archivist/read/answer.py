@@ -16,9 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from ..core import Core
 from ..model import Hit
-from ..write.timeground import find_times
+from ..text import fold, is_stopword, stem, words
+from ..timeground import find_times
 from .query import asks_when, names_in
+from .recall import search_memory
 from .search import SearchTrace
 
 # Abstain without an LLM when the best evidence covers less than this share of the
@@ -35,23 +38,10 @@ VERIFY_K = 20  # hits of the name-free search that verification looks at
 MAX_ANSWER_WORDS = 12
 NOT_MENTIONED = "Not mentioned in memory."
 
-_WORD = re.compile(r"[\w'’-]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _YES_NO = re.compile(
     r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should)\b", re.I
 )
-STOPWORDS = frozenset(
-    """a an the and or but if of to in on at for with about from by as into over after before
-    during since until than then so that this these those there here it its it's is are was
-    were be been being am do does did doing have has had having will would could should can
-    may might must shall i me my mine we us our you your yours he him his she her hers they
-    them their theirs what when where which who whom whose why how much many any some all
-    both each other such not no nor only own same too very just also ever still yet up out
-    off again further once one ones like likely really well get got go going went kind type
-    sort thing things something anything i'm i've i'd i'll you're you've we're we've that's
-    what's oh yeah yes wow hey hi thanks thank lot pretty""".split()
-)
-_SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
 
 
 @dataclass(frozen=True)
@@ -100,27 +90,13 @@ class Unit:
 # -- pure text helpers -----------------------------------------------------------------
 
 
-def stem(word: str) -> str:
-    """A light stem for matching question and evidence words ("camping" ~ "camp")."""
-    w = word.lower().strip("'’-").removesuffix("'s").removesuffix("’s")
-    for suffix in _SUFFIXES:
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            break
-    return w[:5]
-
-
-def words(text: str) -> list[str]:
-    return _WORD.findall(text)
-
-
 def content_stems(question: str, names: Sequence[str]) -> list[str]:
     """The question's content words as stems: no function words, no named people."""
     skip = {stem(w) for n in names for w in words(n)}
     out = []
     for w in words(question):
         s = stem(w)
-        if w.lower() not in STOPWORDS and not w.isdigit() and s not in skip and s not in out:
+        if not is_stopword(w) and not w.isdigit() and s not in skip and s not in out:
             out.append(s)
     return out
 
@@ -165,7 +141,7 @@ def best_sentence(text: str, wanted: Sequence[str]) -> str:
 def trim(sentence: str, question: str) -> str:
     """The sentence's words the question does not already hold, minus function words."""
     asked = {stem(w) for w in words(question)}
-    kept = [w for w in words(sentence) if w.lower() not in STOPWORDS and stem(w) not in asked]
+    kept = [w for w in words(sentence) if not is_stopword(w) and stem(w) not in asked]
     return " ".join(kept[:MAX_ANSWER_WORDS]) or sentence
 
 
@@ -212,7 +188,7 @@ _SECOND = frozenset("you your yours yourself you're you've you'd you'll".split()
 def sentence_owner(sentence: str, speaker: str, addressees: Sequence[str], people: Sequence[str]):
     """Whose a sentence is: "I/my" → the speaker, "you/your" → the one addressee, a named
     person, else nobody (None: "That race sounds great!" could be about anyone)."""
-    low = {w.lower().replace("’", "'") for w in words(sentence)}
+    low = {fold(w) for w in words(sentence)}
     if low & _FIRST:
         return speaker
     if low & _SECOND:
@@ -386,26 +362,13 @@ def snippets_for(hits: Sequence[Hit], *, with_claims: bool = True) -> list:
     ]
 
 
-def call_model(mem, llm, prompt, messages: list[dict], output_type):
-    """A cached, counted call: ``mem.llm_call`` for the service's model, the same cache else."""
-    if llm is None or llm is mem.llm:
-        return mem.llm_call(prompt, messages, output_type)
-    from ..llm.structured import call_structured
-    from ..service import StoreResponseCache
-
-    return call_structured(
-        llm,
-        task=prompt.NAME,
-        version=prompt.VERSION,
-        messages=messages,
-        output_type=output_type,
-        cache=StoreResponseCache(mem.store),
-        ledger=mem.llm_ledger,
-    )
+def call_model(core: Core, llm, prompt, messages: list[dict], output_type):
+    """A cached, counted call of ``llm`` (default: the configured model)."""
+    return core.llm_call(prompt, messages, output_type, model=llm)
 
 
 def llm_answer(
-    mem, llm, question: str, hits: Sequence[Hit], now: datetime, *, with_claims: bool = True
+    core: Core, llm, question: str, hits: Sequence[Hit], now: datetime, *, with_claims: bool = True
 ) -> Answer:
     """The model's answer from numbered snippets; cited aliases out of range are dropped."""
     from ..prompts import answer as prompt
@@ -413,14 +376,14 @@ def llm_answer(
     snippets = snippets_for(hits, with_claims=with_claims)
     messages = prompt.build(question, snippets, now)
     tokens = len(messages[-1]["content"].split())
-    out = call_model(mem, llm, prompt, messages, prompt.AnswerOut)
+    out = call_model(core, llm, prompt, messages, prompt.AnswerOut)
     cited = [hits[i - 1] for i in dict.fromkeys(out.evidence) if 1 <= i <= len(hits)]
     evidence = tuple((h.message.conversation, h.message.id) for h in cited)
     first = cited[0].message if cited else None
     speaker = out.speaker or (first.speaker if first else None)
-    name = getattr(llm or mem.llm, "name", "llm")
+    name = getattr(llm or core.llm, "name", "llm")
     if out.abstain or not out.answer.strip():
-        names = names_in(question, mem.people())
+        names = names_in(question, core.people())
         owner = speaker if speaker and names and speaker.casefold() not in names else None
         x = as_written(names[0], question) if names else ""
         reason = f"that was {owner}'s, not {x}'s" if owner else "memory does not say"
@@ -457,15 +420,15 @@ class Evidence:
     weights: Mapping[str, float]
 
 
-def conversation_weights(mem, conversations: Sequence[str]) -> IDF:
+def conversation_weights(core: Core, conversations: Sequence[str]) -> IDF:
     """IDF weights over the conversations' messages, cached per store and message count."""
-    counts = {c["id"]: c["messages"] for c in mem.conversations()}
-    cache = _IDF.setdefault(mem.store, {})
+    counts = {c["id"]: c["messages"] for c in core.store.conversations()}
+    cache = _IDF.setdefault(core.store, {})
     out = IDF()
     for cid in dict.fromkeys(conversations):
         key = (cid, counts.get(cid, 0))
         if key not in cache:
-            texts = [m.indexed_text() for _, m in mem.store.conversation_messages(cid)]
+            texts = [m.indexed_text() for _, m in core.store.conversation_messages(cid)]
             cache[key] = idf_weights(texts)
         for s, w in cache[key].items():
             out[s] = max(out.get(s, 0.0), w)
@@ -481,7 +444,7 @@ def without_names(question: str, names: Sequence[str]) -> str:
 
 
 def retrieve(
-    mem,
+    core: Core,
     question: str,
     *,
     person: str | None = None,
@@ -499,20 +462,20 @@ def retrieve(
     # Routed: with no conversation given, the people a question names pick it;
     # a period the question names is favoured (read/route.py, read/temporal.py).
     trace = SearchTrace()
-    hits = mem.search(question, k=k, route=True, trace=trace, **scope)
+    hits = search_memory(core, question, k=k, route=True, trace=trace, **scope)
     if conversation is None and trace.route is not None and trace.route.conversation:
         scope["conversation"] = trace.route.conversation  # verify where routing looked
-    names = names_in(question, mem.people())
+    names = names_in(question, core.people())
     content = without_names(question, names)
     verify = hits
     if names and content and content != question:
-        verify = mem.search(content, k=VERIFY_K, preset="archivist-messages", **scope)
+        verify = search_memory(core, content, k=VERIFY_K, preset="archivist-messages", **scope)
     convs = [h.message.conversation for h in (*hits, *verify)]
-    return Evidence(tuple(hits), tuple(verify), conversation_weights(mem, convs))
+    return Evidence(tuple(hits), tuple(verify), conversation_weights(core, convs))
 
 
 def answer_from(
-    mem,
+    core: Core,
     question: str,
     ev: Evidence,
     *,
@@ -520,23 +483,23 @@ def answer_from(
     llm=None,
     use_llm: bool = True,
 ) -> Answer:
-    """Verify the speaker, then answer (``llm``, else the service's, else extractive) or abstain.
+    """Verify the speaker, then answer (``llm``, else the core's, else extractive) or abstain.
 
     ``use_llm=False`` forces the extractive path (benchmarks without an answer model).
     """
     from ..llm.base import LLMError
 
-    people = mem.people()
+    people = core.people()
     names = names_in(question, people)
     top = list(ev.hits)
     wrong = verify_speaker(question, evidence_units(ev.verify_hits, people), names, ev.weights)
     if wrong is not None:
         return replace(wrong, context_tokens=_tokens(top))
-    model = (llm if llm is not None else mem.llm) if use_llm else None
+    model = (llm if llm is not None else core.llm) if use_llm else None
     if model is not None and top:
         now = at or max(h.message.timestamp for h in top)
         try:
-            return llm_answer(mem, model, question, top, now)
+            return llm_answer(core, model, question, top, now)
         except LLMError as e:
             fallback = extractive_answer(question, top, people, verify=False, weights=ev.weights)
             return replace(fallback, method=f"extractive (llm failed: {type(e).__name__})")
@@ -544,7 +507,7 @@ def answer_from(
 
 
 def answer_question(
-    mem,
+    core: Core,
     question: str,
     *,
     person: str | None = None,
@@ -554,5 +517,5 @@ def answer_question(
     llm=None,
 ) -> Answer:
     """Retrieve, verify the speaker, then answer or abstain (``at``: as of this time)."""
-    ev = retrieve(mem, question, person=person, conversation=conversation, at=at, k=k)
-    return answer_from(mem, question, ev, at=at, llm=llm)
+    ev = retrieve(core, question, person=person, conversation=conversation, at=at, k=k)
+    return answer_from(core, question, ev, at=at, llm=llm)

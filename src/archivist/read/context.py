@@ -25,10 +25,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary
-from ..store.sql import Filters, person_key, query_terms
+from ..store.sql import Filters
+from ..text import person_key, query_terms
+from .recall import search_memory
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..core import Core
+    from ..store.base import Store
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("key_info", "Key info"),
@@ -287,7 +290,7 @@ def pack(
 
 
 def assemble_context(
-    mem: MemoryService,
+    core: Core,
     question_or_turn: str,
     *,
     person: str | None = None,
@@ -308,14 +311,14 @@ def assemble_context(
         raise InputError(f"budget_tokens must be a positive integer; got {budget_tokens!r}")
     if at is not None and at.tzinfo is None:
         raise InputError("at must be timezone-aware")
-    at = at or datetime.now(UTC)
+    at = at or core.clock()
     prev = previous_keys(previous)
-    sections = gather(mem, question_or_turn or "", person, conversation, at, prev, config)
+    sections = gather(core, question_or_turn or "", person, conversation, at, prev, config)
     return pack(sections, budget_tokens, at, prev, config)
 
 
 def gather(
-    mem: MemoryService,
+    core: Core,
     query: str,
     person: str | None,
     conversation: str | None,
@@ -324,42 +327,43 @@ def gather(
     config: ContextConfig = DEFAULT_CONTEXT,
 ) -> dict[str, list[Candidate]]:
     """Every section's candidates with their ranking signals (usefulness from the store)."""
-    hits = _hits(mem, query, person, conversation, at, config)
-    persons = _persons(mem, person, conversation)
+    store = core.store
+    hits = _hits(core, query, person, conversation, at, config)
+    persons = _persons(store, person, conversation)
     convs = _scope(conversation, persons, hits)
-    claims = _claims(mem, query, hits, person, convs, at, previous, config)
-    dossiers, briefs = _entities(mem, query, convs, claims, previous, at, config)
-    if _is_past(mem, convs, at):  # snapshots may tell what was learned after ``at``
+    claims = _claims(store, query, hits, person, convs, at, previous, config)
+    dossiers, briefs = _entities(store, query, convs, claims, previous, at, config)
+    if _is_past(store, convs, at):  # snapshots may tell what was learned after ``at``
         persons, dossiers, briefs = [], [], []
     sections = {
         "key_info": [
             Candidate("key_info", p.id, f"{p.name}: {text}")
             for p in persons
-            if (text := mem.key_info(p.id))
+            if (text := store.person_key_info(p.id))
         ],
-        "summary": _summaries(mem, convs, at),
+        "summary": _summaries(store, convs, at),
         "dossier": dossiers,
         "brief": briefs,
         "claim": claims,
-        "message": _messages(mem, hits, conversation, at, config),
+        "message": _messages(store, hits, conversation, at, config),
     }
-    return {kind: _with_usefulness(mem, kind, cands) for kind, cands in sections.items()}
+    return {kind: _with_usefulness(store, kind, cands) for kind, cands in sections.items()}
 
 
-def _is_past(mem: MemoryService, convs: Sequence[str], at: datetime) -> bool:
+def _is_past(store: Store, convs: Sequence[str], at: datetime) -> bool:
     """Is ``at`` before the newest stored message of the scope (a turn replayed from the past)?
 
     Key info, dossiers and briefs are current snapshots, not histories, so such
     a turn leaves them out rather than leak what was said later.
     """
     for cid in convs:
-        if any(m.timestamp > at for _, m in mem.store.conversation_messages(cid)):
+        if any(m.timestamp > at for _, m in store.conversation_messages(cid)):
             return True
     return False
 
 
 def _hits(
-    mem: MemoryService,
+    core: Core,
     query: str,
     person: str | None,
     conversation: str | None,
@@ -368,12 +372,14 @@ def _hits(
 ) -> list[Hit]:
     if not query.strip():
         return []
-    return mem.search(query, person=person, conversation=conversation, until=at, k=config.search_k)
+    return search_memory(
+        core, query, person=person, conversation=conversation, until=at, k=config.search_k
+    )
 
 
-def _persons(mem: MemoryService, person: str | None, conversation: str | None) -> list[Person]:
+def _persons(store: Store, person: str | None, conversation: str | None) -> list[Person]:
     """Whose key info to show: the person (by id or name), else the conversation's people."""
-    found = mem.persons()
+    found = store.persons()
     if person is not None:
         key = person_key(person)
         named = [
@@ -415,11 +421,11 @@ def _summary_sessions(summaries: Sequence[Summary]) -> dict[int, frozenset[int]]
     return out
 
 
-def _summaries(mem: MemoryService, convs: Sequence[str], at: datetime) -> list[Candidate]:
+def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candidate]:
     """Summaries ending by ``at``, highest level (longest span) first, then in time order."""
     out: list[Candidate] = []
     for cid in convs:
-        found = [s for s in mem.summaries(cid) if s.end <= at]
+        found = [s for s in store.list_summaries(cid, None) if s.end <= at]
         spans = _summary_sessions(found)
         for s in sorted(found, key=lambda s: (-s.level, s.start, s.id or 0)):
             out.append(
@@ -433,15 +439,6 @@ def _summaries(mem: MemoryService, convs: Sequence[str], at: datetime) -> list[C
                 )
             )
     return out
-
-
-def holds_at(c: Claim, at: datetime) -> bool:
-    """Was ``c`` said by ``at`` and still held then (foresights expire at valid_to)?"""
-    if c.said_at > at or c.status == "duplicate":
-        return False
-    if c.status == "superseded":  # closed later than ``at``: it still held then
-        return c.valid_to is not None and c.valid_to > at
-    return not (c.kind == "foresight" and c.valid_to is not None and c.valid_to <= at)
 
 
 def claim_line(c: Claim) -> str:
@@ -466,7 +463,7 @@ def _overlap(query_words: set[str], text: str) -> float:
 
 
 def _claims(
-    mem: MemoryService,
+    store: Store,
     query: str,
     hits: Sequence[Hit],
     person: str | None,
@@ -485,10 +482,10 @@ def _claims(
             rel[c.id] = max(rel.get(c.id, 0.0), h.score / top)  # type: ignore[index]
     if convs:
         scope = Filters(conversation=tuple(convs), person=person)
-        for c in mem.store.list_claims(scope, limit=config.max_claims):
+        for c in store.list_claims(scope, limit=config.max_claims):
             found.setdefault(c.id, c)  # type: ignore[arg-type]
     again = [int(i) for k, i in previous if k == "claim" and i.isdigit()]
-    for cid, c in mem.store.claims_by_id(i for i in again if i not in found).items():
+    for cid, c in store.claims_by_id(i for i in again if i not in found).items():
         found[cid] = c
     words = set(query_terms(query))
     return [
@@ -505,7 +502,7 @@ def _claims(
             body=c.text,
         )
         for c in found.values()
-        if holds_at(c, at)
+        if c.holds_at(at) and c.status != "duplicate"  # its older original says it
     ]
 
 
@@ -518,7 +515,7 @@ def _names_in(text: str, names: Iterable[str]) -> bool:
 
 
 def _entities(
-    mem: MemoryService,
+    store: Store,
     query: str,
     convs: Sequence[str],
     claims: Sequence[Candidate],
@@ -534,7 +531,7 @@ def _entities(
     relevant = [c for c in sorted(claims, key=lambda c: -c.relevance)[:10] if c.relevance > 0]
     ranked: list[tuple[Candidate, Entity]] = []
     for cid in convs:
-        for e in mem.store.list_entities(cid, None, None, 200):
+        for e in store.list_entities(cid, None, None, 200):
             names = (e.name, *e.aliases)
             r = 1.0 if _names_in(query, names) else 0.0
             if not r and any(c.conversation == cid and _names_in(c.text, names) for c in relevant):
@@ -556,7 +553,7 @@ def _entities(
     dossiers: list[Candidate] = []
     briefs: list[Candidate] = []
     for cand, e in ranked:
-        dossier = mem.store.entity_dossier(e.id) or ""  # type: ignore[arg-type]
+        dossier = store.entity_dossier(e.id) or ""  # type: ignore[arg-type]
         if dossier and cand.relevance >= config.dossier_relevance:
             if len(dossiers) < config.max_dossiers:
                 dossiers.append(_entity_text(cand, e, dossier))
@@ -572,7 +569,7 @@ def _entity_text(cand: Candidate, e: Entity, text: str) -> Candidate:
 
 
 def _messages(
-    mem: MemoryService,
+    store: Store,
     hits: Sequence[Hit],
     conversation: str | None,
     at: datetime,
@@ -584,7 +581,7 @@ def _messages(
     msgs = {(h.message.conversation, h.message.id): h.message for h in hits}
     last: set[tuple[str, str]] = set()
     if conversation is not None:
-        tail = [m for _, m in mem.store.conversation_messages(conversation) if m.timestamp <= at]
+        tail = [m for _, m in store.conversation_messages(conversation) if m.timestamp <= at]
         tail = sorted(tail, key=lambda m: m.seq)[-config.recent_messages :]
         msgs |= {(m.conversation, m.id): m for m in tail}
         last = {(m.conversation, m.id) for m in tail[-config.keep_last :]}
@@ -604,9 +601,16 @@ def _messages(
     ]
 
 
-def _with_usefulness(mem: MemoryService, kind: str, cands: Sequence[Candidate]) -> list[Candidate]:
+def _with_usefulness(store: Store, kind: str, cands: Sequence[Candidate]) -> list[Candidate]:
     """The candidates with their usefulness scores (0.5 for items never scored)."""
     if not cands:
         return []
-    scores = mem.usefulness(kind, [c.id for c in cands])
-    return [replace(c, usefulness=scores.get(c.id, 0.5)) for c in cands]
+    scores = usefulness(store, kind, [c.id for c in cands])
+    return [replace(c, usefulness=scores[c.id]) for c in cands]
+
+
+def usefulness(store: Store, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:
+    """How useful each item turned out to be: (used + 1) / (shown + 2); 0.5 if never scored."""
+    wanted = list(ids)
+    scores = store.usefulness_scores(kind, wanted)
+    return {i: scores.get(i, 0.5) for i in wanted}

@@ -13,16 +13,16 @@ own similarity orders them.
     entity_hop  entities of the top claims the claim rankers found, one hop out
 
 The three entity rankers let the claims that mention their entities vote for
-those claims' evidence, the claims nearest the query first. Claims closed by
-``at`` (an expired foresight, a superseded fact) do not vote, and every
-message passes the search's filters. The stores index no dossier text, so
-``dossiers`` scores the (capped) dossiers of the filtered conversations here.
+those claims' evidence, the claims nearest the query first. Claims that do not
+hold at ``at`` (``Claim.holds_at``: an expired foresight, a superseded fact) do
+not vote, and every message passes the search's filters. The stores index no
+dossier text, so ``dossiers`` scores the (capped) dossiers of the filtered
+conversations here.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -31,32 +31,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..model import Claim, Entity
+from ..model import Entity
 from ..store.base import Store
-from ..store.sql import STOPWORDS, Filters
+from ..store.sql import Filters
+from ..text import STOPWORDS
+from ..text import match_words as words
 
 if TYPE_CHECKING:
-    from .search import SearchConfig
+    from .search_config import SearchConfig
 
 LINK_RANKERS = ("scenes", "dossiers", "entities", "entity_hop")
 DOSSIERS_SCANNED = 2000  # most-mentioned entities whose dossiers are scored per search
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
-
 
 # -- pure matching ---------------------------------------------------------------------
-
-
-def _norm(word: str) -> str:
-    """A word's matching form: lower case, no possessive, no plural -s ("dogs" ~ "dog")."""
-    w = word.lower().replace("’", "'")
-    w = w[:-2] if w.endswith("'s") else w.replace("'", "")
-    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-
-
-def words(text: str) -> list[str]:
-    """The words of ``text`` in order, in their matching form (stopwords kept)."""
-    return [_norm(w) for w in _WORD.findall(text)]
 
 
 @lru_cache(maxsize=2 * DOSSIERS_SCANNED)
@@ -111,12 +99,6 @@ def keyword_scores(
     idf = {t: max(math.log((n - d + 0.5) / (d + 0.5)), 1e-6) for t, d in df.items()}
     scored = [(i, sum(idf[t] for t in s)) for i, s in shared if s]
     return sorted(scored, key=lambda p: (-p[1], p[0]))
-
-
-def closed_at(claim: Claim, at: datetime) -> bool:  # read/search.py's stale rule too
-    """Was the claim no longer holding at ``at`` (an expired foresight, a superseded fact)?"""
-    ended = claim.valid_to is not None and claim.valid_to <= at
-    return ended and (claim.kind == "foresight" or claim.status == "superseded")
 
 
 def interleave(lists: Iterable[Sequence[int]], limit: int) -> list[int]:
@@ -232,12 +214,12 @@ def _scene_ranking(
 
 
 def open_claims(store: Store, ids: Iterable[int], at: datetime | None) -> set[int]:
-    """The claims that may vote: all of them, or as of ``at`` those not closed by then."""
+    """The claims that may vote: all of them, or as of ``at`` those holding then."""
     ids = set(ids)
     if at is None:
         return ids
     known = store.claims_by_id(ids)
-    return {c for c in ids if c in known and not closed_at(known[c], at)}
+    return {c for c in ids if c in known and known[c].holds_at(at)}
 
 
 def _closeness(

@@ -5,30 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..text import name_words
+
 _WHEN = re.compile(
     r"^\s*(when|what (year|month|day|date|time)|which (year|month|day|date)|how long ago)\b"
     r"|\b(what|which) (year|month|date|day)\b|\bhow long (ago|before|after)\b",
     re.IGNORECASE,
 )
 
-
-_EDGE = "\"'“”‘’()[]{}<>,;:!?."
-_POSSESSIVE = ("'s", "’s", "s'", "s’")
 _MAX_NAME_WORDS = 4
-
-
-def _tokens(text: str) -> list[str]:
-    """Lower-cased words with edge punctuation and possessives stripped ("Melanie’s" → melanie)."""
-    out = []
-    for raw in text.lower().split():
-        word = raw.strip(_EDGE)
-        for suffix in _POSSESSIVE:
-            if word.endswith(suffix) and len(word) > len(suffix):
-                word = word[: -len(suffix)] + ("s" if suffix[0] == "s" else "")
-                break
-        if word:
-            out.append(word.strip(_EDGE))
-    return out
 
 
 def names_in(query: str, people: Iterable[str]) -> list[str]:
@@ -37,7 +22,7 @@ def names_in(query: str, people: Iterable[str]) -> list[str]:
     Linear in the query: its word n-grams are looked up in a set, so a store
     with thousands of people costs no more than one with two.
     """
-    words = _tokens(query)
+    words = name_words(query)
     grams = {
         " ".join(words[i : i + n])
         for n in range(1, _MAX_NAME_WORDS + 1)
@@ -45,7 +30,7 @@ def names_in(query: str, people: Iterable[str]) -> list[str]:
     }
     found = []
     for p in people:
-        key = " ".join(_tokens(p))
+        key = " ".join(name_words(p))
         if key and key in grams:
             found.append(p)
     return found

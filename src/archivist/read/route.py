@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..model import Hit
-from ..store.sql import Filters, person_key
+from ..store.sql import Filters
+from ..text import person_key
 from .query import names_in
 from .temporal import Locate, TimeIntent, time_intent
 

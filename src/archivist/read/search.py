@@ -17,54 +17,23 @@ import numpy as np
 from ..embed.base import Embedder
 from ..model import Hit, Message
 from ..store.base import Store
-from ..store.sql import Filters, person_key
-from ..write.timeground import find_times
+from ..store.sql import Filters
+from ..text import person_key
+from ..timeground import find_times
 from .fusion import rrf
-from .links import LINK_RANKERS, closed_at, link_rankings, open_claims, vote
+from .links import LINK_RANKERS, link_rankings, open_claims, vote
 from .query import asks_when, names_in
 from .rerank import RerankConfig, features, rerank
 from .route import Route
+from .search_config import RANKERS, SearchConfig
 from .temporal import TimeIntent
 
-RANKERS = ("bm25", "dense")
 CLAIM_RANKERS = ("claims_bm25", "claims_dense")
 EPISODE_RANKERS = ("episodes_bm25", "episodes_dense")
 ALL_RANKERS = (*RANKERS, *CLAIM_RANKERS, *EPISODE_RANKERS, *LINK_RANKERS)
 # Rankers that use the query's vector (a front end embeds the query only for these):
 # "scenes" needs it, the entity rankers order their claims by it when they have it.
 VECTOR_RANKERS = frozenset({"dense", "claims_dense", "episodes_dense", *LINK_RANKERS})
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """A named retrieval recipe."""
-
-    name: str
-    rankers: tuple[str, ...] = RANKERS
-    candidates: int = 100  # per ranker, before fusion
-    rrf_k: int = 60
-    weights: tuple[tuple[str, float], ...] = ()
-    person_boost: float = 0.0  # relative boost for messages spoken by a person the query names
-    neighbour_weight: float = 0.0  # share of the best adjacent turn's score a message inherits
-    neighbour_span: int = 1  # how many turns either side count as adjacent
-    expand_top: int = 30  # how many top hits pull their neighbours in as candidates
-    when_boost: float = 0.0  # for "when" questions: boost messages that mention a time
-    # Temporal intent (read/temporal.py), given by the caller or the router:
-    time_boost: float = 0.0  # soft: boost messages said (or mentioning a time) in the window
-    time_grace_days: float = 0.0  # the window's end extended: things are told after they happen
-    hard_time: bool = False  # explicit windows ("in May 2023") become filters
-    # As of ``at``: messages whose every claim was closed by then (an expired
-    # foresight, a superseded fact) are multiplied by this, unless the question
-    # asks about the past; 1.0 = no effect. Closed claims never vote.
-    stale_weight: float = 1.0
-    rerank: RerankConfig | None = None
-    # Link rankers (read/links.py): how many scenes let their members through, how
-    # many entities (dossier-matched, named, or one hop from the top claims) vote, with
-    # how many of their claims each, and how many top claims the hop starts from.
-    scene_top: int = 3
-    entity_top: int = 5
-    entity_claims: int = 20
-    hop_from: int = 10
 
 
 PRESETS: Mapping[str, SearchConfig] = {
@@ -337,7 +306,7 @@ def _as_of(
     head = [r for r, _ in top_items(scores, depth)]
     claims = store.claims_for_messages(head)
     if stale_on:
-        stale = {r for r in head if claims.get(r) and all(closed_at(c, at) for c in claims[r])}
+        stale = {r for r in head if claims.get(r) and not any(c.holds_at(at) for c in claims[r])}
         w = config.stale_weight  # 0 leaves them out, even when nothing else matches
         scores = {r: s * w if r in stale else s for r, s in scores.items() if w or r not in stale}
     if config.rerank is not None:
@@ -434,7 +403,7 @@ def _claim_rankings(
     found = _find_derived("claims", *args)
     if not found:
         return {}, {}
-    if at is not None:  # claims closed by ``at`` (expired, superseded) do not vote
+    if at is not None:  # claims that do not hold at ``at`` (Claim.holds_at) do not vote
         voters = open_claims(store, (c for ids in found.values() for c in ids), at)
         found = {n: [c for c in ids if c in voters] for n, ids in found.items()}
     evidence = store.claim_evidence_rowids({c for ids in found.values() for c in ids})

@@ -21,11 +21,12 @@ from ..errors import InputError
 from ..llm.base import LLMError
 from ..model import Message
 from ..prompts import select as select_prompt
-from ..store.sql import person_key
+from ..text import person_key
+from .recall import search_memory
 
 if TYPE_CHECKING:
+    from ..core import Core
     from ..llm.base import ChatModel
-    from ..service import MemoryService
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def cap_pairs(
 
 
 def judge_with_llm(
-    mem: MemoryService,
+    core: Core,
     llm: ChatModel,
     criteria: str,
     candidates: Sequence[Message],
@@ -204,26 +205,12 @@ def judge_with_llm(
 
     Candidates go to the model in batches under aliases 1..n (never raw ids).
     """
-    from ..llm.structured import call_structured
-    from ..service import StoreResponseCache
-
     kept: list[Message] = []
     dropped = 0
     for i in range(0, len(candidates), config.batch):
         batch = list(candidates[i : i + config.batch])
         prompt = select_prompt.build(criteria, batch)
-        if llm is mem.llm:  # the configured model: cached, counted and persisted
-            out = mem.llm_call(select_prompt, prompt, select_prompt.SelectOut)
-        else:
-            out = call_structured(
-                llm,
-                task=select_prompt.NAME,
-                version=select_prompt.VERSION,
-                messages=prompt,
-                output_type=select_prompt.SelectOut,
-                cache=StoreResponseCache(mem.store),
-                ledger=mem.llm_ledger,
-            )
+        out = core.llm_call(select_prompt, prompt, select_prompt.SelectOut, model=llm)
         valid = sorted({a for a in out.matches if 1 <= a <= len(batch)})
         dropped += len(set(out.matches)) - len(valid)
         kept += [batch[a - 1] for a in valid]
@@ -231,7 +218,7 @@ def judge_with_llm(
 
 
 def rank_by_retrieval(
-    mem: MemoryService,
+    core: Core,
     criteria: str,
     candidates: Sequence[Message],
     config: SelectConfig = DEFAULT_SELECT,
@@ -246,7 +233,7 @@ def rank_by_retrieval(
     wanted = {(m.conversation, m.id) for m in candidates}
     out: dict[tuple[str, str], float] = {}
     for cid in dict.fromkeys(m.conversation for m in candidates):
-        hits = mem.search(criteria, conversation=cid, k=config.retrieve_k)
+        hits = search_memory(core, criteria, conversation=cid, k=config.retrieve_k)
         mine = [h for h in hits if (h.message.conversation, h.message.id) in wanted]
         if not mine:
             continue
@@ -261,23 +248,24 @@ def rank_by_retrieval(
 
 
 def candidates_for(
-    mem: MemoryService, person: str, view: View, conversation: str | None = None
+    core: Core, person: str, view: View, conversation: str | None = None
 ) -> list[Message]:
     """What ``view`` admits for ``person`` across the log (or one conversation); reads only."""
     if not isinstance(person, str) or not person.strip():
         raise InputError("select() needs a person's name")
     if view == GOLDFISH:
         return []
-    convs = [conversation] if conversation is not None else [c["id"] for c in mem.conversations()]
+    store = core.store
+    convs = [conversation] if conversation is not None else [c["id"] for c in store.conversations()]
     out: list[Message] = []
     for cid in convs:
-        msgs = [m for _, m in mem.store.conversation_messages(cid)]
+        msgs = [m for _, m in store.conversation_messages(cid)]
         out += view_messages(msgs, person, view)
     return out
 
 
 def select(
-    mem: MemoryService,
+    core: Core,
     person: str,
     view: View | str = ALL_INVOLVING,
     *,
@@ -296,19 +284,19 @@ def select(
     view = get_view(view)
     if at_most is not None and (not isinstance(at_most, int) or at_most < 0):
         raise InputError(f"at_most must be a non-negative integer; got {at_most!r}")
-    found = candidates_for(mem, person, view, conversation)
+    found = candidates_for(core, person, view, conversation)
     n, method, dropped = len(found), "view", 0
     rank: dict[tuple[str, str], float] | None = None
     if memorize_to is not None and memorize_to.strip() and found:
         kept: list[Message] | None = None
         if llm is not None:
             try:
-                kept, dropped = judge_with_llm(mem, llm, memorize_to, found, config)
+                kept, dropped = judge_with_llm(core, llm, memorize_to, found, config)
                 method = f"llm:{llm.name}"
             except LLMError as e:
                 method = f"retrieval (llm failed: {e})"
         if kept is None:
-            rank = rank_by_retrieval(mem, memorize_to, found, config)
+            rank = rank_by_retrieval(core, memorize_to, found, config)
             method = "retrieval" if method == "view" else method
             kept = [m for m in found if (m.conversation, m.id) in rank]
         keys = {(m.conversation, m.id) for m in kept}

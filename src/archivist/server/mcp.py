@@ -37,6 +37,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from ..clock import Clock
 from ..errors import ArchivistError, InputError, NotFound
 from ..model import ROLES, Claim, ClaimEvent, Conversation, Message, Person, Session, content_hash
 from ..service import MemoryService
@@ -53,7 +54,6 @@ INSTRUCTIONS = (
     "archivist://people/{person}/timeline for what is known about someone over time."
 )
 
-Clock = Callable[[], datetime]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
@@ -203,9 +203,11 @@ def build_server(
     log_level: LogLevel = "WARNING",
 ) -> MCPServer:
     """An MCP server over ``memory``; ``clock`` times messages sent without a timestamp."""
-    now: Clock = clock or (lambda: datetime.now(UTC))
+    now: Clock = clock or memory.core.clock
     server = MCPServer(name, instructions=INSTRUCTIONS, log_level=log_level)
-    _add_tools(server, memory, now, threading.Lock())
+    writing = threading.Lock()
+    _add_write_tools(server, memory, now, writing)
+    _add_read_tools(server, memory)
     _add_resources(server, memory)
     return server
 
@@ -232,7 +234,7 @@ def _resource(server: MCPServer, uri: str, name: str) -> Callable[[Callable[...,
     return register
 
 
-def _add_tools(
+def _add_write_tools(
     server: MCPServer, memory: MemoryService, now: Clock, writing: threading.Lock
 ) -> None:
     # Tools run in worker threads; writes go one at a time so two messages of one
@@ -269,6 +271,29 @@ def _add_tools(
                 now=now(),
             )
 
+    @_tool(server, destructive_hint=True, idempotent_hint=True)
+    def forget(
+        conversation: Annotated[
+            str | None, Field(description="Delete this whole conversation.")
+        ] = None,
+        person: Annotated[
+            str | None,
+            Field(description="Delete every message this person (a name) sent or received."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Delete a conversation or everything about a person from memory (give exactly one).
+
+        Returns the number of messages deleted.
+        """
+        with _tool_errors():
+            if (conversation is None) == (person is None):
+                raise InputError("forget takes exactly one of conversation or person")
+            with writing:
+                n = memory.delete(conversation=conversation, person=person)
+            return {"deleted": n, "conversation": conversation, "person": person}
+
+
+def _add_read_tools(server: MCPServer, memory: MemoryService) -> None:
     @_tool(server, read_only_hint=True)
     def recall(
         query: Annotated[str, Field(description="What to look for, in plain words.")],
@@ -298,27 +323,6 @@ def _add_tools(
         confidence, or abstain (``abstain`` true, ``reason`` says why)."""
         with _tool_errors():
             return memory.ask(question, person=person, conversation=conversation).to_dict()
-
-    @_tool(server, destructive_hint=True, idempotent_hint=True)
-    def forget(
-        conversation: Annotated[
-            str | None, Field(description="Delete this whole conversation.")
-        ] = None,
-        person: Annotated[
-            str | None,
-            Field(description="Delete every message this person (a name) sent or received."),
-        ] = None,
-    ) -> dict[str, Any]:
-        """Delete a conversation or everything about a person from memory (give exactly one).
-
-        Returns the number of messages deleted.
-        """
-        with _tool_errors():
-            if (conversation is None) == (person is None):
-                raise InputError("forget takes exactly one of conversation or person")
-            with writing:
-                n = memory.delete(conversation=conversation, person=person)
-            return {"deleted": n, "conversation": conversation, "person": person}
 
 
 def _add_resources(server: MCPServer, memory: MemoryService) -> None:

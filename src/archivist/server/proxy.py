@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import socket
 import time
 from dataclasses import dataclass, replace
@@ -45,7 +44,9 @@ from starlette.concurrency import run_in_threadpool
 
 from ..model import Conversation, Message, content_hash
 from ..read.context import Context
-from .app import ServerSettings, tenant_id
+from ..text import content_words
+from .auth import tenant_id
+from .settings import ServerSettings
 from .tenants import Tenant, TenantRegistry
 
 try:
@@ -194,7 +195,7 @@ def prepare(
     started = time.perf_counter()
     tenant = registry.tenant(tid)
     user, cid = identify(body, headers, tid)
-    conv = chat_conversation(body["messages"], cid, user, datetime.now(UTC))
+    conv = chat_conversation(body["messages"], cid, user, tenant.memory.core.clock())
     last = next((m.text for m in reversed(conv.messages) if m.role == "user"), "")
     ctx = None
     if settings.context_budget and last.strip():
@@ -238,18 +239,6 @@ def store_reply(turn: Turn, text: str, at: datetime) -> None:
 
 
 # -- drift -------------------------------------------------------------------------------
-
-_WORD = re.compile(r"[^\W\d_]{4,}")
-_STOP = frozenset(
-    "that this with have from they them then than there their what when where which while "
-    "would could should about your yours been were will just like also into only some more "
-    "very much such here sure well really thing things know think good great".split()
-)
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words of four letters or more, minus very common ones."""
-    return {w for w in (x.lower() for x in _WORD.findall(text)) if w not in _STOP}
 
 
 def drift(reply: str, given: str) -> float:
@@ -363,7 +352,7 @@ def _after_reply(turn: Turn, text: str | None) -> None:
     """Queue the reply's storage on the tenant's writer thread (off the response path)."""
     if text is None:
         return
-    at = datetime.now(UTC)
+    at = turn.tenant.memory.core.clock()
     turn.tenant.submit("reply", lambda: store_reply(turn, text, at))
 
 

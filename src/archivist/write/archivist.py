@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from ..model import CLAIM_KINDS, CLAIM_SOURCES, Claim, Episode, Message
+from ..text import person_key
 
 
 @dataclass
@@ -48,9 +49,9 @@ class Archivist(Protocol):
 
 def canonical_speaker(name: str, participants: Iterable[str]) -> str | None:
     """The participant ``name`` refers to (case- and space-insensitive), or None."""
-    key = " ".join(name.split()).lower()
+    key = person_key(name)
     for p in participants:
-        if " ".join(p.split()).lower() == key:
+        if person_key(p) == key:
             return p
     return None
 

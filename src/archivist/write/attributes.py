@@ -8,15 +8,21 @@ so it is deliberately narrow: a handful of attributes that are single-valued
 at any one time, with patterns that need the attribute's own cue words. A
 claim that matches nothing is never in conflict (duplicates and refinements
 are found separately, by wording).
+
+This is the one vocabulary of these attributes: the identity agent's tools
+(write/people_tools.py) read the same cues, so reconciliation and the agent
+cannot disagree about someone's job or home; the agent only adds cues of its
+own for past values and for what is not single-valued (family, pets, hobbies).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 
 # Occupations the "is a ..." pattern accepts; anything after "works as" is accepted.
-_JOBS = (
+JOB_WORDS = (
     "engineer|developer|programmer|designer|lead|manager|director|nurse|doctor|teacher|"
     "professor|lawyer|accountant|pilot|chef|cook|waiter|waitress|barista|writer|author|"
     "artist|painter|musician|singer|photographer|student|intern|consultant|analyst|"
@@ -25,17 +31,18 @@ _JOBS = (
     "librarian|cashier|clerk|receptionist|secretary|assistant|founder|ceo|cto|"
     "entrepreneur|freelancer|coach|trainer|instructor|journalist|editor|farmer|baker|"
     "carpenter|paramedic|surgeon|physician|technician|administrator|executive|"
-    "salesperson|marketer|recruiter|tutor|caregiver|retiree|volunteer"
+    "salesperson|marketer|recruiter|tutor|caregiver|retiree|volunteer|midwife|translator|"
+    "sailor|fisherman"
 )
-_ARTICLE = r"(?:an?\s+|the\s+)?"
+ARTICLE = r"(?:an?\s+|the\s+)?"
 # Where a job title ends: a preposition, a time word, or punctuation.
-_JOB_END = (
+JOB_END = (
     r"(?=\s+(?:at|for|in|on|with|after|since|and|but|last|this|next|yesterday|today|"
     r"recently|earlier|again|now)\b|[.,;!?]|$)"
 )
-_NAME = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"
+NAME = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"
 # A place: capitalised words, plus ", Country" only where the sentence ends with it.
-_PLACE = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}(?:,\s+[A-Z][\w'-]+(?=\s*[.!?;]|$))?)"
+PLACE = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}(?:,\s+[A-Z][\w'-]+(?=\s*[.!?;]|$))?)"
 
 
 @dataclass(frozen=True)
@@ -47,11 +54,13 @@ class AttributeValue:
     change: str = ""  # "promotion", "move", "correction": why a newer value replaced an older
 
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+# (attribute, cue, change): each cue's group ``v`` is the value. No "was a", no "lived
+# in": "Ana lived in Paris", said after "Ana lives in Berlin", must not close the latter.
+PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "job",
         re.compile(
-            rf"\bpromot(?:ed|ion)\s+(?:to|as)\s+{_ARTICLE}(?P<v>[\w -]{{2,40}}?){_JOB_END}",
+            rf"\bpromot(?:ed|ion)\s+(?:to|as)\s+{ARTICLE}(?P<v>[\w -]{{2,40}}?){JOB_END}",
             re.I,
         ),
         "promotion",
@@ -59,8 +68,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "job",
         re.compile(
-            rf"\b(?:works?|working|worked|job|career|employed|started|starting)\s+as\s+{_ARTICLE}"
-            rf"(?P<v>[\w -]{{2,40}}?){_JOB_END}",
+            rf"\b(?:works?|working|worked|job|career|employed|started|starting)\s+as\s+{ARTICLE}"
+            rf"(?P<v>[\w -]{{2,40}}?){JOB_END}",
             re.I,
         ),
         "",
@@ -69,7 +78,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "job",
         re.compile(
             r"\b(?:is|am|'m|are|became|become|becoming|now)\s+(?:now\s+)?(?:an?\s+)"
-            rf"(?P<v>(?:[\w-]+\s+){{0,2}}(?:{_JOBS}))\b",
+            rf"(?P<v>(?:[\w-]+\s+){{0,2}}(?:{JOB_WORDS}))\b",
             re.I,
         ),
         "",
@@ -77,16 +86,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "employer",
         re.compile(
-            rf"\b(?:works?|working|employed|job|joined|hired)\s+(?:at|for|by)\s+{_NAME}",
+            rf"\b(?:works?|working|employed|job|joined|hired)\s+(?:at|for|by)\s+{NAME}",
         ),
         "",
     ),
     (
         "residence",
-        re.compile(rf"\b(?:lives?|living|live|based|settled)\s+in\s+{_PLACE}"),
+        re.compile(rf"\b(?:lives?|living|live|based|settled|resides?)\s+in\s+{PLACE}"),
         "",
     ),
-    ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{_PLACE}"), "move"),
+    ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{PLACE}"), "move"),
     (
         "diet",
         re.compile(
@@ -105,14 +114,14 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "partner",
         re.compile(
-            r"\b(?:dating|married\s+to|engaged\s+to|seeing|in\s+a\s+relationship\s+with)\s+" + _NAME
+            r"\b(?:dating|married\s+to|engaged\s+to|seeing|in\s+a\s+relationship\s+with)\s+" + NAME
         ),
         "",
     ),
     (
         "partner",
         re.compile(
-            r"\b(?:boyfriend|girlfriend|partner|husband|wife|fianc[ée]e?)\s*,?\s+(?:is\s+)?" + _NAME
+            r"\b(?:boyfriend|girlfriend|partner|husband|wife|fianc[ée]e?)\s*,?\s+(?:is\s+)?" + NAME
         ),
         "",
     ),
@@ -138,7 +147,8 @@ _DIET_CANON = {
 _TRAILING = re.compile(r"\s+(?:now|again|too|as well|already|full[- ]time|part[- ]time)$", re.I)
 
 
-def _clean(attribute: str, value: str) -> str:
+def clean_value(attribute: str, value: str) -> str:
+    """A cue's value in its compared form ("" when it is no value: an age of 500)."""
     v = " ".join(value.split()).strip(" ,.;")
     if attribute == "diet":
         v = _DIET_CANON.get(v.lower(), v.lower())
@@ -168,26 +178,46 @@ def _holds(text: str, subject: str, start: int, attribute: str = "") -> bool:
     return not re.search(r"^'s\b|\b[A-Z][a-z]+\b", between)
 
 
+def attribute_values(text: str) -> Iterator[tuple[AttributeValue, re.Match[str]]]:
+    """Every value the ``PATTERNS`` read in ``text``, whoever it belongs to, cue by cue.
+
+    An age needs "year" in the text ("Ana is 30" may be a score, not an age).
+    """
+    for attribute, pattern, change in PATTERNS:
+        for m in pattern.finditer(text):
+            value = clean_value(attribute, m.group("v"))
+            if value and not (attribute == "age" and "year" not in text.lower()):
+                yield AttributeValue(attribute, value, change), m
+
+
 def attribute_of(text: str, subject: str) -> AttributeValue | None:
     """The first single-valued attribute ``text`` states of ``subject``, or None.
 
     Claims are stored with names, not pronouns, so the subject's name is in the
     text; a cue that belongs to someone else in the sentence is skipped.
     """
-    for attribute, pattern, change in _PATTERNS:
-        m = pattern.search(text)
-        if not m or not _holds(text, subject, m.start(), attribute):
-            continue
-        value = _clean(attribute, m.group("v"))
-        if not value or (attribute == "age" and "year" not in text.lower()):
-            continue
-        if _CORRECTION.search(text) and not change:
-            change = "correction"
-        return AttributeValue(attribute, value, change)
+    for found, m in attribute_values(text):
+        if _holds(text, subject, m.start(), found.attribute):
+            if _CORRECTION.search(text) and not found.change:
+                return replace(found, change="correction")
+            return found
     return None
 
 
 def same_value(a: str, b: str) -> bool:
-    """Values naming the same thing ("team lead" / "Team Lead", "Lisbon" / "Lisbon, Portugal")."""
+    """Values naming the same thing ("team lead" / "Team Lead", "Lisbon" / "Lisbon, Portugal").
+
+    Reconciliation's test: any other value is a change ("nurse" -> "head nurse").
+    """
     x, y = a.casefold(), b.casefold()
     return x == y or x.startswith(y + ",") or y.startswith(x + ",")
+
+
+def compatible_values(a: str, b: str) -> bool:
+    """Values that may describe one person: the same, or one's words inside the other's.
+
+    The identity agent's test, looser than ``same_value``: "pilot" and "cargo
+    pilot" may be one person told twice, though a change of job to reconcile.
+    """
+    x, y = set(re.findall(r"\w+", a.casefold())), set(re.findall(r"\w+", b.casefold()))
+    return same_value(a, b) or bool(x and y) and (x <= y or y <= x)

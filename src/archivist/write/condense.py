@@ -2,7 +2,7 @@
 
 Heuristics never invent content: they choose stored sentences (claims,
 narratives) by a stated priority and cut them to a character cap. LLM calls go
-through ``call_structured`` with the store's response cache and the service's
+through ``Core.llm_call``: the store's response cache and the core's
 ledger; a failed call is counted and answered with None, so the caller falls
 back to the heuristic for that one item.
 """
@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ..llm.base import LLMError
 from ..model import Claim, content_hash
+from ..text import normalised
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     from pydantic import BaseModel
 
-    from ..service import MemoryService
+    from ..core import Core
 
 T = TypeVar("T", bound="BaseModel")
 
@@ -125,11 +126,6 @@ def claim_sentence(c: Claim) -> str:
     return text if c.speaker.casefold() in text.casefold() else f"{c.speaker}: {text}"
 
 
-def normalised(text: str) -> str:
-    """Casefolded words only: the key under which two claims count as the same statement."""
-    return " ".join(re.findall(r"\w+", text.casefold()))
-
-
 def claims_hash(claims: Iterable[Claim]) -> str:
     """Identity of a set of claims by id *and* text (ids alone may be reused after a rebuild)."""
     return content_hash(*sorted(f"{c.id}:{c.text}" for c in claims))
@@ -151,9 +147,9 @@ class Counts:
 class Asker:
     """Guarded structured calls for one job run: None (and a counted fallback) on LLM errors."""
 
-    def __init__(self, mem: MemoryService, counts: Counts, policy: LLMPolicy) -> None:
-        self.mem, self.counts, self.policy = mem, counts, policy
-        self.model = mem.llm
+    def __init__(self, core: Core, counts: Counts, policy: LLMPolicy) -> None:
+        self.core, self.counts, self.policy = core, counts, policy
+        self.model = core.llm
 
     @property
     def method(self) -> str:
@@ -164,7 +160,7 @@ class Asker:
         if self.model is None:
             return None
         try:
-            return self.mem.llm_call(  # cached in the store, counted, usage persisted
+            return self.core.llm_call(  # cached in the store, counted, usage persisted
                 prompt,
                 messages,
                 output_type,
@@ -178,12 +174,12 @@ class Asker:
 
 
 @contextmanager
-def llm_session(mem: MemoryService, counts: Counts, policy: LLMPolicy) -> Iterator[Asker]:
+def llm_session(core: Core, counts: Counts, policy: LLMPolicy) -> Iterator[Asker]:
     """An Asker for one job run (kept as a context so a job's calls read as one block)."""
-    yield Asker(mem, counts, policy)
+    yield Asker(core, counts, policy)
 
 
-def conversations(mem: MemoryService, payload: dict) -> list[str]:
+def conversations(core: Core, payload: dict) -> list[str]:
     """The payload's conversation, or every stored conversation when it names none."""
     cid = payload.get("conversation")
-    return [cid] if cid else [c["id"] for c in mem.store.conversations()]
+    return [cid] if cid else [c["id"] for c in core.store.conversations()]

@@ -1,11 +1,11 @@
 """Consolidation jobs: the handlers the durable job queue calls (DESIGN §1.6).
 
-Each handler is ``run_<kind>(mem, payload) -> dict`` (jobs.py names them in its
+Each handler is ``run_<kind>(core, payload) -> dict`` (jobs.py names them in its
 registry): it returns counts, or
 ``{"skipped": reason}`` when there is nothing to do. All are idempotent: a
 second run over unchanged data writes no row, because every output carries a
 hash of its inputs and is rewritten only when that hash changes. With a model
-(``mem.llm``) texts are written by it; any LLM failure falls back to the
+(``core.llm``) texts are written by it; any LLM failure falls back to the
 heuristic for that item and is counted, never raised.
 
     scenes      episodes clustered by theme and time            (write/scenes.py)
@@ -25,7 +25,7 @@ from ..model import Claim
 from ..prompts import dossier as dossier_prompt
 from ..prompts import key_info as key_info_prompt
 from ..prompts import usefulness as usefulness_prompt
-from ..store.sql import query_terms
+from ..text import query_terms
 from .condense import (
     Asker,
     Counts,
@@ -40,7 +40,7 @@ from .scenes import DEFAULT_SCENES, SceneConfig, run_scenes
 from .summaries import DEFAULT_SUMMARIES, SummaryConfig, run_summaries
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..core import Core
 
 __all__ = [
     "DEFAULT_SCENES",
@@ -93,14 +93,14 @@ def _digest(
     return select_claims(claims, config.cap, time_order=False, key=newest_important)
 
 
-def run_dossiers(mem: MemoryService, payload: dict, config: DigestConfig = DOSSIER) -> dict:
+def run_dossiers(core: Core, payload: dict, config: DigestConfig = DOSSIER) -> dict:
     """Job handler: refresh the dossier of every entity whose current claims changed."""
-    states = mem.store.dossier_states(payload.get("conversation"))
+    states = core.store.dossier_states(payload.get("conversation"))
     if not states:
         return {"skipped": "no entities"}
-    claims = mem.store.current_entity_claims([i for i, _, _ in states])
+    claims = core.store.current_entity_claims([i for i, _, _ in states])
     counts, rows = Counts(), []
-    with llm_session(mem, counts, config.llm) as asker:
+    with llm_session(core, counts, config.llm) as asker:
         for eid, name, old_hash in states:
             mine = claims.get(eid, [])
             new_hash = claims_hash(mine)
@@ -111,19 +111,19 @@ def run_dossiers(mem: MemoryService, payload: dict, config: DigestConfig = DOSSI
             )
             rows.append((eid, text, new_hash))
     if rows:
-        mem.store.save_dossiers(rows)
+        core.store.save_dossiers(rows)
     return counts.result(entities=len(states), dossiers_written=len(rows))
 
 
-def run_key_info(mem: MemoryService, payload: dict, config: DigestConfig = KEY_INFO) -> dict:
+def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> dict:
     """Job handler: refresh each person's key info from what they said about themselves."""
-    states = mem.store.key_info_states(payload.get("conversation"))
+    states = core.store.key_info_states(payload.get("conversation"))
     if not states:
         return {"skipped": "no persons"}
     counts, rows = Counts(), []
-    with llm_session(mem, counts, config.llm) as asker:
+    with llm_session(core, counts, config.llm) as asker:
         for pid, name, old_hash, identities in states:
-            mine = mem.store.self_claims(identities)
+            mine = core.store.self_claims(identities)
             new_hash = claims_hash(mine)
             if new_hash == old_hash:
                 continue
@@ -132,7 +132,7 @@ def run_key_info(mem: MemoryService, payload: dict, config: DigestConfig = KEY_I
             )
             rows.append((pid, text, new_hash))
     if rows:
-        mem.store.save_key_info(rows)
+        core.store.save_key_info(rows)
     return counts.result(persons=len(states), key_info_written=len(rows))
 
 
@@ -144,7 +144,7 @@ class UsefulnessConfig:
     """When a reply counts as having used a context item (heuristic), and batch size.
 
     An item is used when the reply shares at least ``min_shared`` of its content
-    words (non-stopwords, archivist.store.sql.query_terms) and those make up at
+    words (non-stopwords, archivist.text.query_terms) and those make up at
     least ``min_share`` of the item's content words.
     """
 
@@ -188,15 +188,15 @@ def _judge(
 
 
 def run_usefulness(
-    mem: MemoryService, payload: dict, config: UsefulnessConfig = DEFAULT_USEFULNESS
+    core: Core, payload: dict, config: UsefulnessConfig = DEFAULT_USEFULNESS
 ) -> dict:
     """Job handler: score the items of unreviewed context logs by whether replies used them."""
     conversation = payload.get("conversation")
-    logs = mem.store.unreviewed_context(conversation, limit=config.batch)
+    logs = core.store.unreviewed_context(conversation, limit=config.batch)
     if not logs:
         return {"skipped": "no unreviewed context"}
     counts = Counts()
-    with llm_session(mem, counts, config.llm) as asker:
+    with llm_session(core, counts, config.llm) as asker:
         while logs:
             outcomes: dict[tuple[str, str], bool] = {}
             batch: list[tuple[str, str, bool]] = []
@@ -207,9 +207,9 @@ def run_usefulness(
                 ):
                     outcomes[(kind, item_id)] = outcomes.get((kind, item_id), False) or used
                 batch += [(k, i, u) for (k, i), u in outcomes.items()]
-            mem.store.record_usefulness([i for i, _, _ in logs], batch)
+            core.store.record_usefulness([i for i, _, _ in logs], batch)
             counts.add("logs", len(logs))
             counts.add("items", len(batch))
             counts.add("used", sum(u for _, _, u in batch))
-            logs = mem.store.unreviewed_context(conversation, limit=config.batch)
+            logs = core.store.unreviewed_context(conversation, limit=config.batch)
     return counts.result(logs=0, items=0, used=0)

@@ -17,7 +17,7 @@ from datetime import datetime
 import numpy as np
 
 from ..model import Claim, Entity, EntityMention
-from ..store.sql import person_key
+from ..text import person_key
 
 # (owner, description A, description B) -> same?  Called once with every ambiguous pair.
 Verifier = Callable[[list[tuple[str, str, str]]], list[bool]]

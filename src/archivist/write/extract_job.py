@@ -10,28 +10,46 @@ turns; a delayed job reads it once the chat has been quiet ``extract_idle_s``.
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING
+from ..core import Core
+from ..jobs import enqueue_extract, queue_consolidation
+from .archivist import Archivist
+from .extract import default_archivist, extract
+from .index_text import DEFAULT_INDEX, IndexOptions
 
-if TYPE_CHECKING:
-    from ..service import MemoryService
 
-
-def run_extract(memory: MemoryService, payload: dict) -> dict:
+def run_extract(
+    core: Core,
+    payload: dict,
+    *,
+    archivist: Archivist | None = None,
+    index: IndexOptions = DEFAULT_INDEX,
+) -> dict:
     """Extract ``payload["conversation"]`` and queue a round if it is due (not run it here:
-    the runner that runs this job takes the round next, in order)."""
+    the runner that runs this job takes the round next, in order).
+
+    ``archivist``: the memory's (MemoryService hands its own in); default: the one
+    the core's LLM settings give.
+    """
     cid = payload["conversation"]
-    if not memory.store.existing_hashes(cid):
+    store = core.store
+    if not store.existing_hashes(cid):
         return {"skipped": "the conversation is gone (deleted since it was queued)"}
     # A live chat's short new tail waits for more turns (LLM archivist), and a check is
     # queued for when the chat goes quiet; that check reads whatever is left.
-    report = memory.extract([cid], hold_short_tails=not payload.get("idle"))
-    size = len(memory.store.existing_hashes(cid))
+    report = extract(
+        core,
+        archivist or default_archivist(core),
+        [cid],
+        hold_short_tails=not payload.get("idle"),
+        index=index,
+    )
+    size = len(store.existing_hashes(cid))
     if not size:
         # Deleted while it was being read: what was just saved must go too.
-        memory.store.clear_derived(cid)
+        store.clear_derived(cid)
         return {"skipped": "the conversation was deleted while it was read"}
     if report.sessions_waiting:
-        memory.jobs.enqueue_extract(cid, size, time.time() + memory.settings.extract_idle_s)
-    queued = memory.queue_consolidation([cid])
+        idle_at = core.clock().timestamp() + core.settings.extract_idle_s
+        enqueue_extract(store, cid, size, idle_at)
+    queued = queue_consolidation(core, [cid])
     return {**vars(report), "round_queued": queued}

@@ -15,8 +15,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from ..model import Claim, EntityMention, Episode, Message
+from ..text import CALENDAR_WORDS, TOPIC_STOPWORDS
+from ..timeground import find_times, ground, is_forward_duration, tense
 from .index_text import resolve_pronouns
-from .timeground import find_times, ground, is_forward_duration, tense
 
 # -- vocabulary ---------------------------------------------------------------------------
 
@@ -129,34 +130,18 @@ _ENTITY = re.compile(
 _NOT_NAMES = (
     frozenset(
         "i i'm i've i'd i'll i’m i’ve i’d i’ll he she they we you it my your his her their our its "
-        "this that these those the a an and but or so if when what why how who where which there "
-        "monday tuesday wednesday thursday friday saturday sunday january february march april may "
-        "june july august september october november december mon tue tues wed thu thur thurs "
-        "fri sat sun jan feb mar apr jun jul aug sep sept oct nov dec yesterday today tonight "
-        "tomorrow".split()
+        "this that these those the a an and but or so if when what why how who where which "
+        "there".split()
     )
+    | CALENDAR_WORDS
     | _FILLERS
 )
 _INITIAL_WORDS = _NOT_NAMES | frozenset(
     "just also then maybe sometimes whenever remember knowing wish sorry now here after before "
     "since not last next every some many".split()
 )
-_STOPWORDS = _NOT_NAMES | frozenset(
-    "about after again also always am any anything are around as at back be because been before "
-    "being both by can can't could day did do does doing don't done down each even ever every "
-    "everything feel felt for from get getting go going good got had has have having here how "
-    "i'm into is it's just keep know last let like little lot lots made make many me more most "
-    "much must need never new next now of off on one only other out over own really said same "
-    "see seems should some something still such sure take than that's them then thing things "
-    "think time to today too try up us very want was way were what's will with would yeah year "
-    "years you're you've you'll glad happy hear sounds sound look looks looking love loved "
-    "wonderful talk chat doing stuff kind means mean tell told share sharing let's gonna wanna "
-    "kinda pretty super special whole found great awesome amazing cool nice important sweet "
-    "hard tough easy different real true best better enough away without while through during "
-    "until though although since ourselves yourself myself themselves everyone someone anyone "
-    "given inspiring exciting fun able thinking feeling taking making getting having doing "
-    "keep keeping lately recently yesterday tomorrow week month".split()
-)
+# Words that are no topic of an episode (its keywords are the rest).
+_STOPWORDS = _NOT_NAMES | TOPIC_STOPWORDS
 
 # -- sentences ----------------------------------------------------------------------------
 

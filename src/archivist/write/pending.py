@@ -15,24 +15,24 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .index_text import index_rows, text_hash
+from .index_text import DEFAULT_INDEX, IndexOptions, index_rows, text_hash
 
 if TYPE_CHECKING:
+    from ..core import Core
     from ..model import Message
-    from ..service import MemoryService
 
 log = logging.getLogger("archivist.write")
 
 
-def embed_pending(memory: MemoryService, cid: str, msgs: Sequence[Message]) -> int:
+def embed_pending(
+    core: Core, cid: str, msgs: Sequence[Message], index: IndexOptions = DEFAULT_INDEX
+) -> int:
     """Embed the messages of conversation ``cid`` (its log: ``msgs``, as extraction read
     it) stored without a vector; how many got one."""
-    missing = memory.store.messages_without_vectors(cid)
+    missing = core.store.messages_without_vectors(cid)
     if not missing:
         return 0
-    texts = dict(
-        zip((m.id for m in msgs), index_rows(list(msgs), memory.index_options), strict=True)
-    )
+    texts = dict(zip((m.id for m in msgs), index_rows(list(msgs), index), strict=True))
     wanted = {
         h: texts[mid][1]
         for mid, h in missing.items()
@@ -44,5 +44,5 @@ def embed_pending(memory: MemoryService, cid: str, msgs: Sequence[Message]) -> i
             cid,
             len(set(missing.values())) - len(wanted),
         )
-    vectors, _ = memory._embed_missing(wanted, None)
-    return memory.store.fill_message_vectors(cid, memory.embedder.name, vectors)
+    vectors, _ = core.embed_missing(wanted)
+    return core.store.fill_message_vectors(cid, core.embedder.name, vectors)

@@ -26,7 +26,7 @@ from ..errors import InputError, NotFound
 from ..llm.base import ChatModel, LLMError
 from ..model import Decision, Person
 from ..prompts import identity as prompt
-from ..store.sql import person_key
+from ..text import person_key
 from .people_tools import (
     Side,
     _name_keys,
@@ -40,7 +40,7 @@ from .people_tools import (
 )
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..core import Core
     from ..store.base import Store
 
 KIND = "identity"
@@ -193,7 +193,7 @@ def run_agent(
 ) -> AgentResult:
     """Tool calls until the model decides, or SEPARATE when the step budget runs out.
 
-    ``ask`` is one structured call of the identity prompt (MemoryService.llm_call:
+    ``ask`` is one structured call of the identity prompt (Core.llm_call:
     cached, counted). LLMError propagates: the caller records no decision.
     """
     info_a, info_b = _side_info(a, participants), _side_info(b, participants)
@@ -249,15 +249,15 @@ def _pending(store: Store, with_llm: bool, failed: set) -> list[tuple[Person, Pe
 
 
 def _decide_one(
-    mem: MemoryService, llm: ChatModel, a: Person, b: Person, fp: str, run: _Run, max_steps: int
+    core: Core, llm: ChatModel, a: Person, b: Person, fp: str, run: _Run, max_steps: int
 ) -> bool:
     """Run the agent on one pair and store its decision; True when it merged."""
-    store = mem.store
+    store = core.store
     participants = {c["id"]: list(c["participants"]) for c in store.conversations()}
     side_a, side_b = load_side(store, a, "a"), load_side(store, b, "b")
     try:
         result = run_agent(
-            lambda messages: mem.llm_call(prompt, messages, prompt.IdentityStep),
+            lambda messages: core.llm_call(prompt, messages, prompt.IdentityStep),
             side_a,
             side_b,
             participants,
@@ -285,9 +285,9 @@ def _decide_one(
     return merge is not None
 
 
-def _decide_all(mem: MemoryService, llm: ChatModel | None, run: _Run, max_steps: int) -> None:
+def _decide_all(core: Core, llm: ChatModel | None, run: _Run, max_steps: int) -> None:
     """Decide every pending candidate; a merge changes the persons, so candidates are redone."""
-    store = mem.store
+    store = core.store
     for _ in range(MAX_DECISIONS):
         pending = _pending(store, llm is not None, run.failed)
         if not pending:
@@ -307,17 +307,17 @@ def _decide_all(mem: MemoryService, llm: ChatModel | None, run: _Run, max_steps:
                     fp,
                 )
                 run.counts["separate"] += 1
-            elif _decide_one(mem, llm, a, b, fp, run, max_steps):
+            elif _decide_one(core, llm, a, b, fp, run, max_steps):
                 break  # persons changed: find the candidates again
 
 
-def run_people(mem: MemoryService, payload: dict | None = None) -> dict:
+def run_people(core: Core, payload: dict | None = None) -> dict:
     """The layer-3 job: identities, declarations, then every undecided candidate pair.
 
     ``payload`` may set ``max_steps`` (agent steps per pair). Idempotent: a run
     with nothing new changes no table and reports ``{"skipped": ...}``.
     """
-    store = mem.store
+    store = core.store
     max_steps = int((payload or {}).get("max_steps", MAX_STEPS))
     if max_steps < 1:
         raise InputError(f"max_steps must be >= 1; got {max_steps}")
@@ -326,10 +326,10 @@ def run_people(mem: MemoryService, payload: dict | None = None) -> dict:
     keys = ("persons", "candidates", "merged", "separate", "failed", "llm_calls")
     run = _Run({"identities": store.ensure_identities(), **dict.fromkeys(keys, 0)})
     run.counts["declared"] = apply_declarations(store)
-    llm = mem.llm
-    before = mem.llm_ledger.summary()
-    _decide_all(mem, llm, run, max_steps)  # llm_call persists usage call by call
-    after = mem.llm_ledger.summary().get(prompt.NAME, {})
+    llm = core.llm
+    before = core.ledger.summary()
+    _decide_all(core, llm, run, max_steps)  # llm_call persists usage call by call
+    after = core.ledger.summary().get(prompt.NAME, {})
     run.counts["llm_calls"] = after.get("calls", 0) - before.get(prompt.NAME, {}).get("calls", 0)
     run.counts["persons"] = len(store.persons())
     if not any(run.counts[k] for k in ("identities", "declared", "candidates")):

@@ -10,13 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..model import Claim, Message, Person
-from ..store.sql import Filters, person_key
+from ..store.sql import Filters
+from ..text import person_key
+from .attributes import JOB_WORDS, PLACE, attribute_values, clean_value, compatible_values
 
 if TYPE_CHECKING:
     from ..store.base import Store
@@ -109,47 +111,35 @@ def fingerprint(
 
 # -- the agent's tools: pure functions over the two sides' claims and messages ---------------
 
-_JOB_WORDS = (
-    "nurse|doctor|teacher|pilot|engineer|developer|programmer|designer|manager|lawyer|"
-    "accountant|chef|cook|waiter|waitress|barista|writer|author|artist|painter|musician|"
-    "photographer|student|scientist|researcher|architect|electrician|plumber|mechanic|driver|"
-    "firefighter|police officer|soldier|counsellor|counselor|therapist|pharmacist|dentist|vet|"
-    "librarian|journalist|farmer|baker|carpenter|paramedic|surgeon|professor|coach|"
-    "entrepreneur|consultant|analyst|retiree|midwife|translator|sailor|fisherman"
-)
-_PLACE = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"
+# Cues only the identity agent reads, beside ``attributes.PATTERNS`` (the one vocabulary
+# of job, employer, home, diet, partner and age, which reconciliation reads too): past
+# values, which identify someone as well as present ones but must not close a current
+# claim; jobs told by what someone does; and family, pets and hobbies, which are many.
 _OWNER = r"(?:(?P<o>[A-Z][\w-]*)['’]s|[Mm]y|[Hh]is|[Hh]er|[Tt]heir)\s+"
-_KIN = (
-    "sister|brother|mom|mum|mother|dad|father|son|daughter|wife|husband|partner|girlfriend|"
-    "boyfriend|fianc[ée]e?|cousin|aunt|uncle|grandmother|grandfather|niece|nephew"
+_KIN = (  # partners are attributes.PATTERNS' ("Ana's husband Carl")
+    "sister|brother|mom|mum|mother|dad|father|son|daughter|cousin|aunt|uncle|grandmother|"
+    "grandfather|niece|nephew"
 )
-_RELATIONS = {"mom": "mother", "mum": "mother", "dad": "father"} | dict.fromkeys(
-    ("wife", "husband", "partner", "girlfriend", "boyfriend", "fiance", "fiancé", "fiancée"),
-    "partner",
-)
+_RELATIONS = {"mom": "mother", "mum": "mother", "dad": "father"}
 _PETS = "dog|cat|puppy|kitten|parrot|rabbit|hamster|horse|tortoise|turtle"
 _GAMES = "tennis|football|soccer|chess|guitar|piano|violin|drums|basketball|golf|volleyball"
-_JOB_END = r"(?=\s+(?:at|for|in|on|with|and|since)\b|[.,;!?]|$)"
 _FLY = r"\bfl(?:y|ies|ew|ying|own)\s+"
-_FACT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("job", re.compile(rf"\b(?:works?|working|worked|job|career)\s+as\s+(?:an?\s+)?"
-                       rf"(?P<v>[\w -]{{2,30}}?){_JOB_END}", re.I)),
-    ("job", re.compile(r"\b(?:is|am|'m|was|became|becoming)\s+(?:now\s+)?an?\s+"
-                       rf"(?P<v>(?:[\w-]+\s+)?(?:{_JOB_WORDS}))\b", re.I)),
+_IDENTITY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("job", re.compile(rf"\bwas\s+an?\s+(?P<v>(?:[\w-]+\s+){{0,2}}(?:{JOB_WORDS}))\b", re.I)),
     ("job", re.compile(rf"{_FLY}(?P<v>(?:cargo|passenger|commercial)\s+)?"
                        rf"(?:planes?|jets?|aircraft|flights?)\b|{_FLY}(?P<w>cargo)\b", re.I)),
     ("job", re.compile(r"\b(?P<t>teach(?:es|ing)?)\s+(?!(?:me|him|her|them|us|you)\b)", re.I)),
-    ("residence", re.compile(rf"\b(?:lives?|living|lived|based|settled|resides?)\s+in\s+{_PLACE}")),
-    ("residence", re.compile(rf"\b(?:moved|moving|relocated)\s+to\s+{_PLACE}")),
+    ("residence", re.compile(rf"\blived\s+in\s+{PLACE}")),
     ("family", re.compile(rf"{_OWNER}(?:(?:older|younger|little|big|baby|twin|late)\s+)?"
                           rf"(?P<r>{_KIN})\s*,?\s+(?P<v>[A-Z][a-z]+)")),
-    ("partner", re.compile(r"\b(?:married\s+to|engaged\s+to|dating)\s+(?P<v>[A-Z][a-z]+)")),
     ("pet", re.compile(rf"(?:{_OWNER})?\b(?P<k>{_PETS})\s*,?\s+(?:(?:called|named)\s+)?"
                        r"(?P<v>[A-Z][a-z]+)")),
     ("hobby", re.compile(r"\b(?:loves?|enjoys?|likes?)\s+(?P<v>[a-z]+ing)\b")),
     ("hobby", re.compile(rf"\bplays?\s+(?:the\s+)?(?P<v>{_GAMES})\b")),
 )  # fmt: skip
-SINGLE_VALUED = frozenset({"job", "residence", "partner", "mother", "father"})
+# One value at a time: two values at once, one per side, contradict. Not ages: they
+# move on, and "30" on one side and "31" on the other may be one person a year apart.
+SINGLE_VALUED = frozenset({"job", "employer", "residence", "diet", "partner", "mother", "father"})
 _ALIAS = re.compile(r"\[([ab]\d+)\]")
 _NAME_WORD = re.compile(r"\b[A-Z][a-z]+\b")
 
@@ -182,8 +172,19 @@ def _fact(attribute: str, m: re.Match[str]) -> tuple[str, str] | None:
         )
     if attribute == "pet":
         return "pet", f"{groups['k']} {groups['v']}"
-    value = " ".join((groups.get("v") or "").split()).strip(" ,.;")
-    return (attribute, value.lower() if attribute in ("job", "hobby") else value) if value else None
+    value = clean_value(attribute, groups.get("v") or "")
+    return (attribute, value.lower() if attribute == "hobby" else value) if value else None
+
+
+def _claim_facts(text: str) -> Iterator[tuple[str, str, re.Match[str]]]:
+    """(attribute, value, match) for every cue in ``text``: the shared ones, then the agent's."""
+    for found, m in attribute_values(text):
+        yield found.attribute, found.value, m
+    for attribute, pattern in _IDENTITY_PATTERNS:
+        for m in pattern.finditer(text):
+            fact = _fact(attribute, m)
+            if fact:
+                yield *fact, m
 
 
 def _belongs(text: str, m: re.Match[str], keys: set[str]) -> bool:
@@ -204,31 +205,24 @@ def side_facts(side: Side) -> list[Fact]:
     for alias, c in side.aliases().items():
         if person_key(c.subject) not in keys and person_key(c.speaker) not in keys:
             continue
-        for attribute, pattern in _FACT_PATTERNS:
-            for m in pattern.finditer(c.text):
-                if not _belongs(c.text, m, keys):
-                    continue  # "Ana's cat Pixel", "Marta lives in Porto": someone else's
-                found = _fact(attribute, m)
-                if found:
-                    facts.append(Fact(*found, alias, c.valid_from or c.said_at, c.valid_to))
+        for attribute, value, m in _claim_facts(c.text):
+            if _belongs(c.text, m, keys):  # not "Ana's cat Pixel", "Marta lives in Porto"
+                facts.append(Fact(attribute, value, alias, c.valid_from or c.said_at, c.valid_to))
+    facts = list(dict.fromkeys(facts))  # two cues may read one value
     ends = []
     for f in facts:  # a single value holds until the side states another one
         later = [
             g.start
             for g in facts
-            if g.attribute == f.attribute and g.start > f.start and not same_value(g.value, f.value)
+            if g.attribute == f.attribute
+            and g.start > f.start
+            and not compatible_values(g.value, f.value)
         ]
         end = min([*later, *([f.end] if f.end else [])], default=None)
         ends.append(
             Fact(f.attribute, f.value, f.alias, f.start, end) if f.attribute in SINGLE_VALUED else f
         )
     return ends
-
-
-def same_value(x: str, y: str) -> bool:
-    """Values that agree: equal, or one's words inside the other's ("pilot" / "cargo pilot")."""
-    a, b = set(x.casefold().split()), set(y.casefold().split())
-    return bool(a and b) and (a <= b or b <= a)
 
 
 def side_names(side: Side) -> dict[str, list[str]]:
@@ -280,7 +274,7 @@ def compare(a: Side, b: Side) -> str:
         f"{fa.attribute}={fa.value} ([{fa.alias}], [{fb.alias}])"
         for fa in facts["a"]
         for fb in facts["b"]
-        if fa.attribute == fb.attribute and same_value(fa.value, fb.value)
+        if fa.attribute == fb.attribute and compatible_values(fa.value, fb.value)
     ]
     common = sorted(set(names["a"]) & set(names["b"]))
     lines.append("Shared attributes: " + ("; ".join(dict.fromkeys(shared)) or "none"))
@@ -304,7 +298,7 @@ def contradictions(a: Side, b: Side) -> str:
         for fb in side_facts(b)
         if fa.attribute == fb.attribute
         and fa.attribute in SINGLE_VALUED
-        and not same_value(fa.value, fb.value)
+        and not compatible_values(fa.value, fb.value)
         and _overlap(fa, fb)
     ]
     if not found:

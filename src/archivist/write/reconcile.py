@@ -23,7 +23,7 @@ from datetime import datetime
 import numpy as np
 
 from ..model import Claim, ClaimEvent, Conflict
-from ..store.sql import person_key, query_terms
+from ..text import person_key, query_terms
 from .attributes import AttributeValue, attribute_of, same_value
 
 # [(new claim, stored candidates)] -> one verdict per item: (verdict, candidate index,

@@ -17,39 +17,39 @@ from ..model import Claim
 from ..prompts import judge_claims as judge_prompt
 from ..prompts import same_entity as entity_prompt
 from ..store.base import ReconcileBatch
-from ..store.sql import person_key
+from ..text import person_key
 from .entities import EntityWork, Verifier, entity_text, resolve_mentions
 from .index_text import text_hash
 from .reconcile import Judge, ReconcileConfig, reconcile_claims
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..core import Core
 
 JUDGE_BATCH = 12  # items per judge_claims call
 VERIFY_BATCH = 20  # pairs per same_entity call
 
 
-def run_reconcile(mem: MemoryService, payload: dict) -> dict:
+def run_reconcile(core: Core, payload: dict) -> dict:
     """Reconcile one conversation (``payload["conversation"]``) or all of them."""
     convs = (
         [payload["conversation"]]
         if payload.get("conversation")
-        else [c["id"] for c in mem.store.conversations()]
+        else [c["id"] for c in core.store.conversations()]
     )
     totals: dict[str, int] = {}
-    config = ReconcileConfig(policy=mem.settings.conflict_policy)
+    config = ReconcileConfig(policy=core.settings.conflict_policy)
     for cid in convs:
-        for k, v in reconcile_conversation(mem, cid, config).items():
+        for k, v in reconcile_conversation(core, cid, config).items():
             totals[k] = totals.get(k, 0) + v
     if not totals.get("claims"):
         return {"skipped": "no new claims to reconcile"}
     return totals
 
 
-def _vector_fn(mem: MemoryService):
+def _vector_fn(core: Core):
     def vectors(texts: list[str]) -> np.ndarray:
         hashes = [text_hash(t) for t in texts]
-        got, _ = mem._embed_missing(dict(zip(hashes, texts, strict=True)), None)
+        got, _ = core.embed_missing(dict(zip(hashes, texts, strict=True)), None)
         mat = np.stack([got[h] for h in hashes]).astype(np.float32)
         norms = np.linalg.norm(mat, axis=1, keepdims=True)
         return mat / np.where(norms == 0, 1, norms)
@@ -57,20 +57,20 @@ def _vector_fn(mem: MemoryService):
     return vectors
 
 
-def reconcile_conversation(mem: MemoryService, cid: str, config: ReconcileConfig) -> dict:
+def reconcile_conversation(core: Core, cid: str, config: ReconcileConfig) -> dict:
     """Layers 1-2 for one conversation; returns what was found."""
-    done, todo = mem.store.claims_to_reconcile(cid)
+    done, todo = core.store.claims_to_reconcile(cid)
     if not todo:
         return {}
-    model = mem.embedder.name
-    vectors = mem.store.claim_vectors(model, [c.id for c in (*done, *todo)])
-    judge = _judge(mem) if mem.llm is not None else None
+    model = core.embedder.name
+    vectors = core.store.claim_vectors(model, [c.id for c in (*done, *todo)])
+    judge = _judge(core) if core.llm is not None else None
     outcome = reconcile_claims(done, todo, vectors, config, judge)
-    existing = mem.store.list_entities(conversation=cid, limit=1_000_000)
+    existing = core.store.list_entities(conversation=cid, limit=1_000_000)
     work = EntityWork(entities=list(existing))
     before = {(person_key(c.speaker), person_key(m.name)) for c in todo for m in c.entities}
     now = max(c.said_at for c in todo)
-    resolve_mentions(work, todo, _vector_fn(mem), _verifier(mem, now) if mem.llm else None)
+    resolve_mentions(work, todo, _vector_fn(core), _verifier(core, now) if core.llm else None)
     entities = []
     wanted: dict[str, str] = {}
     for i in sorted(work.changed):
@@ -79,8 +79,8 @@ def reconcile_conversation(mem: MemoryService, cid: str, config: ReconcileConfig
         wanted[text_hash(text)] = text
         search = " ".join([e.name, *e.aliases, *e.roles, e.kind])
         entities.append((e, tuple(sorted(work.links.get(i, ()))), search, text_hash(text)))
-    vecs, _ = mem._embed_missing(wanted, None)
-    mem.store.save_reconciliation(
+    vecs, _ = core.embed_missing(wanted, None)
+    core.store.save_reconciliation(
         ReconcileBatch(
             conversation=cid,
             updates={k: v for k, v in outcome.updates.items() if k is not None},
@@ -101,7 +101,7 @@ def reconcile_conversation(mem: MemoryService, cid: str, config: ReconcileConfig
     }
 
 
-def _judge(mem: MemoryService) -> Judge:
+def _judge(core: Core) -> Judge:
     """The LLM's claim verdicts in batches; a failed batch leaves its claims as new."""
 
     def judge(items: list[tuple[Claim, list[Claim]]]):
@@ -111,7 +111,7 @@ def _judge(mem: MemoryService) -> Judge:
             now = max(c.said_at for c, _ in batch)
             got: dict[int, tuple[str, int | None, str, str, str]] = {}
             try:
-                out = mem.llm_call(
+                out = core.llm_call(
                     judge_prompt, judge_prompt.build(batch, now), judge_prompt.JudgeOut
                 )
                 for j in out.judgements:
@@ -125,13 +125,13 @@ def _judge(mem: MemoryService) -> Judge:
     return judge
 
 
-def _verifier(mem: MemoryService, now) -> Verifier:
+def _verifier(core: Core, now) -> Verifier:
     def verify(pairs: list[tuple[str, str, str]]) -> list[bool]:
         answers: list[bool] = []
         for i in range(0, len(pairs), VERIFY_BATCH):
             batch = pairs[i : i + VERIFY_BATCH]
             try:
-                out = mem.llm_call(
+                out = core.llm_call(
                     entity_prompt,
                     entity_prompt.build(batch, now),
                     entity_prompt.SameEntityOut,

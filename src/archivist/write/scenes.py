@@ -19,7 +19,7 @@ import numpy as np
 
 from ..model import Episode, Scene, content_hash
 from ..prompts import scene as scene_prompt
-from ..store.sql import query_terms
+from ..text import CALENDAR_WORDS, query_terms
 from .condense import (
     Asker,
     Counts,
@@ -33,14 +33,12 @@ from .condense import (
 from .index_text import episode_embed_text, text_hash
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..core import Core
 
 # Words of the heuristic narrative template and of dates: they say when, not what about.
-_TITLE_STOP = frozenset(
-    """session sessions talked talk shared said told asked photo picture image january february
-    march april may june july august september october november december jan feb mar apr jun
-    jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday
-    today yesterday tomorrow week weeks month months year years""".split()
+_TITLE_STOP = CALENDAR_WORDS | frozenset(
+    """session sessions talked talk shared said told asked photo picture image week weeks
+    month months year years""".split()
 )
 
 
@@ -129,14 +127,14 @@ def assign(e: Episode, vec: np.ndarray, clusters: list[_Cluster], config: SceneC
     return True
 
 
-def episode_vectors(mem: MemoryService, episodes: Sequence[Episode]) -> dict[int, np.ndarray]:
+def episode_vectors(core: Core, episodes: Sequence[Episode]) -> dict[int, np.ndarray]:
     """Narrative vectors: the stored ones, and the embedder (with its cache) for the rest."""
-    model = mem.store.embed_model()
-    have = mem.store.episode_vectors(model, [e.id for e in episodes]) if model else {}
+    model = core.store.embed_model()
+    have = core.store.episode_vectors(model, [e.id for e in episodes]) if model else {}
     missing = [e for e in episodes if e.id not in have]
     if missing:
         texts = {text_hash(episode_embed_text(e)): episode_embed_text(e) for e in missing}
-        vecs, _ = mem._embed_missing(texts, None)
+        vecs, _ = core.embed_missing(texts, None)
         have.update({e.id: vecs[text_hash(episode_embed_text(e))] for e in missing})
     return {int(k): np.asarray(v, dtype=np.float32) for k, v in have.items()}
 
@@ -191,11 +189,11 @@ def _scene_of(cl: _Cluster, conversation: str, title: str, summary: str, method:
 
 
 def scene_conversation(
-    mem: MemoryService, cid: str, names: Sequence[str], asker: Asker, config: SceneConfig
+    core: Core, cid: str, names: Sequence[str], asker: Asker, config: SceneConfig
 ) -> Counts:
     """Place a conversation's new episodes into scenes and re-describe the scenes that changed."""
     counts = Counts()
-    episodes = mem.store.list_episodes(cid, limit=1_000_000_000)
+    episodes = core.store.list_episodes(cid, limit=1_000_000_000)
     by_id = {e.id: e for e in episodes}
     clusters = [
         _Cluster(
@@ -204,11 +202,11 @@ def scene_conversation(
             centroid=c,
             stored_hash=h,
         )
-        for s, c, h in mem.store.scene_rows(cid)
+        for s, c, h in core.store.scene_rows(cid)
     ]
     placed = {e.id for cl in clusters for e in cl.members}
     todo = [e for e in episodes if e.id not in placed]
-    vectors = episode_vectors(mem, todo)
+    vectors = episode_vectors(core, todo)
     for e in todo:
         counts.add("episodes_placed")
         if not assign(e, vectors[e.id or 0], clusters, config):
@@ -218,29 +216,29 @@ def scene_conversation(
     live = [cl for cl in changed if cl.members]
     if not live and not emptied:
         return counts
-    member_vecs = episode_vectors(mem, [e for cl in live for e in cl.members])
+    member_vecs = episode_vectors(core, [e for cl in live for e in cl.members])
     rows = []
     for cl in live:
         centroid = np.mean([member_vecs[e.id or 0] for e in cl.members], axis=0)
         title, summary, method = describe(cl, asker, names, config)
         rows.append((_scene_of(cl, cid, title, summary, method), centroid, cl.member_hash))
         counts.add("scenes_described")
-    mem.store.save_scenes(cid, rows, delete=emptied)
+    core.store.save_scenes(cid, rows, delete=emptied)
     counts.add("scenes_deleted", len(emptied))
     return counts
 
 
-def run_scenes(mem: MemoryService, payload: dict, config: SceneConfig = DEFAULT_SCENES) -> dict:
+def run_scenes(core: Core, payload: dict, config: SceneConfig = DEFAULT_SCENES) -> dict:
     """Job handler: cluster new episodes into scenes (payload: optional "conversation")."""
     total = Counts()
-    participants = {c["id"]: c["participants"] for c in mem.store.conversations()}
+    participants = {c["id"]: c["participants"] for c in core.store.conversations()}
     seen = 0
-    with llm_session(mem, total, config.llm) as asker:
-        for cid in conversations(mem, payload):
-            if not mem.store.list_episodes(cid, limit=1):
+    with llm_session(core, total, config.llm) as asker:
+        for cid in conversations(core, payload):
+            if not core.store.list_episodes(cid, limit=1):
                 continue
             seen += 1
-            done = scene_conversation(mem, cid, participants.get(cid, ()), asker, config)
+            done = scene_conversation(core, cid, participants.get(cid, ()), asker, config)
             for k, v in done.values.items():
                 total.add(k, v)
     if not seen:

@@ -31,7 +31,7 @@ from .condense import (
 )
 
 if TYPE_CHECKING:
-    from ..service import MemoryService
+    from ..core import Core
 
 ALL = 1_000_000_000
 
@@ -69,14 +69,14 @@ class _Source:
         return content_hash("summary", "1", str(self.session), *texts)
 
 
-def session_sources(mem: MemoryService, cid: str) -> list[_Source]:
+def session_sources(core: Core, cid: str) -> list[_Source]:
     """Each extracted session's episodes and claims, sessions in time order."""
-    episodes = mem.store.list_episodes(cid, limit=ALL)
+    episodes = core.store.list_episodes(cid, limit=ALL)
     session_of = {e.id: e.session for e in episodes}
     out: dict[int, _Source] = {}
     for e in episodes:
         out.setdefault(e.session, _Source(e.session, [], [])).episodes.append(e)
-    for c in mem.store.list_claims(Filters(conversation=cid), limit=ALL):
+    for c in core.store.list_claims(Filters(conversation=cid), limit=ALL):
         if c.episode in session_of:
             out[session_of[c.episode]].claims.append(c)
     return sorted(out.values(), key=lambda s: (s.episodes[0].start, s.session))
@@ -157,10 +157,10 @@ def _rollup(
 class _Tree:
     """A conversation's stored summaries by level, with the sessions each one spans."""
 
-    def __init__(self, mem: MemoryService, cid: str) -> None:
-        self.mem, self.cid = mem, cid
+    def __init__(self, core: Core, cid: str) -> None:
+        self.core, self.cid = core, cid
         self.levels: dict[int, list[tuple[Summary, str]]] = {}
-        for s, h in mem.store.summary_rows(cid):
+        for s, h in core.store.summary_rows(cid):
             self.levels.setdefault(s.level, []).append((s, h))
         self.sessions: dict[int, tuple[int, ...]] = {}
         for level in sorted(self.levels):
@@ -184,7 +184,7 @@ class _Tree:
         new = [(build(v), h) for h, v in want.items() if h not in known]
         if not stale and not new:
             return
-        ids = self.mem.store.replace_summaries(self.cid, level, stale, new)  # type: ignore[arg-type]
+        ids = self.core.store.replace_summaries(self.cid, level, stale, new)  # type: ignore[arg-type]
         keep = [(s, h) for s, h in have if h in want]
         for (s, h), i in zip(new, ids, strict=True):
             s = replace(s, id=i)
@@ -195,16 +195,14 @@ class _Tree:
         counts.add("summaries_deleted", len(stale))
 
 
-def summarise_conversation(
-    mem: MemoryService, cid: str, asker: Asker, config: SummaryConfig
-) -> Counts:
+def summarise_conversation(core: Core, cid: str, asker: Asker, config: SummaryConfig) -> Counts:
     """Bring one conversation's summary levels up to date with its sessions."""
     counts = Counts()
     sources = [
-        s for s in session_sources(mem, cid) if s.claims or any(e.narrative for e in s.episodes)
+        s for s in session_sources(core, cid) if s.claims or any(e.narrative for e in s.episodes)
     ]
     by_session = {s.session: s for s in sources}
-    tree = _Tree(mem, cid)
+    tree = _Tree(core, cid)
     tree.update(1, {s.hash: s for s in sources}, lambda s: _level1(s, cid, asker, config), counts)
     level = 1
     while True:
@@ -226,17 +224,15 @@ def summarise_conversation(
     return counts
 
 
-def run_summaries(
-    mem: MemoryService, payload: dict, config: SummaryConfig = DEFAULT_SUMMARIES
-) -> dict:
+def run_summaries(core: Core, payload: dict, config: SummaryConfig = DEFAULT_SUMMARIES) -> dict:
     """Job handler: session summaries and their roll-ups (payload: optional "conversation")."""
     total, seen = Counts(), 0
-    with llm_session(mem, total, config.llm) as asker:
-        for cid in conversations(mem, payload):
-            if not mem.store.list_episodes(cid, limit=1):
+    with llm_session(core, total, config.llm) as asker:
+        for cid in conversations(core, payload):
+            if not core.store.list_episodes(cid, limit=1):
                 continue
             seen += 1
-            for k, v in summarise_conversation(mem, cid, asker, config).values.items():
+            for k, v in summarise_conversation(core, cid, asker, config).values.items():
                 total.add(k, v)
     if not seen:
         return {"skipped": "no episodes"}

@@ -1,0 +1,171 @@
+"""Extraction: the archivist reads sessions it has not read (or that grew) and its output is saved.
+
+A session that only grew at its end is read from where the last run stopped
+and its new episodes and claims are added (write/extract_plan.py); one that
+changed otherwise is read again whole. Each session's episodes, claims and
+progress marker are written in one transaction, so an interrupted run resumes
+where it stopped. Sessions run in parallel batches (LLM calls overlap within
+the concurrency limit); each finished session is saved, in order, by the
+calling thread alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from ..core import Core, Progress
+from ..errors import StaleExtraction
+from ..llm.structured import run_parallel
+from ..model import Message
+from ..store.base import IndexedClaim, IndexedEpisode
+from .archivist import Archivist, HeuristicArchivist, SessionResult
+from .extract_plan import ExtractReport, SessionPlan, plan_session, waits
+from .index_text import (
+    DEFAULT_INDEX,
+    IndexOptions,
+    claim_embed_text,
+    claim_search_text,
+    episode_embed_text,
+    episode_search_text,
+    text_hash,
+)
+from .pending import embed_pending
+
+
+def default_archivist(core: Core) -> Archivist:
+    """The LLM archivist when a model is configured, else the heuristic one."""
+    if core.llm is None:
+        return HeuristicArchivist()
+    from .llm_archivist import LLMArchivist  # pydantic only when used
+
+    return LLMArchivist(
+        core.llm,
+        cache=core.response_cache,
+        ledger=core.ledger,
+        concurrency=core.settings.llm_concurrency,
+    )
+
+
+def _by_session(messages: Sequence[Message]) -> dict[int, list[Message]]:
+    out: dict[int, list[Message]] = {}
+    for m in sorted(messages, key=lambda m: m.seq):
+        out.setdefault(m.session, []).append(m)
+    return out
+
+
+def extract(
+    core: Core,
+    archivist: Archivist,
+    conversations: Sequence[str] | None = None,
+    progress: Progress | None = None,
+    *,
+    hold_short_tails: bool = False,
+    index: IndexOptions = DEFAULT_INDEX,
+) -> ExtractReport:
+    """Run ``archivist`` over the sessions of ``conversations`` (default: all) that need it.
+
+    ``hold_short_tails`` (a server's live chats, with an LLM): see Settings.extract_min_tail.
+    """
+    report = ExtractReport(method=archivist.name)
+    ids = (
+        list(conversations)
+        if conversations is not None
+        else [c["id"] for c in core.store.conversations()]
+    )
+    hold_at = core.clock() if hold_short_tails and core.llm is not None else None
+    todo = [p for cid in ids for p in _plans(core, archivist.name, cid, report, hold_at, index)]
+    before = core.ledger.summary()
+    try:
+        _extract_sessions(core, archivist, todo, report, progress)
+    finally:  # what was spent is recorded even when the run is interrupted
+        core.persist_llm_usage(before)
+    return report
+
+
+def _plans(
+    core: Core,
+    method: str,
+    cid: str,
+    report: ExtractReport,
+    hold_at: datetime | None,
+    index: IndexOptions,
+) -> list[SessionPlan]:
+    """The sessions of ``cid`` to read now (skipped and waiting ones are counted in ``report``).
+
+    ``hold_at``: the time by which a short new tail waits for more turns; None: none waits.
+    """
+    settings = core.settings
+    marks = core.store.extraction_marks(cid)
+    msgs = [m for _, m in core.store.conversation_messages(cid)]
+    embed_pending(core, cid, msgs, index)  # messages stored with embed=False: vectors first
+    people = sorted({m.speaker for m in msgs} | {a for m in msgs for a in m.addressees})
+    todo: list[SessionPlan] = []
+    for session, group in _by_session(msgs).items():
+        plan = plan_session(cid, session, group, people, marks.get(session), method)
+        if plan is None:
+            report.sessions_skipped += 1
+        elif hold_at is not None and waits(
+            plan, settings.extract_min_tail, settings.extract_idle_s, hold_at
+        ):
+            report.sessions_waiting += 1
+        else:
+            todo.append(plan)
+    return todo
+
+
+def _extract_sessions(
+    core: Core,
+    archivist: Archivist,
+    todo: list[SessionPlan],
+    report: ExtractReport,
+    progress: Progress | None,
+) -> None:
+    width = getattr(archivist, "concurrency", 1)
+    step = max(1, width * 2)
+    for i in range(0, len(todo), step):
+        batch = todo[i : i + step]
+        results = run_parallel(
+            lambda p: archivist.process_session(p.messages, p.participants, context=p.context),
+            batch,
+            max(1, width),
+        )
+        for plan, result in zip(batch, results, strict=True):
+            if isinstance(result, Exception):
+                raise result
+            try:
+                save_session(core, plan, result)
+            except StaleExtraction:  # another process appended first; it is up to date
+                report.sessions_skipped += 1
+                continue
+            report.add(result, plan)
+            if progress:
+                progress(len(plan.messages))
+
+
+def save_session(core: Core, plan: SessionPlan, result: SessionResult) -> None:
+    """Write one session's episodes and claims (with their vectors) and its progress mark."""
+    rows = [
+        IndexedClaim(c, ep, claim_search_text(c), text_hash(claim_embed_text(c)))
+        for ep, c in result.claims
+    ]
+    episodes = [
+        IndexedEpisode(e, episode_search_text(e), text_hash(episode_embed_text(e)))
+        for e in result.episodes
+    ]
+    wanted = {r.embed_hash: claim_embed_text(r.claim) for r in rows}
+    wanted |= {e.embed_hash: episode_embed_text(e.episode) for e in episodes}
+    vectors, _ = core.embed_missing(wanted)
+    core.store.save_extraction(
+        plan.conversation,
+        plan.session,
+        episodes,
+        rows,
+        core.embedder.name,
+        vectors,
+        n_messages=plan.n_messages,
+        method=result.method,
+        rejected=result.rejected,
+        last_message=plan.last_message,
+        append_after=plan.append_after,
+    )

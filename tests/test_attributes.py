@@ -1,0 +1,70 @@
+"""One attribute vocabulary: reconciliation and the identity agent read the same values."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from archivist.model import Claim, Person
+from archivist.write.attributes import attribute_of, compatible_values, same_value
+from archivist.write.people_tools import Side, side_facts
+
+
+def facts(*texts: str) -> set[tuple[str, str]]:
+    claims = [
+        Claim(t, "John", "John", "c1", ("D1:1",), datetime(2023, 1, 1, tzinfo=UTC), id=i)
+        for i, t in enumerate(texts, start=1)
+    ]
+    side = Side("a", Person("p", "John", (("c1", "John"),)), claims)
+    return {(f.attribute, f.value) for f in side_facts(side)}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "John works as a software engineer at Acme.",
+        "John is a midwife.",
+        "John was promoted to team lead yesterday!",
+        "John is now a police officer.",
+        "John works at Globex.",
+        "John lives in Lisbon, Portugal.",
+        "John resides in Porto.",
+        "John moved to Bergen.",
+        "John went vegan.",
+        "John is dating Maria Lopez.",
+        "John's wife Sarah is a teacher.",
+    ],
+)
+def test_the_agent_reads_what_reconciliation_reads(text: str) -> None:
+    got = attribute_of(text, "John")
+    assert got is not None
+    assert (got.attribute, got.value) in facts(text)
+
+
+def test_past_values_identify_a_person_but_close_nothing() -> None:
+    for text, fact in [
+        ("John lived in Oslo.", ("residence", "Oslo")),
+        ("John was a nurse.", ("job", "nurse")),
+    ]:
+        assert attribute_of(text, "John") is None
+        assert fact in facts(text)
+
+
+def test_someone_elses_value_is_neither_ones() -> None:
+    text = "John's sister Marta lives in Porto."
+    assert attribute_of(text, "John") is None
+    assert ("residence", "Porto") not in facts(text)
+    assert ("family", "sister Marta") in facts(text)
+
+
+def test_one_partner_read_once() -> None:
+    assert facts("John's husband Carl cooks.") == {("partner", "Carl")}
+
+
+def test_same_value_for_reconciliation_compatible_for_identity() -> None:
+    assert same_value("Lisbon", "Lisbon, Portugal") and same_value("Team Lead", "team lead")
+    assert not same_value("nurse", "head nurse")  # a promotion is a change of value
+    assert compatible_values("nurse", "head nurse")  # but may be one person
+    assert compatible_values("Lisbon", "Lisbon, Portugal")
+    assert not compatible_values("pilot", "nurse")
