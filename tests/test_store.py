@@ -671,3 +671,27 @@ def test_jsonl_written_by_these_tests_loads_back_unchanged(tmp_path: Path) -> No
     assert [(m.id, m.session, m.seq, m.text) for m in stored] == [
         (m.id, m.session, m.seq, m.text) for m in conv.messages
     ]
+
+
+def _open_and_close(path: str) -> str:
+    try:
+        SQLiteStore(path).close()
+        return "ok"
+    except Exception as e:  # noqa: BLE001 - the outcome is what the test compares
+        return f"{type(e).__name__}: {e}"
+
+
+def test_processes_opening_a_new_store_at_once_all_succeed(tmp_path: Path) -> None:
+    """The ledger is read again inside each migration's transaction: no process applies a
+    migration another one applied meanwhile ("duplicate column", "already exists")."""
+    import multiprocessing
+
+    path = str(tmp_path / "new.db")
+    with multiprocessing.get_context("spawn").Pool(6) as pool:
+        outcomes = pool.map(_open_and_close, [path] * 6)
+    assert outcomes == ["ok"] * 6
+    store = SQLiteStore(path)
+    try:
+        assert len(store.migrations()) == len(set(store.migrations())) == 5
+    finally:
+        store.close()

@@ -154,34 +154,23 @@ class Core:
         model than the configured one (a benchmark's answer model, a caller's
         judge); it shares the cache and the ledger, not the limiter.
         """
+        call = {
+            "task": prompt.NAME,
+            "version": prompt.VERSION,
+            "messages": messages,
+            "output_type": output_type,
+            "cache": self.response_cache,
+            "ledger": self.ledger,
+            "max_attempts": max_attempts,
+            "backoff": backoff,
+        }
         if model is not None and model is not self.llm:
-            return call_structured(
-                model,
-                task=prompt.NAME,
-                version=prompt.VERSION,
-                messages=messages,
-                output_type=output_type,
-                cache=self.response_cache,
-                ledger=self.ledger,
-                max_attempts=max_attempts,
-                backoff=backoff,
-            )
+            return call_structured(model, **call)
         if self.llm is None:
             raise InputError(f"{prompt.NAME} needs an LLM and none is configured")
         before = self.ledger.summary()
         try:
-            return call_structured(
-                self.llm,
-                task=prompt.NAME,
-                version=prompt.VERSION,
-                messages=messages,
-                output_type=output_type,
-                cache=self.response_cache,
-                ledger=self.ledger,
-                limiter=self.limiter,
-                max_attempts=max_attempts,
-                backoff=backoff,
-            )
+            return call_structured(self.llm, limiter=self.limiter, **call)
         finally:
             self.persist_llm_usage(before)
 

@@ -19,9 +19,11 @@ See docs/store.md for why the body is one and what the dialect holds.
 
 from __future__ import annotations
 
+from .common import Connection
 from .consolidate import Consolidation
 from .derived import DerivedMemory
 from .log import MessageLog
+from .migrations import LEDGER_DDL, migrations_for
 from .people import People
 from .queue import JobQueue
 from .reconcile import Reconciliation
@@ -49,7 +51,33 @@ class Store(MessageLog, DerivedMemory, Reconciliation, People, Consolidation, Jo
     """Durable message log with keyword and vector indexes, and the memory derived from it."""
 
     def migrate(self) -> list[str]:
-        raise NotImplementedError
+        """Apply pending migrations, each with its ledger row in one transaction.
+
+        The ledger is read again inside each migration's transaction (after the
+        backend's migration lock), so processes opening one new store at once
+        apply each migration once; a store already up to date takes no lock.
+        """
+        self._db.execute(LEDGER_DDL)
+        done = {r[0] for r in self._db.execute("SELECT name FROM _migrations")}
+        applied: list[str] = []
+        for name, statements in migrations_for(self._d):
+            if name in done:
+                continue
+            with self._write() as db:
+                self._lock_migrations(db)
+                if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                    continue
+                for stmt in statements:
+                    db.execute(stmt)
+                db.execute(
+                    "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
+                    (name, self._now_iso()),
+                )
+            applied.append(name)
+        return applied
+
+    def _lock_migrations(self, db: Connection) -> None:
+        """Serialise migrating processes (SQLite's write transaction already does)."""
 
     def close(self) -> None:
         raise NotImplementedError

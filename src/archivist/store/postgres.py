@@ -43,7 +43,6 @@ from . import sql_pg as pq
 from .base import Store
 from .common import all_of
 from .dialect import POSTGRES, Rows, to_format_style
-from .migrations import LEDGER_DDL, migrations_for
 from .reconcile import ENTITY_COLS, row_to_entity
 
 FREQUENT_TERMS_MIN_STORE = 50_000  # as SQLite: below this every query term is ranked
@@ -190,25 +189,9 @@ class PostgresStore(Store):
                 (path,),
             )
 
-    def migrate(self) -> list[str]:
-        """Apply pending migrations, each with its ledger row in one transaction; an
-        advisory lock lets several processes open one store at once."""
-        applied: list[str] = []
-        with self._write() as db:
-            db.execute(LEDGER_DDL)
-        for name, statements in migrations_for(self._d):
-            with self._write() as db:
-                db.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
-                if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
-                    continue
-                for stmt in statements:
-                    db.execute(stmt)
-                db.execute(
-                    "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
-                    (name, self._now_iso()),
-                )
-            applied.append(name)
-        return applied
+    def _lock_migrations(self, db) -> None:
+        """One migrating process at a time, whatever the tables: an advisory lock."""
+        db.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
 
     def _first_vectors(self, db, model: str, dim: int) -> None:
         """The first model (and dimension) builds the HNSW index for unfiltered search."""

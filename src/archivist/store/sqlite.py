@@ -24,7 +24,6 @@ from . import sql as q
 from .base import Store
 from .common import all_of
 from .dialect import SQLITE, Rows
-from .migrations import LEDGER_DDL, migrations_for
 from .reconcile import ENTITY_COLS, row_to_entity
 from .vecindex import DenseIndex, unpack_many
 
@@ -161,25 +160,6 @@ class SQLiteStore(Store):
                 raise
             else:
                 self._db.execute("COMMIT")
-
-    def migrate(self) -> list[str]:
-        """Apply pending migrations, each with its ledger row in one transaction."""
-        applied: list[str] = []
-        with self._db.hold():
-            self._db.execute(LEDGER_DDL)
-            done = {r[0] for r in self._db.execute("SELECT name FROM _migrations")}
-            for name, statements in migrations_for(self._d):
-                if name in done:
-                    continue
-                with self._write() as db:
-                    for stmt in statements:
-                        db.execute(stmt)
-                    db.execute(
-                        "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
-                        (name, self._now_iso()),
-                    )
-                applied.append(name)
-        return applied
 
     def _size_bytes(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
