@@ -7,16 +7,28 @@ import click
 from .common import Context, claim_when, emit_json, pass_ctx
 
 
+def _listing(person_help: str | None = None):
+    """The options every listing shares: a person (when it has one), a conversation, a
+    limit and JSON output."""
+
+    def wrap(fn):
+        fn = click.option("--json", "as_json", is_flag=True)(fn)
+        fn = click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))(
+            fn
+        )
+        fn = click.option("--conversation", help="Only this conversation.")(fn)
+        return click.option("--person", help=person_help)(fn) if person_help else fn
+
+    return wrap
+
+
 @click.group()
 def show() -> None:
     """List derived memory: claims, entities, episodes."""
 
 
 @show.command("claims")
-@click.option("--person", help="Claims said by or about this person.")
-@click.option("--conversation", help="Only this conversation.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
-@click.option("--json", "as_json", is_flag=True)
+@_listing("Claims said by or about this person.")
 @pass_ctx
 def claims(
     ctx: Context, person: str | None, conversation: str | None, limit: int, as_json: bool
@@ -37,10 +49,7 @@ def claims(
 
 
 @show.command("entities")
-@click.option("--person", help="Entities as this speaker refers to them.")
-@click.option("--conversation", help="Only this conversation.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
-@click.option("--json", "as_json", is_flag=True)
+@_listing("Entities as this speaker refers to them.")
 @pass_ctx
 def entities(
     ctx: Context, person: str | None, conversation: str | None, limit: int, as_json: bool
@@ -61,9 +70,7 @@ def entities(
 
 
 @show.command("episodes")
-@click.option("--conversation", help="Only this conversation.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
-@click.option("--json", "as_json", is_flag=True)
+@_listing()
 @pass_ctx
 def episodes(ctx: Context, conversation: str | None, limit: int, as_json: bool) -> None:
     """Episodes with their narratives and message ranges."""

@@ -99,17 +99,10 @@ def run_dossiers(core: Core, payload: dict, config: DigestConfig = DOSSIER) -> d
     if not states:
         return {"skipped": "no entities"}
     claims = core.store.current_entity_claims([i for i, _, _ in states])
-    counts, rows = Counts(), []
-    with llm_session(core, counts, config.llm) as asker:
-        for eid, name, old_hash in states:
-            mine = claims.get(eid, [])
-            new_hash = claims_hash(mine)
-            if new_hash == old_hash:
-                continue
-            text = _digest(
-                name, mine, dossier_prompt, dossier_prompt.DossierOut, "dossier", asker, config
-            )
-            rows.append((eid, text, new_hash))
+    subjects = [(eid, name, h, claims.get(eid, [])) for eid, name, h in states]
+    counts, rows = _refresh(
+        core, subjects, (dossier_prompt, dossier_prompt.DossierOut), "dossier", config
+    )
     if rows:
         core.store.save_dossiers(rows)
     return counts.result(entities=len(states), dossiers_written=len(rows))
@@ -120,20 +113,30 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
     states = core.store.key_info_states(payload.get("conversation"))
     if not states:
         return {"skipped": "no persons"}
-    counts, rows = Counts(), []
-    with llm_session(core, counts, config.llm) as asker:
-        for pid, name, old_hash, identities in states:
-            mine = core.store.self_claims(identities)
-            new_hash = claims_hash(mine)
-            if new_hash == old_hash:
-                continue
-            text = _digest(
-                name, mine, key_info_prompt, key_info_prompt.KeyInfoOut, "key_info", asker, config
-            )
-            rows.append((pid, text, new_hash))
+    subjects = [(pid, name, h, core.store.self_claims(ids)) for pid, name, h, ids in states]
+    counts, rows = _refresh(
+        core, subjects, (key_info_prompt, key_info_prompt.KeyInfoOut), "key_info", config
+    )
     if rows:
         core.store.save_key_info(rows)
     return counts.result(persons=len(states), key_info_written=len(rows))
+
+
+def _refresh(
+    core: Core, subjects: list, task: tuple, field: str, config: DigestConfig
+) -> tuple[Counts, list[tuple]]:
+    """(id, digest, claims hash) of the subjects (id, name, stored hash, claims) whose
+    claims changed since their digest was written; the rest are left alone. ``task``:
+    the prompt module and its output type."""
+    prompt, output_type = task
+    counts, rows = Counts(), []
+    with llm_session(core, counts, config.llm) as asker:
+        for key, name, old_hash, mine in subjects:
+            new_hash = claims_hash(mine)
+            if new_hash != old_hash:
+                text = _digest(name, mine, prompt, output_type, field, asker, config)
+                rows.append((key, text, new_hash))
+    return counts, rows
 
 
 # -- usefulness ---------------------------------------------------------------------------
