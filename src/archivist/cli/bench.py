@@ -71,11 +71,8 @@ def locomo(
         return
     if no_llm:
         ctx.settings = ctx.settings.with_(llm="none")
-    progress = StagedProgress(enabled=not as_json)
-    try:
+    with StagedProgress(enabled=not as_json) as progress:
         result = run_locomo(ctx.memory, path, kvals, progress=progress, extra=extra)
-    finally:
-        progress.close()
     if as_json:
         emit_json(result)
     else:
@@ -122,13 +119,10 @@ def _locomo_qa(
     judge = _chat_model(ctx, judge_model) if judge_model else answer
     if no_llm:  # the heuristic archivist ingests; an explicit --answer-model still answers
         ctx.settings = ctx.settings.with_(llm="none")
-    progress = StagedProgress(enabled=not as_json)
-    try:
+    with StagedProgress(enabled=not as_json) as progress:
         result = run_locomo_qa(
             ctx.memory, path, answer_llm=answer, judge_llm=judge, limit=limit, progress=progress
         )
-    finally:
-        progress.close()
     table = locomo_qa_table(result)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -166,11 +160,8 @@ def scale(ctx: Context, sizes: str, queries: int, as_json: bool) -> None:
     from ..bench.report import scale_table
     from ..bench.scale import run_scale
 
-    progress = StagedProgress(enabled=not as_json)
-    try:
+    with StagedProgress(enabled=not as_json) as progress:
         result = run_scale(ctx.memory, _parse_ks(sizes), queries, progress=progress)
-    finally:
-        progress.close()
     if as_json:
         emit_json(result)
     else:

@@ -29,7 +29,10 @@ def progress_bar(label: str, total: int, enabled: bool = True) -> Iterator:
 
 
 class StagedProgress:
-    """One bar per stage, replaced when the stage changes; called as ``(stage, done, total)``."""
+    """One bar per stage, replaced when the stage changes; called as ``(stage, done, total)``.
+
+    Use it as a context manager (or call ``close``) so the last bar is cleared.
+    """
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
@@ -46,6 +49,12 @@ class StagedProgress:
             self._advance = self._cm.__enter__()
         self._advance(done - self._done)
         self._done = done
+
+    def __enter__(self) -> StagedProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         if self._cm is not None:

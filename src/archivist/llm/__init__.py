@@ -15,6 +15,8 @@ from ..errors import ConfigError
 from .accounting import Accounting, TaskStats
 from .base import (
     TRANSIENT_ERRORS,
+    CallOptions,
+    CallOptionsDict,
     ChatModel,
     Completion,
     LLMBadOutput,
@@ -34,6 +36,8 @@ __all__ = [
     "PROVIDERS",
     "TRANSIENT_ERRORS",
     "Accounting",
+    "CallOptions",
+    "CallOptionsDict",
     "ChatModel",
     "Completion",
     "LLMBadOutput",

@@ -14,7 +14,7 @@ LLMError               any failure of the LLM layer (exit code 7)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypedDict, Unpack, runtime_checkable
 
 from ..errors import ArchivistError
 
@@ -32,6 +32,28 @@ class Completion:
     finish_reason: str | None = None
 
 
+class CallOptionsDict(TypedDict, total=False):
+    """The keywords ``ChatModel.complete`` takes, each optional (defaults in ``CallOptions``)."""
+
+    schema: dict | None
+    temperature: float
+    max_tokens: int | None
+    timeout: float | None
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """One call's options with their defaults; a provider builds it once from the keywords.
+
+    ``max_tokens`` or ``timeout`` (seconds) None leaves the provider's own limit in force.
+    """
+
+    schema: dict | None = None
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    timeout: float | None = None
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """A chat model behind any API, reduced to one call.
@@ -44,16 +66,13 @@ class ChatModel(Protocol):
 
     name: str
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        timeout: float | None = None,
-    ) -> Completion:
-        """The model's answer to ``messages`` (OpenAI chat format)."""
+    def complete(self, messages: list[dict], **options: Unpack[CallOptionsDict]) -> Completion:
+        """The model's answer to ``messages`` (OpenAI chat format).
+
+        Called with keywords (``schema=``, ``temperature=``, ``max_tokens=``,
+        ``timeout=``); an implementation may spell them out instead, with the
+        defaults of ``CallOptions``.
+        """
         ...
 
 

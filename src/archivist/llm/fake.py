@@ -11,9 +11,9 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
-from .base import Completion
+from .base import CallOptions, CallOptionsDict, Completion
 
 #: What a scripted answer may be: text, a JSON value, a ready Completion, or an error to raise.
 FakeResponse = str | dict | list | Completion | BaseException | type[BaseException]
@@ -54,24 +54,17 @@ class FakeLLM:
             self._queue.extend(responses)
         return self
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        timeout: float | None = None,
-    ) -> Completion:
+    def complete(self, messages: list[dict], **options: Unpack[CallOptionsDict]) -> Completion:
         """The next scripted answer; an exception in the script is raised here."""
+        opts = CallOptions(**options)
         with self._lock:
             number = len(self.calls) + 1
             self.calls.append(
                 {
                     "messages": copy.deepcopy(messages),
-                    "schema": schema,
-                    "temperature": temperature,
-                    "max_tokens": max_tokens,
+                    "schema": opts.schema,
+                    "temperature": opts.temperature,
+                    "max_tokens": opts.max_tokens,
                 }
             )
             response = self._queue.popleft() if self._queue else None
@@ -81,7 +74,7 @@ class FakeLLM:
                     f"FakeLLM: call {number} has no scripted response "
                     "(enqueue() more, or pass responder=)"
                 )
-            response = self.responder(messages, schema)
+            response = self.responder(messages, opts.schema)
         return self._answer(response, messages)
 
     def _answer(self, response: FakeResponse, messages: list[dict]) -> Completion:

@@ -31,10 +31,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import util as importlib_util
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from ..errors import ConfigError, InputError
-from .base import Completion, LLMError, LLMTimeout
+from .base import CallOptions, CallOptionsDict, Completion, LLMError, LLMTimeout
 
 INSTALL_HINT = "pip install 'archivist[local]'"
 CHUNK = 1 << 20  # bytes per read when hashing or joining parts
@@ -241,30 +241,23 @@ class LocalLlamaChatModel:
             self._name = f"local:{self.path.stem}@{file_sha256(self.path)[:8]}"
         return self._name
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        timeout: float | None = None,
-    ) -> Completion:
+    def complete(self, messages: list[dict], **options: Unpack[CallOptionsDict]) -> Completion:
         """One chat completion; with ``schema``, decoding is constrained to match it."""
+        opts = CallOptions(**options)
         server = self._load()
         request: dict[str, Any] = {
             "messages": messages,
-            "temperature": temperature,
-            "max_tokens": max_tokens or self.max_tokens,
+            "temperature": opts.temperature,
+            "max_tokens": opts.max_tokens or self.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if schema is not None:
+        if (schema := opts.schema) is not None:
             request["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": str(schema.get("title") or "response"), "schema": schema},
             }
-        limit = timeout if timeout is not None else self.timeout
+        limit = opts.timeout if opts.timeout is not None else self.timeout
         with self._call_lock:
             started = time.monotonic()
             stream = _Stream(deadline=None if limit is None else started + limit)

@@ -13,10 +13,18 @@ import re
 import threading
 import time
 from importlib import util as importlib_util
-from typing import Any
+from typing import Any, Unpack
 
 from ..openai_client import MAX_RETRY_AFTER, endpoint_name, make_client, retry_after
-from .base import Completion, LLMError, LLMRateLimited, LLMRefused, LLMTimeout
+from .base import (
+    CallOptions,
+    CallOptionsDict,
+    Completion,
+    LLMError,
+    LLMRateLimited,
+    LLMRefused,
+    LLMTimeout,
+)
 
 RETRY_STATUSES = frozenset({408, 409}) | frozenset(range(500, 600))
 REJECTED_STATUSES = frozenset({400, 422})  # "this request is wrong": maybe a parameter
@@ -88,20 +96,13 @@ class OpenAIChatModel:
     def __repr__(self) -> str:
         return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
 
-    def complete(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        timeout: float | None = None,
-    ) -> Completion:
+    def complete(self, messages: list[dict], **options: Unpack[CallOptionsDict]) -> Completion:
         """One chat completion; a parameter the server rejects is dropped and the call redone."""
         import openai
 
+        opts = CallOptions(**options)
         for _ in range(len(FORMATS) + 2):  # every downgrade happens at most once
-            params = self._params(messages, schema, temperature, max_tokens, timeout)
+            params = self._params(messages, opts)
             try:
                 return self._completion(self._send(params))
             except openai.APIStatusError as e:
@@ -109,23 +110,16 @@ class OpenAIChatModel:
                     raise self._rejected(e) from e
         raise LLMError(f"{self.name}: the server rejected every variant of the request")
 
-    def _params(
-        self,
-        messages: list[dict],
-        schema: dict | None,
-        temperature: float,
-        max_tokens: int | None,
-        timeout: float | None,
-    ) -> dict[str, Any]:
+    def _params(self, messages: list[dict], opts: CallOptions) -> dict[str, Any]:
         """Request arguments for what this server is known to accept."""
         params: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.send_temperature:
-            params["temperature"] = temperature
-        if max_tokens is not None:
-            params[self.token_param] = max_tokens
-        if timeout is not None:
-            params["timeout"] = timeout
-        if schema is not None:
+            params["temperature"] = opts.temperature
+        if opts.max_tokens is not None:
+            params[self.token_param] = opts.max_tokens
+        if opts.timeout is not None:
+            params["timeout"] = opts.timeout
+        if (schema := opts.schema) is not None:
             if self.response_format == "json_schema":
                 params["response_format"] = {
                     "type": "json_schema",

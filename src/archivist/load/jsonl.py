@@ -43,16 +43,7 @@ from dataclasses import replace
 from datetime import datetime, tzinfo
 
 from archivist.errors import LoadError
-from archivist.load._common import (
-    claim_id,
-    conversation,
-    expect_dict,
-    expect_list,
-    get_str,
-    get_text,
-    parse_iso,
-    type_name,
-)
+from archivist.load import _common as common
 from archivist.model import ROLES, Attachment, Conversation, Message
 
 
@@ -64,7 +55,7 @@ def parse(text: str, *, source: str, default_tz: tzinfo) -> list[Conversation]:
         if not line.strip() or _other_record(line):
             continue
         msg = _line(line, number, source, default_tz)
-        claim_id(ids.setdefault(msg.conversation, set()), msg.id, source, number, "id")
+        common.claim_id(ids.setdefault(msg.conversation, set()), msg.id, source, number, "id")
         grouped.setdefault(msg.conversation, []).append(msg)
     if not grouped:
         raise LoadError(source, None, None, "file is empty")
@@ -90,22 +81,22 @@ def _line(line: str, number: int, source: str, default_tz: tzinfo) -> Message:
         raise LoadError(source, number, None, f"invalid JSON at column {e.colno}: {e.msg}") from e
     except RecursionError as e:
         raise LoadError(source, number, None, "JSON is nested too deeply") from e
-    obj = expect_dict(raw, source, number, None)
-    role = get_str(obj, "role", source, number, default="user")
+    obj = common.expect_dict(raw, source, number, None)
+    role = common.get_str(obj, "role", source, number, default="user")
     if role not in ROLES:
         raise LoadError(source, number, "role", f"expected one of {', '.join(ROLES)}, got {role!r}")
     return Message(
-        id=get_str(obj, "id", source, number, nonempty=True),
-        conversation=get_str(obj, "conversation", source, number, nonempty=True),
+        id=common.get_str(obj, "id", source, number, nonempty=True),
+        conversation=common.get_str(obj, "conversation", source, number, nonempty=True),
         session=_session(obj, source, number),
-        speaker=get_str(obj, "speaker", source, number, nonempty=True),
-        text=get_text(obj, "text", source, number),
+        speaker=common.get_str(obj, "speaker", source, number, nonempty=True),
+        text=common.get_text(obj, "text", source, number),
         timestamp=_timestamp(obj, source, number, default_tz),
         role=role,  # type: ignore[arg-type]  # checked against ROLES above
         addressees=_addressees(obj, source, number),
         attachments=_attachments(obj, source, number),
         session_start=(
-            parse_iso(obj["session_start"], source, number, "session_start", default_tz)
+            common.parse_iso(obj["session_start"], source, number, "session_start", default_tz)
             if obj.get("session_start") is not None
             else None
         ),
@@ -116,21 +107,21 @@ def _timestamp(obj: dict, source: str, number: int, default_tz: tzinfo) -> datet
     """Every message needs an explicit time: it is what makes recall temporal."""
     if obj.get("timestamp") is None:
         raise LoadError(source, number, "timestamp", "missing")
-    return parse_iso(obj["timestamp"], source, number, "timestamp", default_tz)
+    return common.parse_iso(obj["timestamp"], source, number, "timestamp", default_tz)
 
 
 def _session(obj: dict, source: str, number: int) -> int:
     """Read the optional session number, a positive integer."""
     value = obj.get("session", 1)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        shown = value if isinstance(value, int) else type_name(value)
+        shown = value if isinstance(value, int) else common.type_name(value)
         raise LoadError(source, number, "session", f"expected an integer >= 1, got {shown}")
     return value
 
 
 def _addressees(obj: dict, source: str, number: int) -> tuple[str, ...]:
     """Read the optional list of people the message was said to."""
-    value = expect_list(obj.get("addressees") or [], source, number, "addressees")
+    value = common.expect_list(obj.get("addressees") or [], source, number, "addressees")
     if not all(isinstance(a, str) and a.strip() for a in value):
         raise LoadError(source, number, "addressees", "expected a list of non-empty strings")
     return tuple(value)
@@ -138,15 +129,15 @@ def _addressees(obj: dict, source: str, number: int) -> tuple[str, ...]:
 
 def _attachments(obj: dict, source: str, number: int) -> tuple[Attachment, ...]:
     """Read the optional attachments; their captions get indexed with the text."""
-    value = expect_list(obj.get("attachments") or [], source, number, "attachments")
+    value = common.expect_list(obj.get("attachments") or [], source, number, "attachments")
     result = []
     for i, raw in enumerate(value):
         field = f"attachments[{i}]"
-        item = expect_dict(raw, source, number, field)
+        item = common.expect_dict(raw, source, number, field)
         parts = {}
         for key, default in (("kind", None), ("caption", ""), ("url", "")):
             try:
-                parts[key] = get_str(
+                parts[key] = common.get_str(
                     item, key, source, number, default=default, nonempty=key == "kind"
                 )
             except LoadError as e:
@@ -164,4 +155,4 @@ def _finish(conv_id: str, msgs: list[Message], source: str) -> Conversation:
         first = m.session_start or m.timestamp  # a stated start (an export's) wins
         starts[m.session] = first if start is None else min(start, first)
     final = [replace(m, seq=seq, session_start=starts[m.session]) for seq, m in enumerate(ordered)]
-    return conversation(conv_id, source, final, starts)
+    return common.conversation(conv_id, source, final, starts)

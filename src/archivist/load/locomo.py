@@ -16,17 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from archivist.errors import LoadError
-from archivist.load._common import (
-    claim_id,
-    conversation,
-    expect_dict,
-    expect_list,
-    get_str,
-    get_text,
-    load_json,
-    read_text,
-    type_name,
-)
+from archivist.load import _common as common
 from archivist.model import Attachment, Conversation, Message
 
 TURN_SPACING = timedelta(seconds=30)
@@ -64,14 +54,14 @@ def parse_date(text: str) -> datetime:
 
 def parse(data: Any, *, source: str, default_tz: tzinfo) -> list[Conversation]:
     """Turn a decoded LoCoMo file into conversations, one per sample."""
-    samples = expect_list(data, source, None, None)
+    samples = common.expect_list(data, source, None, None)
     if not samples:
         raise LoadError(source, None, None, "no samples in file")
     result: list[Conversation] = []
     seen: set[str] = set()
     for index, raw in enumerate(samples):
-        sample = expect_dict(raw, source, index, None)
-        sample_id = get_str(sample, "sample_id", source, index, nonempty=True)
+        sample = common.expect_dict(raw, source, index, None)
+        sample_id = common.get_str(sample, "sample_id", source, index, nonempty=True)
         if sample_id in seen:
             raise LoadError(source, sample_id, "sample_id", "duplicate sample id")
         seen.add(sample_id)
@@ -81,9 +71,9 @@ def parse(data: Any, *, source: str, default_tz: tzinfo) -> list[Conversation]:
 
 def _sample(sample: dict, sample_id: str, source: str, default_tz: tzinfo) -> Conversation:
     """Parse one sample's sessions into a conversation."""
-    conv = expect_dict(sample.get("conversation"), source, sample_id, "conversation")
-    speaker_a = get_str(conv, "speaker_a", source, sample_id, nonempty=True)
-    speaker_b = get_str(conv, "speaker_b", source, sample_id, nonempty=True)
+    conv = common.expect_dict(sample.get("conversation"), source, sample_id, "conversation")
+    speaker_a = common.get_str(conv, "speaker_a", source, sample_id, nonempty=True)
+    speaker_b = common.get_str(conv, "speaker_b", source, sample_id, nonempty=True)
     if speaker_a == speaker_b:
         raise LoadError(source, sample_id, "speaker_b", f"same as speaker_a ({speaker_a!r})")
     other = {speaker_a: speaker_b, speaker_b: speaker_a}
@@ -102,8 +92,8 @@ def _sample(sample: dict, sample_id: str, source: str, default_tz: tzinfo) -> Co
         starts[n] = start
         for i, raw in enumerate(conv[f"session_{n}"]):
             record = f"{sample_id} session_{n}[{i}]"
-            turn = expect_dict(raw, source, record, None)
-            speaker = get_str(turn, "speaker", source, record, nonempty=True)
+            turn = common.expect_dict(raw, source, record, None)
+            speaker = common.get_str(turn, "speaker", source, record, nonempty=True)
             if speaker not in other:
                 raise LoadError(
                     source,
@@ -111,15 +101,15 @@ def _sample(sample: dict, sample_id: str, source: str, default_tz: tzinfo) -> Co
                     "speaker",
                     f"unknown speaker {speaker!r} (expected {speaker_a!r} or {speaker_b!r})",
                 )
-            msg_id = get_str(turn, "dia_id", source, record, nonempty=True)
-            claim_id(ids, msg_id, source, record, "dia_id")
+            msg_id = common.get_str(turn, "dia_id", source, record, nonempty=True)
+            common.claim_id(ids, msg_id, source, record, "dia_id")
             messages.append(
                 Message(
                     id=msg_id,
                     conversation=sample_id,
                     session=n,
                     speaker=speaker,
-                    text=get_text(turn, "text", source, record),
+                    text=common.get_text(turn, "text", source, record),
                     timestamp=start + TURN_SPACING * i,
                     role="user",
                     addressees=(other[speaker],),
@@ -128,13 +118,15 @@ def _sample(sample: dict, sample_id: str, source: str, default_tz: tzinfo) -> Co
                     seq=len(messages),
                 )
             )
-    return conversation(sample_id, source, messages, starts, participants=(speaker_a, speaker_b))
+    return common.conversation(
+        sample_id, source, messages, starts, participants=(speaker_a, speaker_b)
+    )
 
 
 def _session_start(conv: dict, n: int, source: str, sample_id: str, default_tz: tzinfo) -> datetime:
     """Read and parse ``session_<n>_date_time``, which every session needs."""
     key = f"session_{n}_date_time"
-    text = get_str(conv, key, source, sample_id)
+    text = common.get_str(conv, key, source, sample_id)
     try:
         return parse_date(text).replace(tzinfo=default_tz)
     except ValueError as e:
@@ -145,31 +137,33 @@ def _attachments(turn: dict, source: str, record: str) -> tuple[Attachment, ...]
     """Keep a shared image as its BLIP caption, which is the only part we can index."""
     if turn.get("blip_caption") is None:
         return ()
-    caption = get_str(turn, "blip_caption", source, record)
+    caption = common.get_str(turn, "blip_caption", source, record)
     url = turn.get("img_url")
     if isinstance(url, list):
         url = url[0] if url else ""
     if url is None:
         url = ""
     if not isinstance(url, str):
-        raise LoadError(source, record, "img_url", f"expected a string, got {type_name(url)}")
+        raise LoadError(
+            source, record, "img_url", f"expected a string, got {common.type_name(url)}"
+        )
     return (Attachment("image", caption=caption, url=url),)
 
 
 def load_qa(path: str | Path) -> dict[str, list[dict]]:
     """Read the QA items per sample, normalised for scoring (bench code uses this)."""
     source = str(path)
-    return parse_qa(load_json(read_text(path), source), source=source)
+    return parse_qa(common.load_json(common.read_text(path), source), source=source)
 
 
 def parse_qa(data: Any, *, source: str) -> dict[str, list[dict]]:
     """Map sample_id to QA dicts {question, answer, category, evidence}."""
-    samples = expect_list(data, source, None, None)
+    samples = common.expect_list(data, source, None, None)
     result: dict[str, list[dict]] = {}
     for index, raw in enumerate(samples):
-        sample = expect_dict(raw, source, index, None)
-        sample_id = get_str(sample, "sample_id", source, index, nonempty=True)
-        items = expect_list(sample.get("qa"), source, sample_id, "qa")
+        sample = common.expect_dict(raw, source, index, None)
+        sample_id = common.get_str(sample, "sample_id", source, index, nonempty=True)
+        items = common.expect_list(sample.get("qa"), source, sample_id, "qa")
         result[sample_id] = [
             _qa_item(item, source, f"{sample_id} qa[{i}]") for i, item in enumerate(items)
         ]
@@ -178,19 +172,21 @@ def parse_qa(data: Any, *, source: str) -> dict[str, list[dict]]:
 
 def _qa_item(raw: Any, source: str, record: str) -> dict:
     """Normalise one QA item; category-5 items fall back to their adversarial answer."""
-    item = expect_dict(raw, source, record, None)
-    question = get_str(item, "question", source, record)
+    item = common.expect_dict(raw, source, record, None)
+    question = common.get_str(item, "question", source, record)
     answer = item.get("answer")
     if answer is None:
-        answer = get_str(item, "adversarial_answer", source, record, default="")
+        answer = common.get_str(item, "adversarial_answer", source, record, default="")
     elif not isinstance(answer, str | int | float) or isinstance(answer, bool):
-        raise LoadError(source, record, "answer", f"expected a string, got {type_name(answer)}")
+        raise LoadError(
+            source, record, "answer", f"expected a string, got {common.type_name(answer)}"
+        )
     category = item.get("category")
     if not isinstance(category, int) or isinstance(category, bool):
         raise LoadError(
-            source, record, "category", f"expected an integer, got {type_name(category)}"
+            source, record, "category", f"expected an integer, got {common.type_name(category)}"
         )
-    evidence = expect_list(item.get("evidence", []), source, record, "evidence")
+    evidence = common.expect_list(item.get("evidence", []), source, record, "evidence")
     if not all(isinstance(e, str) for e in evidence):
         raise LoadError(source, record, "evidence", "expected a list of strings")
     return {

@@ -14,16 +14,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from archivist.errors import LoadError
-from archivist.load._common import (
-    aware,
-    claim_id,
-    conversation,
-    expect_dict,
-    expect_list,
-    get_str,
-    get_text,
-    type_name,
-)
+from archivist.load import _common as common
 from archivist.model import ROLES, Conversation, Message
 
 TURN_SPACING = timedelta(seconds=30)
@@ -46,13 +37,13 @@ def parse_date(text: str) -> datetime:
 
 def parse(data: Any, *, source: str, default_tz: tzinfo) -> list[Conversation]:
     """Turn a decoded LongMemEval file (a list of items, or one item) into conversations."""
-    items = [data] if isinstance(data, dict) else expect_list(data, source, None, None)
+    items = [data] if isinstance(data, dict) else common.expect_list(data, source, None, None)
     if not items:
         raise LoadError(source, None, None, "no items in file")
     result: list[Conversation] = []
     seen: set[str] = set()
     for index, raw in enumerate(items):
-        item = expect_dict(raw, source, index, None)
+        item = common.expect_dict(raw, source, index, None)
         conv_id = _question_id(item, index, source)
         if conv_id in seen:
             raise LoadError(source, conv_id, "question_id", "duplicate question id")
@@ -67,7 +58,9 @@ def _question_id(item: dict, index: int, source: str) -> str:
     if value is None:
         return f"longmemeval-{index}"
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise LoadError(source, index, "question_id", f"expected a string, got {type_name(value)}")
+        raise LoadError(
+            source, index, "question_id", f"expected a string, got {common.type_name(value)}"
+        )
     if not str(value).strip():
         raise LoadError(source, index, "question_id", "must not be empty")
     return str(value)
@@ -75,9 +68,11 @@ def _question_id(item: dict, index: int, source: str) -> str:
 
 def _item(item: dict, conv_id: str, source: str, default_tz: tzinfo) -> Conversation:
     """Parse one item's haystack sessions into a conversation."""
-    sessions = expect_list(item.get("haystack_sessions"), source, conv_id, "haystack_sessions")
-    dates = expect_list(item.get("haystack_dates"), source, conv_id, "haystack_dates")
-    session_ids = expect_list(
+    sessions = common.expect_list(
+        item.get("haystack_sessions"), source, conv_id, "haystack_sessions"
+    )
+    dates = common.expect_list(item.get("haystack_dates"), source, conv_id, "haystack_dates")
+    session_ids = common.expect_list(
         item.get("haystack_session_ids"), source, conv_id, "haystack_session_ids"
     )
     if not len(sessions) == len(dates) == len(session_ids):
@@ -95,22 +90,22 @@ def _item(item: dict, conv_id: str, source: str, default_tz: tzinfo) -> Conversa
         start = _start(date, source, conv_id, k, default_tz)
         sid = _session_id(session_id, source, conv_id, k)
         starts[k + 1] = start
-        turns = expect_list(turns, source, conv_id, f"haystack_sessions[{k}]")
+        turns = common.expect_list(turns, source, conv_id, f"haystack_sessions[{k}]")
         for j, raw in enumerate(turns):
             record = f"{conv_id} haystack_sessions[{k}][{j}]"
-            turn = expect_dict(raw, source, record, None)
-            role = get_str(turn, "role", source, record)
+            turn = common.expect_dict(raw, source, record, None)
+            role = common.get_str(turn, "role", source, record)
             if role not in ROLES:
                 raise LoadError(source, record, "role", f"unknown role {role!r}")
             msg_id = f"{sid}:{j}"
-            claim_id(ids, msg_id, source, record, "haystack_session_ids")
+            common.claim_id(ids, msg_id, source, record, "haystack_session_ids")
             messages.append(
                 Message(
                     id=msg_id,
                     conversation=conv_id,
                     session=k + 1,
                     speaker=role,
-                    text=get_text(turn, "content", source, record),
+                    text=common.get_text(turn, "content", source, record),
                     timestamp=start + TURN_SPACING * j,
                     role=role,  # type: ignore[arg-type]  # checked against ROLES above
                     addressees=_OTHER[role],
@@ -118,16 +113,16 @@ def _item(item: dict, conv_id: str, source: str, default_tz: tzinfo) -> Conversa
                     seq=len(messages),
                 )
             )
-    return conversation(conv_id, source, messages, starts)
+    return common.conversation(conv_id, source, messages, starts)
 
 
 def _start(date: Any, source: str, conv_id: str, k: int, default_tz: tzinfo) -> datetime:
     """Parse one entry of ``haystack_dates``."""
     field = f"haystack_dates[{k}]"
     if not isinstance(date, str):
-        raise LoadError(source, conv_id, field, f"expected a string, got {type_name(date)}")
+        raise LoadError(source, conv_id, field, f"expected a string, got {common.type_name(date)}")
     try:
-        return aware(parse_date(date), default_tz)
+        return common.aware(parse_date(date), default_tz)
     except ValueError as e:
         raise LoadError(source, conv_id, field, str(e)) from e
 

@@ -17,16 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from archivist.errors import LoadError
-from archivist.load._common import (
-    aware,
-    check_size,
-    conversation,
-    expect_dict,
-    expect_list,
-    get_str,
-    parse_iso,
-    type_name,
-)
+from archivist.load import _common as common
 from archivist.model import Attachment, Conversation, Message
 
 MESSAGE_SPACING = timedelta(seconds=1)
@@ -39,21 +30,21 @@ _TEXT_PARTS = {"text": "text", "input_text": "text", "output_text": "text", "ref
 def parse(data: Any, *, source: str, now: datetime, default_tz: tzinfo) -> list[Conversation]:
     """Turn a decoded chat transcript into one conversation."""
     if isinstance(data, dict):
-        messages = expect_list(data.get("messages"), source, None, "messages")
+        messages = common.expect_list(data.get("messages"), source, None, "messages")
         header = data
     else:
-        messages = expect_list(data, source, None, None)
+        messages = common.expect_list(data, source, None, None)
         header = {}
-    conv_id = get_str(header, "conversation", source, None, default="", nonempty=True)
+    conv_id = common.get_str(header, "conversation", source, None, default="", nonempty=True)
     conv_id = conv_id or Path(source).stem or "conversation"
     names = {
-        role: get_str(header, role, source, None, default=role, nonempty=True)
+        role: common.get_str(header, role, source, None, default=role, nonempty=True)
         for role in ("user", "assistant")
     }
     if header.get("timestamp") is not None:
-        start = parse_iso(header["timestamp"], source, None, "timestamp", default_tz)
+        start = common.parse_iso(header["timestamp"], source, None, "timestamp", default_tz)
     else:
-        start = aware(now, default_tz)
+        start = common.aware(now, default_tz)
     result: list[Message] = []
     for index, raw in enumerate(messages):
         msg = _message(raw, index, source, conv_id, names, start, seq=len(result))
@@ -61,7 +52,7 @@ def parse(data: Any, *, source: str, now: datetime, default_tz: tzinfo) -> list[
             result.append(msg)
     if not result:
         raise LoadError(source, None, "messages", "no user, assistant or system messages")
-    return [conversation(conv_id, source, result, {1: start})]
+    return [common.conversation(conv_id, source, result, {1: start})]
 
 
 def _message(
@@ -75,8 +66,8 @@ def _message(
     seq: int,
 ) -> Message | None:
     """Parse one chat message, or None for the kinds that are skipped."""
-    obj = expect_dict(raw, source, index, None)
-    role_name = get_str(obj, "role", source, index)
+    obj = common.expect_dict(raw, source, index, None)
+    role_name = common.get_str(obj, "role", source, index)
     if role_name in _SKIPPED_ROLES:
         return None
     role = _ROLES.get(role_name)
@@ -87,7 +78,7 @@ def _message(
     if obj["content"] is None:
         return None
     text, attachments = _content(obj["content"], source, index)
-    speaker = get_str(obj, "name", source, index, default="", nonempty=True)
+    speaker = common.get_str(obj, "name", source, index, default="", nonempty=True)
     speaker = speaker or names.get(role, role)
     addressees = {"user": (names["assistant"],), "assistant": (names["user"],)}.get(role, ())
     return Message(
@@ -108,26 +99,26 @@ def _message(
 def _content(content: Any, source: str, index: int) -> tuple[str, tuple[Attachment, ...]]:
     """Flatten string or multi-part content into text plus image attachments."""
     if isinstance(content, str):
-        return check_size(content, source, index, "content"), ()
-    parts = expect_list(content, source, index, "content")
+        return common.check_size(content, source, index, "content"), ()
+    parts = common.expect_list(content, source, index, "content")
     texts: list[str] = []
     attachments: list[Attachment] = []
     for i, raw in enumerate(parts):
         field = f"content[{i}]"
-        part = expect_dict(raw, source, index, field)
+        part = common.expect_dict(raw, source, index, field)
         kind = part.get("type")
         if kind in _TEXT_PARTS:
             key = _TEXT_PARTS[kind]
             value = part.get(key)
             if not isinstance(value, str):
-                problem = f"expected a string, got {type_name(value)}"
+                problem = f"expected a string, got {common.type_name(value)}"
                 raise LoadError(source, index, f"{field}.{key}", problem)
             texts.append(value)
         elif kind == "image_url":
             attachments.append(Attachment("image", url=_image_url(part, source, index, field)))
         else:
             raise LoadError(source, index, f"{field}.type", f"unsupported content part {kind!r}")
-    return check_size("\n".join(texts), source, index, "content"), tuple(attachments)
+    return common.check_size("\n".join(texts), source, index, "content"), tuple(attachments)
 
 
 def _image_url(part: dict, source: str, index: int, field: str) -> str:

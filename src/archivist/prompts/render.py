@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..model import Message
+
+
+def numbered(lines: Iterable[str]) -> str:
+    """``[1] …`` per line: the short integer aliases a model cites items by."""
+    return "\n".join(f"[{n}] {line}" for n, line in enumerate(lines, start=1))
 
 
 def render_messages(messages: Sequence[Message], *, aliases: bool = True) -> str:

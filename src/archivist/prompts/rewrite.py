@@ -11,6 +11,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from .render import numbered
+
 NAME = "rewrite_query"
 VERSION = "1"
 MAX_QUERIES = 3
@@ -37,7 +39,7 @@ Reply with JSON only: {"sufficient": bool, "queries": [strings]}."""
 
 def build(question: str, found: Sequence[str], today: datetime) -> list[dict]:
     """Chat messages asking whether ``found`` answers ``question``, and for rewrites if not."""
-    lines = "\n".join(f"[{n}] {text}" for n, text in enumerate(found, start=1)) or "(none)"
+    lines = numbered(found) or "(none)"
     user = (
         f"Current time: {today:%Y-%m-%d %H:%M}.\nQuestion: {question}\n\nMessages found:\n{lines}"
     )

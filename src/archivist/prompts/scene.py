@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from ..model import Episode
+from .render import numbered
 
 NAME = "summarise_scene"
 VERSION = "1"
@@ -27,9 +28,8 @@ Reply with JSON only: {"title": "...", "summary": "..."}."""
 
 def build(episodes: Sequence[Episode], cap: int) -> list[dict]:
     """Chat messages asking for a scene's title and summary from its member episodes."""
-    lines = "\n".join(
-        f"[{n}] ({e.start:%d %b %Y}) {e.title + ': ' if e.title else ''}{e.narrative}"
-        for n, e in enumerate(episodes, start=1)
+    lines = numbered(
+        f"({e.start:%d %b %Y}) {e.title + ': ' if e.title else ''}{e.narrative}" for e in episodes
     )
     user = (
         f"{len(episodes)} episodes, oldest first:\n{lines}\n\n"

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from ..model import Claim, Episode, Summary
+from .render import numbered
 
 NAME = "summarise_messages"
 VERSION = "1"
@@ -28,10 +29,10 @@ Reply with JSON only: {"summary": "..."}."""
 def render_claims(claims: Sequence[Claim]) -> str:
     """One line per claim: ``[n] (date) Speaker about Subject: text``."""
     lines = []
-    for n, c in enumerate(claims, start=1):
+    for c in claims:
         about = f" about {c.subject}" if c.subject and c.subject != c.speaker else ""
-        lines.append(f"[{n}] ({c.said_at:%d %b %Y}) {c.speaker}{about}: {c.text}")
-    return "\n".join(lines)
+        lines.append(f"({c.said_at:%d %b %Y}) {c.speaker}{about}: {c.text}")
+    return numbered(lines)
 
 
 def build_session(
@@ -55,10 +56,7 @@ def build_session(
 
 def build_rollup(conversation: str, level: int, parts: Sequence[Summary], cap: int) -> list[dict]:
     """Chat messages asking for a level-``level`` summary of consecutive summaries."""
-    lines = "\n".join(
-        f"[{n}] ({s.start:%d %b %Y} – {s.end:%d %b %Y}) {s.text}"
-        for n, s in enumerate(parts, start=1)
-    )
+    lines = numbered(f"({s.start:%d %b %Y} – {s.end:%d %b %Y}) {s.text}" for s in parts)
     user = (
         f"Conversation {conversation}: {len(parts)} consecutive summaries, oldest first.\n"
         f"{lines}\n\n"

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from .render import numbered
+
 NAME = "judge_context_use"
 VERSION = "1"
 
@@ -23,6 +25,6 @@ not count. Reply with JSON only: {"used": [numbers]}."""
 
 def build(items: Sequence[str], reply: str) -> list[dict]:
     """Chat messages asking which of ``items`` the ``reply`` drew on."""
-    lines = "\n".join(f"[{n}] {text}" for n, text in enumerate(items, start=1))
+    lines = numbered(items)
     user = f"Context items:\n{lines}\n\nAssistant reply:\n{reply}"
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
