@@ -9,9 +9,10 @@ import pytest
 from archivist.llm.base import LLMRefused
 from archivist.read.answer import (
     Answer,
-    answer_question,
+    answer_from,
     coverage,
     format_when,
+    retrieve,
     sentence_owner,
     stem,
 )
@@ -86,9 +87,14 @@ def test_unsupported_question_abstains(memory: MemoryService) -> None:
     assert a.answer == "Not mentioned in memory."
 
 
+def ask(memory: MemoryService, question: str, llm: FakeLLM) -> Answer:
+    """What MemoryService.ask does, with another model than the memory's."""
+    return answer_from(memory.core, question, retrieve(memory.core, question), llm=llm)
+
+
 def test_llm_answer_maps_aliases_and_drops_out_of_range(memory: MemoryService) -> None:
     llm = FakeLLM({"answer": "adoption agencies", "evidence": [1, 99], "abstain": False})
-    a = answer_question(memory.core, "What is Caroline researching?", llm=llm)
+    a = ask(memory, "What is Caroline researching?", llm)
     assert a.answer == "adoption agencies"
     assert len(a.evidence) == 1  # alias 99 does not exist: dropped
     user = llm.calls[0]["messages"][-1]["content"]
@@ -110,7 +116,7 @@ def test_service_ask_uses_its_llm_and_the_cache(tmp_path: Path, memory: MemorySe
 
 def test_llm_failure_falls_back_to_extractive(memory: MemoryService) -> None:
     llm = FakeLLM(LLMRefused("no"))
-    a = answer_question(memory.core, "What is Caroline researching?", llm=llm)
+    a = ask(memory, "What is Caroline researching?", llm)
     assert not a.abstain
     assert a.method.startswith("extractive (llm failed")
     assert a.answer.startswith("adoption agencies")

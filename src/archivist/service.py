@@ -361,13 +361,12 @@ class MemoryService(MemoryViews):
         answer if it fails); a question that pins someone else's action on the
         named person abstains and says whose it was. Returns a read.answer.Answer.
         """
-        from .read.answer import answer_question
+        from .read.answer import answer_from, retrieve
 
         if not isinstance(question, str) or not question.strip():
             raise InputError("ask() needs a non-empty question")
-        return answer_question(
-            self.core, question, person=person, conversation=conversation, at=at, k=k
-        )
+        ev = retrieve(self.core, question, person=person, conversation=conversation, at=at, k=k)
+        return answer_from(self.core, question, ev, at=at)
 
     # -- reads ----------------------------------------------------------------------
 

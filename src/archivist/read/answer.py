@@ -504,18 +504,3 @@ def answer_from(
             fallback = extractive_answer(question, top, people, verify=False, weights=ev.weights)
             return replace(fallback, method=f"extractive (llm failed: {type(e).__name__})")
     return extractive_answer(question, top, people, verify=False, weights=ev.weights)
-
-
-def answer_question(
-    core: Core,
-    question: str,
-    *,
-    person: str | None = None,
-    conversation: str | None = None,
-    at: datetime | None = None,
-    k: int = 10,
-    llm=None,
-) -> Answer:
-    """Retrieve, verify the speaker, then answer or abstain (``at``: as of this time)."""
-    ev = retrieve(core, question, person=person, conversation=conversation, at=at, k=k)
-    return answer_from(core, question, ev, at=at, llm=llm)

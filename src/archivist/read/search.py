@@ -178,9 +178,8 @@ def search(
     rankings, query_vector = _message_rankings(
         store, embedder, query, filters, config, trace, query_vector
     )
-    matched_claims, found_claims = _claim_rankings(
-        store, embedder, query, query_vector, filters, config, rankings, at
-    )
+    probe = _Probe(store, embedder, query, query_vector, filters, config)
+    matched_claims, found_claims = _claim_rankings(probe, rankings, at)
     model = embedder.name if embedder is not None else None
     link_rankings(
         store,
@@ -348,39 +347,41 @@ def _hits(
     ]
 
 
-def _find_derived(
-    kind: str,
-    store: Store,
-    embedder: Embedder | None,
-    query: str,
-    query_vector: np.ndarray | None,
-    filters: Filters,
-    config: SearchConfig,
-) -> dict[str, list[int]]:
+@dataclass(frozen=True)
+class _Probe:
+    """One search's query, its vector and where it looks: what every ranker reads."""
+
+    store: Store
+    embedder: Embedder | None
+    query: str
+    query_vector: np.ndarray | None
+    filters: Filters
+    config: SearchConfig
+
+
+def _find_derived(kind: str, p: _Probe) -> dict[str, list[int]]:
     """Ids of ``kind`` ("claims" or "episodes") ranked by its keyword and vector rankers."""
     keyword, vector = {
-        "claims": (store.claim_keyword_search, store.claim_vector_search),
-        "episodes": (store.episode_keyword_search, store.episode_vector_search),
+        "claims": (p.store.claim_keyword_search, p.store.claim_vector_search),
+        "episodes": (p.store.episode_keyword_search, p.store.episode_vector_search),
     }[kind]
     found: dict[str, list[int]] = {}
-    if f"{kind}_bm25" in config.rankers:
-        found[f"{kind}_bm25"] = [i for i, _ in keyword(query, filters, config.candidates)]
-    if f"{kind}_dense" in config.rankers and embedder is not None and query_vector is not None:
+    limit = p.config.candidates
+    if f"{kind}_bm25" in p.config.rankers:
+        found[f"{kind}_bm25"] = [i for i, _ in keyword(p.query, p.filters, limit)]
+    if (
+        f"{kind}_dense" in p.config.rankers
+        and p.embedder is not None
+        and p.query_vector is not None
+    ):
         found[f"{kind}_dense"] = [
-            i for i, _ in vector(embedder.name, query_vector, filters, config.candidates)
+            i for i, _ in vector(p.embedder.name, p.query_vector, p.filters, limit)
         ]
     return found
 
 
 def _claim_rankings(
-    store: Store,
-    embedder: Embedder | None,
-    query: str,
-    query_vector: np.ndarray | None,
-    filters: Filters,
-    config: SearchConfig,
-    rankings: dict[str, list[int]],
-    at: datetime | None = None,
+    p: _Probe, rankings: dict[str, list[int]], at: datetime | None = None
 ) -> tuple[dict[int, list[int]], dict[str, list[int]]]:
     """Rank claims and episodes and turn each ranking into one over their messages.
 
@@ -390,8 +391,8 @@ def _claim_rankings(
     message rowid -> claim ids, and each claim ranker's claim ids (best first).
     As of ``at``, claims closed by then do not vote.
     """
-    args = (store, embedder, query, query_vector, filters, config)
-    episodes = _find_derived("episodes", *args)
+    store, filters = p.store, p.filters
+    episodes = _find_derived("episodes", p)
     if episodes:
         members = store.episode_message_rowids({e for ids in episodes.values() for e in ids})
         # an episode passes the filters if one of its messages does; each message must too
@@ -400,7 +401,7 @@ def _claim_rankings(
             rankings[name] = list(
                 dict.fromkeys(r for e in ids for r in members.get(e, ()) if r in allowed)
             )
-    found = _find_derived("claims", *args)
+    found = _find_derived("claims", p)
     if not found:
         return {}, {}
     if at is not None:  # claims that do not hold at ``at`` (Claim.holds_at) do not vote

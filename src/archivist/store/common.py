@@ -8,16 +8,19 @@ the connection), plus keyword ranking and vector search, which differ in kind.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from ..clock import Clock, system_clock
 from .dialect import Dialect, Rows
 from .sql import Filters
+
+T = TypeVar("T")
 
 
 class Connection(Protocol):
@@ -44,6 +47,17 @@ def iso(d: datetime | None) -> str | None:
 
 def dt(s: str | None) -> datetime | None:
     return datetime.fromisoformat(s) if s else None
+
+
+def record(cls: type[T], fields: str, row: Sequence, **convert: Callable[[Any], Any]) -> T:
+    """A ``cls`` made from ``row``, whose columns are the comma-separated ``fields``, each
+    value first passed through its converter in ``convert`` (JSON text, ISO time)."""
+    names = [f.strip() for f in fields.split(",")]
+    return cls(**{n: convert[n](v) if n in convert else v for n, v in zip(names, row, strict=True)})
+
+
+def json_tuple(text: str) -> tuple:
+    return tuple(json.loads(text))
 
 
 class Body:
@@ -88,13 +102,14 @@ class Body:
         convs = filters.conversations()
         return None if convs is None else self._d.in_ids(column, convs)
 
-    def _count(self, sql: str) -> int:
-        """The one integer a counting query returns."""
-        return int(self._db.execute(sql).fetchone()[0])
-
-    def _tally(self, sql: str) -> dict[str, int]:
-        """key -> count, from a ``SELECT key, count(*) ... GROUP BY key`` query."""
-        return {k: int(n) for k, n in self._db.execute(sql)}
+    def _counts(self, queries: dict[str, str]) -> dict[str, int | dict[str, int]]:
+        """name -> the integer its query counts, or key -> count for a ``GROUP BY`` query."""
+        out: dict[str, int | dict[str, int]] = {}
+        for name, sql in queries.items():
+            rows = self._db.execute(sql).fetchall()
+            grouped = "GROUP BY" in sql
+            out[name] = {k: int(n) for k, n in rows} if grouped else int(rows[0][0])
+        return out
 
     def _identities(self) -> dict[str, list[tuple[str, str]]]:
         """person id -> its (conversation, name) identities, by conversation then name."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..model import Claim, Entity, Scene, Summary
 from . import sql as q
-from .common import Body, all_of
+from .common import Body, all_of, json_tuple, record
 from .derived import CLAIM_COLS, row_to_claim
 from .vecindex import pack
 
@@ -27,20 +27,12 @@ def _unpack(blob: bytes | None) -> np.ndarray | None:
 
 
 def _row_to_summary(r: tuple) -> Summary:
-    i, conv, level, a, b, covers, text, method = r
-    return Summary(
-        id=i,
-        conversation=conv,
-        level=level,
-        start=datetime.fromisoformat(a),
-        end=datetime.fromisoformat(b),
-        covers=tuple(json.loads(covers)),
-        text=text,
-        method=method,
-    )
+    at = datetime.fromisoformat
+    return record(Summary, _SUMMARY_FIELDS, r, start=at, end=at, covers=json_tuple)
 
 
 _SUMMARY_COLS = "id, conversation, level, start_ts, end_ts, covers, text, method"
+_SUMMARY_FIELDS = "id, conversation, level, start, end, covers, text, method"
 
 
 def rank_centroids(

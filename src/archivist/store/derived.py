@@ -489,12 +489,13 @@ class DerivedMemory(Body):
         return {r[0]: _row_to_episode(r[1:]) for r in rows}
 
     def derived_stats(self) -> dict:
-        one = self._count
-        return {
-            "episodes": one("SELECT count(*) FROM episodes"),
-            "claims": one("SELECT count(*) FROM claims"),
-            "claims_by_kind": self._tally("SELECT kind, count(*) FROM claims GROUP BY kind"),
-            "sessions_extracted": one("SELECT count(*) FROM extraction_state"),
-            "claims_rejected": one("SELECT coalesce(sum(rejected), 0) FROM extraction_state"),
-            "llm_cache_entries": one("SELECT count(*) FROM llm_cache"),
-        }
+        return self._counts(
+            {
+                "episodes": "SELECT count(*) FROM episodes",
+                "claims": "SELECT count(*) FROM claims",
+                "claims_by_kind": "SELECT kind, count(*) FROM claims GROUP BY kind",
+                "sessions_extracted": "SELECT count(*) FROM extraction_state",
+                "claims_rejected": "SELECT coalesce(sum(rejected), 0) FROM extraction_state",
+                "llm_cache_entries": "SELECT count(*) FROM llm_cache",
+            }
+        )

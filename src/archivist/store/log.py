@@ -421,22 +421,31 @@ class MessageLog(Body):
         return [(p, int(n)) for p, n in rows]
 
     def stats(self) -> dict:
-        one = self._count
+        log = self._counts(
+            {
+                "conversations": "SELECT count(*) FROM conversations",
+                "sessions": "SELECT count(*) FROM sessions",
+                "messages": "SELECT count(*) FROM messages",
+                "people": "SELECT count(DISTINCT person) FROM message_people",
+                "vectors": "SELECT model, count(*) FROM vectors GROUP BY model",
+            }
+        )
+        rest = self._counts(
+            {
+                "persons": "SELECT count(*) FROM persons",
+                "decisions": "SELECT count(*) FROM decisions",
+                "scenes": "SELECT count(*) FROM scenes",
+                "summaries": "SELECT count(*) FROM summaries",
+                "jobs": "SELECT status, count(*) FROM jobs GROUP BY status",
+            }
+        )
         return {
             "path": str(self.path),
-            "conversations": one("SELECT count(*) FROM conversations"),
-            "sessions": one("SELECT count(*) FROM sessions"),
-            "messages": one("SELECT count(*) FROM messages"),
-            "people": one("SELECT count(DISTINCT person) FROM message_people"),
-            "vectors": self._tally("SELECT model, count(*) FROM vectors GROUP BY model"),
+            **log,
             "embed_model": self.embed_model(),
             "migrations": self.migrations(),
             "bytes": self._size_bytes(),
             **self.derived_stats(),  # type: ignore[attr-defined]
             **self.reconcile_stats(),  # type: ignore[attr-defined]
-            "persons": one("SELECT count(*) FROM persons"),
-            "decisions": one("SELECT count(*) FROM decisions"),
-            "scenes": one("SELECT count(*) FROM scenes"),
-            "summaries": one("SELECT count(*) FROM summaries"),
-            "jobs": self.job_counts(),  # type: ignore[attr-defined]
+            **rest,
         }

@@ -105,6 +105,16 @@ class Searchable(NamedTuple):
         return out
 
 
+def link(table: str, left: tuple[str, str], right: tuple[str, str]) -> str:
+    """A many-to-many table of two keys, each ``(column, "parent(key)")``, deleted with
+    either parent; its primary key is (left, right)."""
+    cols = [f"{c} {{big}} NOT NULL REFERENCES {ref} ON DELETE CASCADE" for c, ref in (left, right)]
+    return (
+        f"CREATE TABLE {table} (\n    {cols[0]},\n    {cols[1]},\n"
+        f"    PRIMARY KEY ({left[0]}, {right[0]})\n){{norowid}}"
+    )
+
+
 class Only(NamedTuple):
     """A statement one engine alone runs."""
 
@@ -252,11 +262,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
             "CREATE INDEX episodes_conv ON episodes (conversation, session)",
             Searchable("episodes", "id", updates=False, bm25=True),
-            """CREATE TABLE episode_messages (
-                episode_id {big} NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
-                msg_rowid {big} NOT NULL REFERENCES messages(rowid) ON DELETE CASCADE,
-                PRIMARY KEY (episode_id, msg_rowid)
-            ){norowid}""",
+            link(
+                "episode_messages", ("episode_id", "episodes(id)"), ("msg_rowid", "messages(rowid)")
+            ),
             "CREATE INDEX episode_messages_msg ON episode_messages (msg_rowid)",
             """CREATE TABLE claims (
                 id {pk},
@@ -292,11 +300,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX claims_subject ON claims (subject_key)",
             Only("postgres", "CREATE INDEX claims_said ON claims (said_epoch, id)"),
             Only("postgres", "CREATE INDEX claims_embed_hash ON claims (embed_hash)"),
-            """CREATE TABLE claim_evidence (
-                claim_id {big} NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
-                msg_rowid {big} NOT NULL REFERENCES messages(rowid) ON DELETE CASCADE,
-                PRIMARY KEY (claim_id, msg_rowid)
-            ){norowid}""",
+            link("claim_evidence", ("claim_id", "claims(id)"), ("msg_rowid", "messages(rowid)")),
             "CREATE INDEX claim_evidence_msg ON claim_evidence (msg_rowid)",
             Searchable("claims", "id", updates=False, bm25=True),
             # Which sessions the archivist has processed, with how many messages:
@@ -363,11 +367,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX entities_owner ON entities (conversation, owner_key)",
             "CREATE INDEX entities_name ON entities (name_key)",
             Searchable("entities", "id", updates=True, bm25=False),
-            """CREATE TABLE claim_entities (
-                claim_id {big} NOT NULL REFERENCES claims(id) ON DELETE CASCADE,
-                entity_id {big} NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
-                PRIMARY KEY (claim_id, entity_id)
-            ){norowid}""",
+            link("claim_entities", ("claim_id", "claims(id)"), ("entity_id", "entities(id)")),
             "CREATE INDEX claim_entities_entity ON claim_entities (entity_id)",
             """CREATE TABLE conflicts (
                 id {pk},
@@ -449,11 +449,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 updated_at TEXT NOT NULL
             )""",
             Only("postgres", "CREATE INDEX scenes_conv ON scenes (conversation, start_ts)"),
-            """CREATE TABLE scene_episodes (
-                scene_id {big} NOT NULL REFERENCES scenes(id) ON DELETE CASCADE,
-                episode_id {big} NOT NULL REFERENCES episodes(id) ON DELETE CASCADE,
-                PRIMARY KEY (scene_id, episode_id)
-            ){norowid}""",
+            link("scene_episodes", ("scene_id", "scenes(id)"), ("episode_id", "episodes(id)")),
             "CREATE UNIQUE INDEX scene_episodes_episode ON scene_episodes (episode_id)",
             """CREATE TABLE summaries (
                 id {pk},

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from ..model import Decision, Person
 from . import sql as q
-from .common import Body, Connection
+from .common import Body, Connection, json_tuple, record
 
 
 def person_id_for(conversation: str, name: str) -> str:
@@ -204,23 +204,17 @@ class People(Body):
             f"FROM decisions {where} ORDER BY id",
             params,
         )
-        out = []
-        for did, k, a, b, verdict, reasons, evidence, steps, method, created in rows:
-            out.append(
-                Decision(
-                    kind=k,
-                    a=a,
-                    b=b,
-                    verdict=verdict,
-                    reasons=reasons,
-                    evidence=tuple(json.loads(evidence)),
-                    method=method,
-                    steps=tuple(s for s in json.loads(steps) if set(s) != {"fingerprint"}),
-                    created_at=datetime.fromisoformat(created),
-                    id=did,
-                )
+        return [
+            record(
+                Decision,
+                "id, kind, a, b, verdict, reasons, evidence, steps, method, created_at",
+                r,
+                evidence=json_tuple,
+                steps=_steps,
+                created_at=datetime.fromisoformat,
             )
-        return out
+            for r in rows
+        ]
 
     def decision_keys(self, kind: str) -> set[tuple[str, str, str, str]]:
         """(a, b, fingerprint, method) of every decision of ``kind``: what is decided already."""
@@ -231,6 +225,11 @@ class People(Body):
             first = (json.loads(steps) or [{}])[0]
             out.add((a, b, str(first.get("fingerprint", "")), method))
         return out
+
+
+def _steps(text: str) -> tuple[dict, ...]:
+    """A decision's agent steps without the fingerprint entry (see the module docstring)."""
+    return tuple(s for s in json.loads(text) if set(s) != {"fingerprint"})
 
 
 def _merge(db: Connection, keep: str, drop: str) -> None:

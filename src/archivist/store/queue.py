@@ -11,23 +11,13 @@ from __future__ import annotations
 import json
 
 from ..model import Job
-from .common import Body
+from .common import Body, record
 
 _JOB_COLS = "id, kind, key, payload, status, attempts, error, result"
 
 
 def _row_to_job(r: tuple) -> Job:
-    i, kind, key, payload, status, attempts, error, result = r
-    return Job(
-        id=i,
-        kind=kind,
-        key=key,
-        payload=json.loads(payload),
-        status=status,
-        attempts=attempts,
-        error=error,
-        result=json.loads(result),
-    )
+    return record(Job, _JOB_COLS, r, payload=json.loads, result=json.loads)
 
 
 class JobQueue(Body):
@@ -102,7 +92,7 @@ class JobQueue(Body):
 
     def job_counts(self) -> dict[str, int]:
         """status -> number of jobs."""
-        return self._tally("SELECT status, count(*) FROM jobs GROUP BY status")
+        return self._counts({"jobs": "SELECT status, count(*) FROM jobs GROUP BY status"})["jobs"]  # type: ignore[return-value]
 
     def meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..model import Claim, ClaimEvent, Conflict, Entity
 from . import sql as q
-from .common import Body, Connection, all_of, dt
+from .common import Body, Connection, all_of, dt, json_tuple, record
 from .derived import CLAIM_COLS, claim_cols, row_to_claim
 from .records import ReconcileBatch
 
@@ -26,6 +26,7 @@ ENTITY_COLS = (
     "id, conversation, owner, name, kind, aliases, roles, states, brief, dossier, "
     "first_seen, last_seen, mentions, method"
 )
+_EVENT_FIELDS = "id, claim, action, other, at, detail"
 _CONFLICT_COLS = (
     "id, conversation, subject, attribute, old_claim, new_claim, old_value, new_value, "
     "old_time, new_time, kind, resolution, method"
@@ -33,42 +34,21 @@ _CONFLICT_COLS = (
 
 
 def row_to_entity(r: tuple) -> Entity:
-    i, conv, owner, name, kind, aliases, roles, states, brief, dossier, fs, ls, n, meth = r
-    return Entity(
-        id=i,
-        conversation=conv,
-        owner=owner,
-        name=name,
-        kind=kind,
-        aliases=tuple(json.loads(aliases)),
-        roles=tuple(json.loads(roles)),
-        states=tuple(tuple(s) for s in json.loads(states)),
-        brief=brief,
-        dossier=dossier,
-        first_seen=dt(fs),
-        last_seen=dt(ls),
-        mentions=n,
-        method=meth,
+    return record(
+        Entity,
+        ENTITY_COLS,
+        r,
+        aliases=json_tuple,
+        roles=json_tuple,
+        states=lambda text: tuple(tuple(s) for s in json.loads(text)),
+        first_seen=dt,
+        last_seen=dt,
     )
 
 
 def _row_to_conflict(r: tuple) -> Conflict:
-    i, conv, subj, attr, oc, nc, ov, nv, ot, nt, kind, res, meth = r
-    return Conflict(
-        id=i,
-        conversation=conv,
-        subject=subj,
-        attribute=attr,
-        old_claim=oc,
-        new_claim=nc,
-        old_value=ov,
-        new_value=nv,
-        old_time=datetime.fromisoformat(ot),
-        new_time=datetime.fromisoformat(nt),
-        kind=kind,
-        resolution=res,
-        method=meth,
-    )
+    at = datetime.fromisoformat
+    return record(Conflict, _CONFLICT_COLS, r, old_time=at, new_time=at)
 
 
 def entity_brief(e: Entity) -> str:
@@ -269,22 +249,16 @@ class Reconciliation(Body):
     def claim_histories(self, claim_ids: Iterable[int]) -> dict[int, list[ClaimEvent]]:
         """Claim id -> its events in recorded order (claims without events are absent)."""
         out: dict[int, list[ClaimEvent]] = {}
-        for i, c, a, o, at, d in self._by_ids(
+        for r in self._by_ids(
             "SELECT id, claim_id, action, other_claim, at, detail FROM claim_events "
             "WHERE {ids} ORDER BY id",
             "claim_id",
             (int(i) for i in claim_ids),
         ):
-            out.setdefault(c, []).append(
-                ClaimEvent(
-                    id=i,
-                    claim=c,
-                    action=a,
-                    other=o,
-                    at=datetime.fromisoformat(at),
-                    detail=json.loads(d),
-                )
+            event = record(
+                ClaimEvent, _EVENT_FIELDS, r, at=datetime.fromisoformat, detail=json.loads
             )
+            out.setdefault(event.claim, []).append(event)
         return out
 
     def list_conflicts(
@@ -304,11 +278,12 @@ class Reconciliation(Body):
 
     def reconcile_stats(self) -> dict:
         """Counts for stats and benchmarks."""
-        one = self._count
-        return {
-            "entities": one("SELECT count(*) FROM entities"),
-            "entity_mentions": one("SELECT count(*) FROM claim_entities"),
-            "claims_by_status": self._tally("SELECT status, count(*) FROM claims GROUP BY status"),
-            "conflicts": one("SELECT count(*) FROM conflicts"),
-            "claims_unreconciled": one("SELECT count(*) FROM claims WHERE reconciled = 0"),
-        }
+        return self._counts(
+            {
+                "entities": "SELECT count(*) FROM entities",
+                "entity_mentions": "SELECT count(*) FROM claim_entities",
+                "claims_by_status": "SELECT status, count(*) FROM claims GROUP BY status",
+                "conflicts": "SELECT count(*) FROM conflicts",
+                "claims_unreconciled": "SELECT count(*) FROM claims WHERE reconciled = 0",
+            }
+        )
