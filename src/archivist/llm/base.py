@@ -64,7 +64,10 @@ class ChatModel(Protocol):
     validates either way.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The model's stable name (read-only: a plain attribute satisfies it too)."""
+        ...
 
     def complete(self, messages: list[dict], **options: Unpack[CallOptionsDict]) -> Completion:
         """The model's answer to ``messages`` (OpenAI chat format).
