@@ -8,6 +8,8 @@ import click
 
 from .common import Context, pass_ctx
 
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
@@ -68,8 +70,11 @@ def serve(
         raise click.UsageError(
             "no API keys: pass --keys-file, set ARCHIVIST_SERVER_KEYS, or --open"
         )
-    if open_access and host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(f"warning: --open on {host}: anyone who reaches it reads this memory", err=True)
+    if settings.open_access and host not in LOOPBACK:
+        raise click.UsageError(
+            f"--open serves every memory without keys, so it listens on loopback only "
+            f"({', '.join(LOOPBACK)}), not {host}: configure API keys to serve on {host}"
+        )
     app = create_app(settings)
     click.echo(
         f"archivist on http://{host}:{port} (docs /docs); data in {settings.resolved_data_dir()}",

@@ -34,6 +34,7 @@ from ..errors import (
     StoreError,
 )
 from .auth import tenant_id
+from .limits import AuthFailures, BodyLimit
 from .settings import ServerSettings, default_data_dir
 from .tenants import MemoryFactory, Tenant, TenantRegistry, default_memory_factory
 
@@ -207,6 +208,8 @@ def create_app(
     app.state.worker = worker  # None: background work on the tenants' threads
     app.state.upstream = proxy.upstream_client(settings, upstream_transport)
     app.state.proxy_counters = Counter()  # failures seen before a tenant was known
+    app.state.auth_failures = AuthFailures(settings.auth_failures_per_minute)
+    app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
     app.add_exception_handler(ArchivistError, _archivist_error)
     app.include_router(memory_router())
     app.include_router(proxy.router)

@@ -44,6 +44,10 @@ class ServerSettings:
     # Where extraction and consolidation run: "process" (a worker process at lower CPU
     # priority; requests never wait on it) or "thread" (threads of the server process).
     background: str = "process"
+    # Largest request body accepted on any route (413 above it), and wrong API keys one
+    # client address may send per minute before it is answered 429; 0 turns either off.
+    max_request_bytes: int = 8 * 1024 * 1024
+    auth_failures_per_minute: int = 20
     memory: Settings = field(default_factory=Settings)
 
     def __post_init__(self) -> None:
@@ -57,6 +61,8 @@ class ServerSettings:
             raise ConfigError("extract_delay must be >= 0")
         if self.upstream_timeout <= 0:
             raise ConfigError("upstream_timeout must be > 0")
+        if self.max_request_bytes < 0 or self.auth_failures_per_minute < 0:
+            raise ConfigError("max_request_bytes and auth_failures_per_minute must be >= 0")
         check_embedder(self.memory)  # refused at startup, not at a tenant's first request
         check_llm(self.memory)
 
@@ -82,6 +88,8 @@ class ServerSettings:
                 kw[name] = v
         for name, conv in (
             ("context_budget", int),
+            ("max_request_bytes", int),
+            ("auth_failures_per_minute", int),
             ("upstream_timeout", float),
             ("drift_threshold", float),
         ):
