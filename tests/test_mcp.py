@@ -145,6 +145,14 @@ async def test_remember_stores_once(client: Client, mem: MemoryService) -> None:
     assert (stored.speaker, stored.addressees, stored.timestamp) == ("Ana", ("Lee",), T0)
 
 
+async def test_remember_refuses_a_message_over_the_loaders_size_limit(
+    client: Client, mem: MemoryService
+) -> None:
+    said = await error(client, "remember", text="x" * 1_000_001, speaker="Ana", conversation="c")
+    assert "the limit is 1000000" in said
+    assert counts(mem) == {}
+
+
 async def test_remember_without_timestamp_uses_the_clock_and_dedupes(
     client: Client, mem: MemoryService
 ) -> None:

@@ -86,3 +86,17 @@ def test_limits_come_from_the_environment(tmp_path: Path) -> None:
     env = {"ARCHIVIST_MAX_REQUEST_BYTES": "1000", "ARCHIVIST_AUTH_FAILURES_PER_MINUTE": "0"}
     settings = ServerSettings.from_env(env)
     assert (settings.max_request_bytes, settings.auth_failures_per_minute) == (1000, 0)
+
+
+def test_bodies_the_api_cannot_read_get_the_common_error_body(tmp_path: Path) -> None:
+    json_type = {**ALPHA, "content-type": "application/json"}
+    with make_client(tmp_path) as client:
+        deep = "[" * 100_000 + "]" * 100_000
+        r = client.post("/v1/chat/completions", content=deep, headers=json_type)
+        assert r.status_code == 400 and "nested too deeply" in r.json()["error"]["message"]
+        r = client.post("/v1/memory/ask", content='{"question": NaN}', headers=json_type)
+        assert r.status_code == 422
+        assert r.json()["error"] == {
+            "type": "InputError",
+            "message": "question: Input should be a valid string",
+        }

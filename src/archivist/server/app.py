@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
@@ -64,6 +65,22 @@ async def _archivist_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ArchivistError)
     body = {"error": {"type": type(exc).__name__, "message": str(exc)}}
     return JSONResponse(body, status_code=status_for(exc))
+
+
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    """A body FastAPI could not validate: 422 with the common error body, one line naming
+    the first field that failed (the values are not echoed: NaN is not JSON)."""
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    message = f"{where}: {first.get('msg', 'invalid request')}"
+    return JSONResponse({"error": {"type": "InputError", "message": message}}, status_code=422)
+
+
+async def _too_deep(request: Request, exc: Exception) -> JSONResponse:
+    """JSON nested deeper than Python's parser recurses: a bad request, not a crash."""
+    message = "request JSON is nested too deeply"
+    return JSONResponse({"error": {"type": "InputError", "message": message}}, status_code=400)
 
 
 def current_tenant(request: Request, tid: Annotated[str, Depends(tenant_id)]) -> Tenant:
@@ -211,6 +228,8 @@ def create_app(
     app.state.auth_failures = AuthFailures(settings.auth_failures_per_minute)
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
     app.add_exception_handler(ArchivistError, _archivist_error)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(RecursionError, _too_deep)
     app.include_router(memory_router())
     app.include_router(proxy.router)
     return app

@@ -39,6 +39,7 @@ from pydantic import Field
 
 from ..clock import Clock
 from ..errors import ArchivistError, InputError, NotFound
+from ..load._common import check_size
 from ..model import ROLES, Claim, ClaimEvent, Conversation, Message, Person, Session, content_hash
 from ..service import MemoryService
 from ..write.sessions import SESSION_GAP, next_session  # noqa: F401 - re-exported
@@ -125,6 +126,7 @@ def remember_message(
             raise InputError(f"remember() needs a non-empty {name}")
     if role not in ROLES:
         raise InputError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
+    check_size(text, "remember", None, "text")  # the same 1 MB limit as every loader
     speaker, conversation = speaker.strip(), conversation.strip()
     at = parse_time(timestamp, now)
     mid = message_id(conversation, speaker, role, text, at if timestamp else None)
