@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import Counter
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -406,4 +408,26 @@ def _admin_routes(r) -> None:
             if worker is not None
             else {"mode": "thread"}
         )
-        return _jsonable({**tenant.status(), "background": where})
+        from .proxy import failures
+
+        body = {**tenant.status(), "background": where, "proxy": failures(tenant)}
+        return _without_paths(_jsonable(body), request.app.state.settings.resolved_data_dir())
+
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])/(?:[^\s/'\":,;()]+/)+([^\s/'\":,;()]*)")
+
+
+def _without_paths(value: Any, data_dir: Path) -> Any:
+    """A status as a tenant may see it: stores and files by name, never a server path
+    (a SQLite store's path becomes ``<tenant>.db``, a PostgreSQL one its schema)."""
+    if isinstance(value, dict):
+        return {k: _without_paths(v, data_dir) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_paths(v, data_dir) for v in value]
+    if not isinstance(value, str):
+        return value
+    if " schema=" in value and "dbname=" in value:  # a PostgreSQL store (no password in it)
+        return "schema=" + value.rsplit("schema=", 1)[1]
+    for root in dict.fromkeys((str(data_dir.resolve()), str(data_dir))):
+        value = value.replace(root + "/", "")
+    return ABSOLUTE_PATH.sub(r"\1", value)
