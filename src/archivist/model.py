@@ -8,12 +8,62 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
 Role = Literal["user", "assistant", "system"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
+
+# Bounds every stored value must respect, checked at input (loaders, service):
+# dates whose arithmetic never overflows, and numbers both backends can hold
+# (PostgreSQL's session column is a 32-bit INTEGER, seq a BIGINT).
+MIN_YEAR, MAX_YEAR = 1900, 2200
+MAX_SESSION = 2**31 - 1
+MAX_SEQ = 2**63 - 1
+
+
+def date_in_range(d: datetime) -> bool:
+    """Is ``d`` within MIN_YEAR..MAX_YEAR, where time grounding's arithmetic is safe?"""
+    return MIN_YEAR <= d.year <= MAX_YEAR
+
+
+def text_problem(value: str) -> str | None:
+    """Why a text cannot be stored on both backends (NUL byte, lone surrogate), or None.
+
+    NUL bytes are refused rather than stripped: PostgreSQL rejects them and
+    SQLite keeps them, so refusing is the one rule both backends can follow.
+    """
+    if "\x00" in value:
+        return "contains a NUL byte"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"contains a lone surrogate at character {e.start}"
+    return None
+
+
+def message_problem(m: Message) -> tuple[str, str] | None:
+    """The first (field, problem) that keeps ``m`` out of the store, or None if it is fine."""
+    for name in ("id", "conversation", "speaker", "text", "role"):
+        if problem := text_problem(getattr(m, name)):
+            return name, problem
+    for i, name in enumerate(m.addressees):
+        if problem := text_problem(name):
+            return f"addressees[{i}]", problem
+    for i, a in enumerate(m.attachments):
+        for part in ("kind", "caption", "url"):
+            if problem := text_problem(getattr(a, part)):
+                return f"attachments[{i}].{part}", problem
+    for name in ("timestamp", "session_start"):
+        d = getattr(m, name)
+        if d is not None and not date_in_range(d):
+            return name, f"{d.isoformat()} is outside the years {MIN_YEAR}..{MAX_YEAR}"
+    if isinstance(m.session, bool) or not 0 <= m.session <= MAX_SESSION:
+        return "session", f"{m.session} is outside 0..{MAX_SESSION}"
+    if not 0 <= m.seq <= MAX_SEQ:
+        return "seq", f"{m.seq} is outside 0..{MAX_SEQ}"
+    return None
 
 
 def content_hash(*parts: str) -> str:
@@ -68,6 +118,19 @@ class Message:
             self.text,
             self.timestamp.isoformat(),
             json.dumps([a.to_dict() for a in self.attachments], sort_keys=True),
+        )
+
+    def same_as_stored(self, stored_hash: str, stored_at: datetime) -> bool:
+        """Is this the stored message, its time perhaps written with another UTC offset?
+
+        The hash keeps the timestamp as written (changing it would make stored
+        logs refuse their own re-ingestion), so the same instant under another
+        offset is compared by re-hashing with the stored spelling of the time.
+        """
+        if self.hash == stored_hash:
+            return True
+        return (
+            self.timestamp == stored_at and replace(self, timestamp=stored_at).hash == stored_hash
         )
 
     def indexed_text(self) -> str:

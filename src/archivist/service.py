@@ -22,7 +22,7 @@ from .errors import InputError, NotFound
 from .jobs import JobRunner
 from .llm.accounting import Accounting
 from .llm.base import ChatModel
-from .model import Claim, Conversation, Hit, Job, Message
+from .model import MAX_SESSION, Claim, Conversation, Hit, Job, Message, message_problem
 from .read.recall import recall as routed_recall
 from .read.recall import route_question, search_memory
 from .read.route import Recall, Route
@@ -107,8 +107,12 @@ class MemoryService(MemoryViews):
     ) -> list[AddResult]:
         """Store conversations (objects, or a file path to load); only new messages are written.
 
-        Each conversation is one transaction: an interrupted run leaves whole
-        conversations or nothing, and re-running it completes the rest.
+        All or nothing as far as validation goes: every message is checked
+        against the store's bounds (model.message_problem) and every
+        conversation against what is stored (the same id with other content is
+        refused) before any is written. Each conversation is then its own
+        transaction, not one across conversations: an interrupted run leaves
+        whole conversations or nothing, and re-running it completes the rest.
         ``embed=False`` stores messages without vectors (keyword search finds
         them at once); the next ``extract`` of their conversation embeds them.
         """
@@ -122,6 +126,7 @@ class MemoryService(MemoryViews):
             convs = list(data)
             if not all(isinstance(c, Conversation) for c in convs):
                 raise InputError("add() takes Conversation objects or a file path")
+        self.check_new(convs)
         self.core.check_embed_model(self.embedder)
         results = [
             add_conversation(self.core, c, index=self.index_options, progress=progress, embed=embed)
@@ -134,6 +139,28 @@ class MemoryService(MemoryViews):
             self.extract([c.id for c in convs])
             self.schedule_consolidation([c.id for c in convs])
         return results
+
+    def check_new(self, convs: Sequence[Conversation]) -> None:
+        """Refuse the whole batch (InputError) if any message is out of bounds or would
+        rewrite the log; stores nothing. add() calls it; the CLI checks all files first."""
+        for c in convs:
+            if not isinstance(c.id, str) or not c.id:
+                raise InputError("a conversation needs an id")
+            for m in c.messages:
+                if found := message_problem(m):
+                    raise InputError(
+                        f"conversation {c.id!r}, message {m.id!r}, field {found[0]!r}: {found[1]}"
+                    )
+            stored = self.store.existing_hashes(c.id)
+            changed = [m for m in c.messages if stored.get(m.id, m.hash) != m.hash]
+            for m in changed:
+                old = self.store.get_message(c.id, m.id)
+                if old is None or not m.same_as_stored(stored[m.id], old.timestamp):
+                    raise InputError(
+                        f"conversation {c.id!r}, message {m.id!r}: already stored with "
+                        "different content; the log is append-only (delete the conversation "
+                        "to replace it); nothing was stored"
+                    )
 
     # -- the archivist: episodes and claims -------------------------------------------
 
@@ -182,6 +209,7 @@ class MemoryService(MemoryViews):
 
     def rebuild(self, conversations: Sequence[str] | None = None) -> ExtractReport:
         """Forget derived memory and re-derive it from the message log."""
+        self._known(conversations)
         for cid in conversations or [None]:
             self.store.clear_derived(cid)
         return self.extract(conversations)
@@ -397,6 +425,12 @@ class MemoryService(MemoryViews):
         ``route``: find the period the query asks about and, when neither a
         conversation nor a person is given, where to look (read/route.py).
         """
+        if session is not None and (
+            isinstance(session, bool)
+            or not isinstance(session, int)
+            or not 0 <= session <= MAX_SESSION
+        ):
+            raise InputError(f"session must be an integer in 0..{MAX_SESSION}; got {session!r}")
         return search_memory(
             self.core,
             query,
@@ -444,6 +478,7 @@ class MemoryService(MemoryViews):
         """The memory as JSON Lines: messages and declared identities (transfer.py)."""
         from .transfer import export_lines
 
+        self._known([conversation] if conversation is not None else None)
         return export_lines(self.store, conversation)
 
     def import_jsonl(self, lines: Iterable[str] | str, source: str = "import") -> dict:
@@ -454,6 +489,14 @@ class MemoryService(MemoryViews):
 
     def conversations(self) -> list[dict]:
         return self.store.conversations()
+
+    def _known(self, conversations: Sequence[str] | None) -> None:
+        """Refuse a conversation that is not stored, instead of doing nothing quietly."""
+        if not conversations:
+            return
+        stored = {c["id"] for c in self.store.conversations()}
+        if missing := [c for c in conversations if c not in stored]:
+            raise NotFound(f"no conversation {missing[0]!r} is stored")
 
     def stats(self) -> dict:
         return self.store.stats()

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 
+from .model import date_in_range
+
 GRANULARITIES: tuple[str, ...] = ("day", "week", "month", "year", "season", "instant")
 
 
@@ -349,8 +351,13 @@ _QUICK = re.compile(
 
 
 def _found(text: str, at: datetime) -> list[tuple[int, TimeRef]]:
-    """Non-overlapping (position, TimeRef) pairs, the longest match winning, in text order."""
-    if not _QUICK.search(text):
+    """Non-overlapping (position, TimeRef) pairs, the longest match winning, in text order.
+
+    Nothing is grounded against a time outside model.MIN_YEAR..MAX_YEAR (a
+    message dated 9999 would overflow the arithmetic), and a span that would
+    leave the calendar is skipped, not raised.
+    """
+    if not date_in_range(at) or not _QUICK.search(text):
         return []
     candidates: list[tuple[int, int, re.Match, Handler]] = []
     for pattern, handler in _PATTERNS:
@@ -362,7 +369,10 @@ def _found(text: str, at: datetime) -> list[tuple[int, TimeRef]]:
     for start, end, m, handler in candidates:
         if any(start < e and s < end for s, e in taken):
             continue
-        ref = handler(m, at, text)
+        try:
+            ref = handler(m, at, text)
+        except (OverflowError, ValueError):  # e.g. "next year" in 9999: no such span
+            ref = None
         if ref is not None:
             taken.append((start, end))
             out.append((start, ref))
@@ -414,7 +424,7 @@ def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
     the first time expression's span.
     """
     found = _found(text, at)
-    spans = _durations(text)
+    spans = _durations(text) if date_in_range(at) else []
     if spans:
         length, backward = spans[0]
         if backward:

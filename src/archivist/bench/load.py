@@ -45,6 +45,8 @@ def reply_for(messages: list) -> str:
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     last = users[-1].get("content", "") if users else ""
     last = last if isinstance(last, str) else ""
+    # as a real model would: it never answers with text that is not valid Unicode
+    last = last.encode("utf-8", "replace").decode("utf-8")
     return f"Noted ({len(users)}): " + " ".join(last.split()[:12])
 
 

@@ -12,6 +12,20 @@ from .common import Context, emit_json, pass_ctx
 from .progress import progress_bar
 
 
+def _choose_archivist(ctx: Context, llm_model: str | None, no_llm: bool) -> None:
+    """--llm MODEL (an OpenAI-compatible endpoint) or --no-llm over the configured archivist."""
+    if no_llm and llm_model:
+        raise click.UsageError("--llm and --no-llm exclude each other")
+    if no_llm:
+        ctx.settings = ctx.settings.with_(llm="none")
+    elif llm_model:
+        ctx.settings = ctx.settings.with_(
+            llm="openai",
+            llm_model=llm_model,
+            llm_base_url=ctx.settings.llm_base_url or "https://api.openai.com/v1",
+        )
+
+
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), help="Input format (default: detect).")
@@ -37,21 +51,16 @@ def ingest(
 ) -> None:
     """Ingest conversation FILES (LoCoMo, LongMemEval, JSONL or OpenAI chat JSON).
 
-    Each file is validated completely before anything is stored; each
-    conversation is stored in one transaction, so re-running after an
-    interruption finishes the job without duplicates.
+    Every file is validated completely before anything is stored: its format,
+    the bounds (dates in 1900..2200, sessions up to 2**31-1, no NUL bytes or
+    lone surrogates) and, against the store, that no stored message would get
+    other content. Storing is then one transaction per conversation (not one
+    for all), so re-running after an interruption finishes the job without
+    duplicates.
     """
-    if no_llm and llm_model:
-        raise click.UsageError("--llm and --no-llm exclude each other")
-    if no_llm:
-        ctx.settings = ctx.settings.with_(llm="none")
-    elif llm_model:
-        ctx.settings = ctx.settings.with_(
-            llm="openai",
-            llm_model=llm_model,
-            llm_base_url=ctx.settings.llm_base_url or "https://api.openai.com/v1",
-        )
+    _choose_archivist(ctx, llm_model, no_llm)
     loaded = [(path, load_file(path, fmt)) for path in files]  # validate all before storing
+    ctx.memory.check_new([c for _, convs in loaded for c in convs])  # and against the store
     summary = []
     for path, convs in loaded:
         total = sum(len(c.messages) for c in convs)

@@ -35,6 +35,11 @@ def stats(ctx: Context, as_json: bool) -> None:
         "summaries",
     ):
         click.echo(f"{key + ':':<15}{s[key]}")
+    if s.get("messages_out_of_range"):
+        click.echo(
+            f"out of range:  {s['messages_out_of_range']} messages dated outside the years "
+            "accepted (kept; time grounding and extraction skip them)"
+        )
     status = ", ".join(f"{n} {k}" for k, n in sorted(s["claims_by_status"].items()))
     click.echo(f"claim status:  {status or '-'}")
     jobs = ", ".join(f"{n} {k}" for k, n in sorted(s["jobs"].items()))

@@ -2,6 +2,10 @@
 
 Every loader is all or nothing: it returns every conversation in the file or
 raises :class:`~archivist.errors.LoadError` naming file, record and field.
+Whatever the format, messages are then held to the store's bounds
+(model.message_problem): dates within 1900..2200, sessions within
+0..2**31-1, and text without NUL bytes or lone surrogates (refused, not
+repaired, so both backends store the same thing).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from archivist.clock import system_clock
 from archivist.errors import LoadError
 from archivist.load import jsonl, locomo, longmemeval, openai_chat
 from archivist.load._common import decode, load_json, read_text
-from archivist.model import Conversation
+from archivist.model import Conversation, message_problem
 
 __all__ = ["FORMATS", "detect_format", "load_file", "parse"]
 
@@ -83,15 +87,25 @@ def parse(
     if format == "jsonl":
         if not isinstance(data, str):
             raise LoadError(source, None, None, "JSON Lines data must be text")
-        return jsonl.parse(data, source=source, default_tz=default_tz)
+        return _checked(jsonl.parse(data, source=source, default_tz=default_tz), source)
     if isinstance(data, str):
         data = load_json(data, source)
     if format == "locomo":
-        return locomo.parse(data, source=source, default_tz=default_tz)
+        return _checked(locomo.parse(data, source=source, default_tz=default_tz), source)
     if format == "longmemeval":
-        return longmemeval.parse(data, source=source, default_tz=default_tz)
+        return _checked(longmemeval.parse(data, source=source, default_tz=default_tz), source)
     now = now if now is not None else system_clock()
-    return openai_chat.parse(data, source=source, now=now, default_tz=default_tz)
+    return _checked(openai_chat.parse(data, source=source, now=now, default_tz=default_tz), source)
+
+
+def _checked(convs: list[Conversation], source: str) -> list[Conversation]:
+    """Refuse a file holding any message the store must not take (see the module docstring)."""
+    for c in convs:
+        for m in c.messages:
+            if found := message_problem(m):
+                field, problem = found
+                raise LoadError(source, f"{c.id!r}/{m.id!r}", field, problem)
+    return convs
 
 
 def _unknown_format(format: object, source: str) -> LoadError:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archivist.errors import LoadError
-from archivist.model import Conversation, Message, Session
+from archivist.model import MAX_YEAR, MIN_YEAR, Conversation, Message, Session, date_in_range
 
 MAX_TEXT_BYTES = 1_000_000  # one message's text, UTF-8 encoded; larger is surely a mistake
 
@@ -53,6 +53,8 @@ def load_json(text: str, source: str) -> Any:
         ) from e
     except RecursionError as e:
         raise LoadError(source, None, None, "JSON is nested too deeply") from e
+    except ValueError as e:  # an integer too long to convert
+        raise LoadError(source, None, None, f"invalid JSON: {e}") from e
 
 
 def expect_dict(value: Any, source: str, record: Record, field: str | None) -> dict:
@@ -119,9 +121,14 @@ def parse_iso(value: Any, source: str, record: Record, field: str, default_tz: t
             source, record, field, f"expected an ISO 8601 string, got {type_name(value)}"
         )
     try:
-        return aware(datetime.fromisoformat(value.strip()), default_tz)
+        when = aware(datetime.fromisoformat(value.strip()), default_tz)
     except ValueError as e:
         raise LoadError(source, record, field, f"not an ISO 8601 timestamp: {value!r}") from e
+    if not date_in_range(when):
+        raise LoadError(
+            source, record, field, f"{value!r} is outside the years {MIN_YEAR}..{MAX_YEAR}"
+        )
+    return when
 
 
 def claim_id(seen: set[str], msg_id: str, source: str, record: Record, field: str) -> None:

@@ -13,7 +13,7 @@ text           string (at most 1 MB UTF-8)              required
 timestamp      ISO 8601 string, e.g.                    required; a time without
                "2023-05-08T13:56:00+02:00"              offset gets the default
                                                         zone (UTC unless set)
-session        integer >= 1                             1
+session        integer, 1 to 2**31-1                    1
 role           "user", "assistant" or "system"          "user"
 addressees     list of strings                          []
 attachments    list of {"kind": str, "caption": str,    []
@@ -22,7 +22,9 @@ session_start  ISO 8601 string                          the session's earliest
                                                         timestamp
 ============== ======================================== =========================
 
-Other fields are ignored, and so are lines with a ``record`` field other than
+Timestamps must fall in the years 1900..2200, and text fields must hold
+no NUL byte and no lone surrogate (see archivist.load). Other fields are
+ignored, and so are lines with a ``record`` field other than
 "message" (``archivist export`` writes declared identities that way). Lines
 are grouped into conversations by ``conversation`` in first-seen order.
 Within a conversation messages are ordered by session, then by line, and
@@ -44,7 +46,7 @@ from datetime import datetime, tzinfo
 
 from archivist.errors import LoadError
 from archivist.load import _common as common
-from archivist.model import ROLES, Attachment, Conversation, Message
+from archivist.model import MAX_SESSION, ROLES, Attachment, Conversation, Message
 
 
 def parse(text: str, *, source: str, default_tz: tzinfo) -> list[Conversation]:
@@ -68,7 +70,7 @@ def _other_record(line: str) -> bool:
         return False
     try:
         obj = json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: also a number of over 4300 digits
         return False  # reported by _line with its line number
     return isinstance(obj, dict) and obj.get("record", "message") != "message"
 
@@ -81,6 +83,8 @@ def _line(line: str, number: int, source: str, default_tz: tzinfo) -> Message:
         raise LoadError(source, number, None, f"invalid JSON at column {e.colno}: {e.msg}") from e
     except RecursionError as e:
         raise LoadError(source, number, None, "JSON is nested too deeply") from e
+    except ValueError as e:  # an integer too long to convert
+        raise LoadError(source, number, None, f"invalid JSON: {e}") from e
     obj = common.expect_dict(raw, source, number, None)
     role = common.get_str(obj, "role", source, number, default="user")
     if role not in ROLES:
@@ -113,9 +117,14 @@ def _timestamp(obj: dict, source: str, number: int, default_tz: tzinfo) -> datet
 def _session(obj: dict, source: str, number: int) -> int:
     """Read the optional session number, a positive integer."""
     value = obj.get("session", 1)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SESSION:
         shown = value if isinstance(value, int) else common.type_name(value)
-        raise LoadError(source, number, "session", f"expected an integer >= 1, got {shown}")
+        raise LoadError(
+            source,
+            number,
+            "session",
+            f"expected an integer >= 1 (at most {MAX_SESSION}), got {shown}",
+        )
     return value
 
 

@@ -3,7 +3,8 @@
 The file is a list of samples, each with ``sample_id``, ``conversation``
 (``speaker_a``, ``speaker_b``, ``session_<n>`` turn lists and
 ``session_<n>_date_time`` strings like "1:56 pm on 8 May, 2023") and ``qa``.
-Only ``session_<n>`` keys holding lists are sessions (conv-26 has spare dates).
+Every ``session_<n>`` key must hold a list of turns (conv-26's spare
+``session_<n>_date_time`` keys without turns are ignored).
 Turns carry no time of their own, so turn i of a session is stamped
 session start + 30 s * i: order is kept and the day is right.
 """
@@ -77,11 +78,12 @@ def _sample(sample: dict, sample_id: str, source: str, default_tz: tzinfo) -> Co
     if speaker_a == speaker_b:
         raise LoadError(source, sample_id, "speaker_b", f"same as speaker_a ({speaker_a!r})")
     other = {speaker_a: speaker_b, speaker_b: speaker_a}
-    numbers = sorted(
-        int(m[1])
-        for key, value in conv.items()
-        if (m := _SESSION_KEY.fullmatch(key)) and isinstance(value, list)
-    )
+    keys = [m[1] for key in conv if (m := _SESSION_KEY.fullmatch(key))]
+    if long := next((k for k in keys if len(k) > 10), None):
+        raise LoadError(source, sample_id, f"session_{long[:12]}...", "session number too large")
+    numbers = sorted(int(k) for k in keys)
+    for n in numbers:
+        common.expect_list(conv[f"session_{n}"], source, sample_id, f"session_{n}")
     if not numbers:
         raise LoadError(source, sample_id, "conversation", "no session_<n> lists")
     messages: list[Message] = []

@@ -12,16 +12,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import numpy as np
 
 from ..errors import EmbeddingMismatch, InputError
-from ..model import Attachment, Conversation, Message
+from ..model import MAX_YEAR, MIN_YEAR, Attachment, Conversation, Message
 from . import sql as q
 from .common import Body, Connection
 from .records import AddResult, IndexedMessage
 
+# model.MIN_YEAR..MAX_YEAR as epoch seconds, for counting messages stored outside them.
+_EPOCH_MIN = int(datetime(MIN_YEAR, 1, 1, tzinfo=UTC).timestamp())
+_EPOCH_MAX = int(datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC).timestamp())
 FILLS_KEPT = 10_000  # vector_fills rows kept; a cache further behind reloads in full
 MSG_COLS = (
     "rowid, conversation, msg_id, session, seq, speaker, addressees, role, text, "
@@ -44,6 +48,17 @@ def row_to_message(r: Sequence) -> tuple[int, Message]:
         timestamp=datetime.fromisoformat(ts),
         session_start=datetime.fromisoformat(sstart) if sstart else None,
     )
+
+
+def _free_positions(rows: list[IndexedMessage], taken: set[int]) -> list[IndexedMessage]:
+    """The caller's positions, or, if one is taken (a concurrent append got there first),
+    all of them moved after the stored ones, in the caller's order."""
+    seqs = [r.message.seq for r in rows]
+    if len(set(seqs)) == len(seqs) and taken.isdisjoint(seqs):
+        return rows
+    top = max(taken, default=-1)
+    ordered = sorted(rows, key=lambda r: r.message.seq)
+    return [replace(r, message=replace(r.message, seq=top + 1 + i)) for i, r in enumerate(ordered)]
 
 
 class MessageLog(Body):
@@ -118,28 +133,33 @@ class MessageLog(Body):
     ) -> AddResult:
         """Store a conversation's new messages and their vectors in one transaction.
 
-        Messages already stored with the same hash are skipped (idempotent
-        re-ingestion); the same id with different content is refused, since the
-        log is append-only.
+        Messages already stored with the same content are skipped (idempotent
+        re-ingestion; the same instant under another UTC offset counts as the
+        same); the same id with different content is refused, since the log is
+        append-only. Positions are settled here, under the write lock: the
+        caller's ``seq`` is kept unless a stored message holds it (another
+        process appended since the caller numbered its batch), and then the new
+        messages are numbered after the stored ones in the caller's order, so
+        concurrent appends never share a position.
         """
         result = AddResult(conversation=conv.id)
         dim = next((int(v.shape[0]) for v in vectors.values()), None)
         with self._write() as db:
             self._check_model(db, model, dim)
             self._upsert_conversation(db, conv)
-            existing = dict(
-                db.execute(
-                    "SELECT msg_id, hash FROM messages WHERE conversation = ?", (conv.id,)
-                ).fetchall()
-            )
+            stored = db.execute(
+                "SELECT msg_id, hash, ts, seq FROM messages WHERE conversation = ?", (conv.id,)
+            ).fetchall()
+            existing = {mid: (h, ts) for mid, h, ts, _ in stored}
+            taken = {seq for *_, seq in stored}
             new_rows = []
             for r in rows:
                 m = r.message
                 old = existing.get(m.id)
                 if old is None:
                     new_rows.append(r)
-                    existing[m.id] = m.hash
-                elif old == m.hash:
+                    existing[m.id] = (m.hash, m.timestamp.isoformat())
+                elif m.same_as_stored(old[0], datetime.fromisoformat(old[1])):
                     result.unchanged += 1
                 else:
                     raise InputError(
@@ -147,6 +167,7 @@ class MessageLog(Body):
                         "different content; the log is append-only (delete the conversation "
                         "to replace it)"
                     )
+            new_rows = _free_positions(new_rows, taken)
             result.vectors_added = self._put_vectors(db, model, vectors)
             self._insert_messages(db, new_rows, self._vector_ids(db, model, new_rows))
             result.added = len(new_rows)
@@ -437,6 +458,9 @@ class MessageLog(Body):
                 "scenes": "SELECT count(*) FROM scenes",
                 "summaries": "SELECT count(*) FROM summaries",
                 "jobs": "SELECT status, count(*) FROM jobs GROUP BY status",
+                # Stored before dates were bounded at input: time grounding skips them.
+                "messages_out_of_range": "SELECT count(*) FROM messages "
+                f"WHERE ts_epoch < {_EPOCH_MIN} OR ts_epoch >= {_EPOCH_MAX}",
             }
         )
         return {

@@ -17,7 +17,7 @@ from datetime import datetime
 from ..core import Core, Progress
 from ..errors import StaleExtraction
 from ..llm.structured import run_parallel
-from ..model import Message
+from ..model import Message, date_in_range
 from ..store.base import IndexedClaim, IndexedEpisode
 from .archivist import Archivist, HeuristicArchivist, SessionResult
 from .extract_plan import ExtractReport, SessionPlan, plan_session, waits
@@ -99,6 +99,9 @@ def _plans(
     marks = core.store.extraction_marks(cid)
     msgs = [m for _, m in core.store.conversation_messages(cid)]
     embed_pending(core, cid, msgs, index)  # messages stored with embed=False: vectors first
+    # A message dated outside MIN_YEAR..MAX_YEAR (stored before input was bounded) is
+    # not read: nothing said then can be grounded. `stats` counts such messages.
+    msgs = [m for m in msgs if date_in_range(m.timestamp)]
     people = sorted({m.speaker for m in msgs} | {a for m in msgs for a in m.addressees})
     todo: list[SessionPlan] = []
     for session, group in _by_session(msgs).items():

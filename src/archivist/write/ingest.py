@@ -4,6 +4,8 @@ Each message is stored with its index text (write/index_text.py) and, unless
 ``embed=False``, its vector (from the store's cache when the same text was
 embedded before). Loaders number each file from 0, so a file of follow-up
 turns is renumbered to continue the stored log instead of colliding with it.
+That numbering is read before the write lock, so the store settles it again
+inside its transaction (store/log.py): a concurrent append cannot share a position.
 """
 
 from __future__ import annotations
