@@ -203,6 +203,15 @@ def test_image_caption_becomes_an_event(claims: list[Claim]) -> None:
     assert bare.text == "Lee shared a photo of a red kite"
 
 
+def test_audio_and_files_are_shared_as_what_they_are() -> None:
+    odd = (Attachment("audio", "audio clip (wav)"), Attachment("file", "file (lease.pdf)"))
+    claims = heuristic_claims([msg(0, "Lee", "", attachments=odd)])
+    assert [c.text for c in claims] == [
+        "Lee shared an audio clip (wav)",
+        "Lee shared a file (lease.pdf)",
+    ]
+
+
 def test_entities(claims: list[Claim]) -> None:
     def ents(mid: str, contains: str) -> dict[str, str]:
         return {e.name: e.kind for e in claim_from(claims, mid, contains).entities}

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from ..model import Claim, EntityMention, Episode, Message
+from ..model import Attachment, Claim, EntityMention, Episode, Message
 from ..text import CALENDAR_WORDS, TOPIC_STOPWORDS
 from ..timeground import find_times, ground, is_forward_duration, tense
 from .index_text import resolve_pronouns
@@ -366,10 +366,14 @@ def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
     )
 
 
-def _caption_claim(m: Message, caption: str) -> Claim:
-    """A shared image as an event: "<speaker> shared a photo of <caption>"."""
-    cap = caption.strip().rstrip(".")
-    if not re.match(r"(?:a|an)\s+(?:photo|picture|image|screenshot)\s+of\b", cap, re.I):
+def _caption_claim(m: Message, attachment: Attachment) -> Claim:
+    """A shared image as an event: "<speaker> shared a photo of <caption>"; anything else
+    (audio, a file) as "<speaker> shared <caption>", the caption naming what it was."""
+    cap = attachment.caption.strip().rstrip(".")
+    if attachment.kind not in ("image", "photo"):
+        if not re.match(r"(?:a|an|the)\s", cap, re.I):
+            cap = f"{'an' if cap[:1].lower() in 'aeiou' else 'a'} {cap}"
+    elif not re.match(r"(?:a|an)\s+(?:photo|picture|image|screenshot)\s+of\b", cap, re.I):
         cap = f"a photo of {cap}"
     return Claim(
         text=f"{m.speaker} shared {cap}",
@@ -400,7 +404,7 @@ def heuristic_claims(messages: list[Message], known_people: Iterable[str] = ()) 
             claim = _sentence_claim(sentence, m, known)
             if claim is not None:
                 claims.append(claim)
-        claims.extend(_caption_claim(m, a.caption) for a in m.attachments if a.caption.strip())
+        claims.extend(_caption_claim(m, a) for a in m.attachments if a.caption.strip())
     return claims
 
 
