@@ -100,3 +100,25 @@ def test_bodies_the_api_cannot_read_get_the_common_error_body(tmp_path: Path) ->
             "type": "InputError",
             "message": "question: Input should be a valid string",
         }
+
+
+@pytest.mark.parametrize(
+    ("route", "body"),
+    [
+        ("/v1/memory/context", {"person": "\ud800", "turn": "0"}),
+        ("/v1/memory/context", {"turn": "a\ud800"}),
+        ("/v1/memory/ask", {"question": "x\ud800"}),
+        ("/v1/memory/ask", {"question": "x", "conversation": "\ud800"}),
+        ("/v1/memory/ask", {"question": "x", "person": "a\x00"}),
+    ],
+)
+def test_text_the_store_cannot_bind_is_a_400_on_reads(tmp_path: Path, route: str, body) -> None:
+    """Found by the reliability script's fuzz run (700 inputs a target): these were 500s."""
+    import json
+
+    with make_client(tmp_path) as client:
+        r = client.post(
+            route, content=json.dumps(body), headers={**ALPHA, "content-type": "application/json"}
+        )
+        assert r.status_code == 400
+        assert r.json()["error"]["type"] == "InputError"

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from ..model import Claim, Entity, Hit, Message, Person, Summary
+from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
 from ..text import person_key, query_terms
 from .recall import search_memory
@@ -311,6 +311,13 @@ def assemble_context(
         raise InputError(f"budget_tokens must be a positive integer; got {budget_tokens!r}")
     if at is not None and at.tzinfo is None:
         raise InputError("at must be timezone-aware")
+    for name, value in (
+        ("turn", question_or_turn),
+        ("person", person),
+        ("conversation", conversation),
+    ):
+        if isinstance(value, str) and (problem := text_problem(value)):
+            raise InputError(f"{name} {problem}")
     at = at or core.clock()
     prev = previous_keys(previous)
     sections = gather(core, question_or_turn or "", person, conversation, at, prev, config)

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from ..core import Core
 from ..errors import InputError
-from ..model import Hit
+from ..model import Hit, text_problem
 from ..store.base import Store
 from ..store.sql import Filters
 from .route import Recall, Route
@@ -47,6 +47,8 @@ def route_question(core: Core, question: str, *, at: datetime | None = None) -> 
 def _checked(query: str, k: int, **times: datetime | None) -> None:
     if not isinstance(query, str) or not query.strip():
         raise InputError("search query must be a non-empty string")
+    if problem := text_problem(query):
+        raise InputError(f"search query {problem}")
     if not isinstance(k, int) or not 1 <= k <= 1000:
         raise InputError(f"k must be an integer between 1 and 1000; got {k!r}")
     for name, when in times.items():

@@ -11,6 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..errors import InputError
+from ..model import text_problem
+
 # Text helpers live in archivist.text; re-exported here for the store code.
 from ..text import STOPWORDS, fts_query, person_key, query_terms  # noqa: F401
 from .dialect import SQLITE, Dialect
@@ -60,6 +63,14 @@ class Filters:
     session: int | None = None
     since: datetime | None = None
     until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        """Names and ids the store could not bind (NUL byte, lone surrogate) are bad input."""
+        for name in ("conversation", "person", "speaker"):
+            value = getattr(self, name)
+            for v in (value,) if isinstance(value, str) else value or ():
+                if isinstance(v, str) and (problem := text_problem(v)):
+                    raise InputError(f"{name} {v!r} {problem}")
 
     def conversations(self) -> tuple[str, ...] | None:
         """The conversations the filters allow (None: any)."""
