@@ -26,10 +26,10 @@ from archivist.service import MemoryService
 from archivist.store.sql import (
     Filters,
     filter_clause,
-    filtered_rowids_sql,
+    filtered_keys_sql,
     fts_query,
-    keyword_search_sql,
     query_terms,
+    ranked_sql,
     scope_match,
     scope_text,
     scope_token,
@@ -208,19 +208,19 @@ def test_filter_clause_strings_and_params() -> None:
     assert filter_clause(Filters(conversation="solo")) == ("m.conversation IN (?)", ["solo"])
 
 
-def test_keyword_search_sql_puts_scope_in_match_and_params_in_order() -> None:
+def test_ranked_sql_puts_scope_in_match_and_params_in_order() -> None:
     match = fts_query("cat")
-    sql, params = keyword_search_sql(match, Filters(conversation="c1", session=1), 7)
+    sql, params = ranked_sql("messages", match, Filters(conversation="c1", session=1), 7)
     assert "messages_fts MATCH ?" in sql and "ORDER BY score LIMIT ?" in sql
     assert "bm25(messages_fts, 1.0, 0.0)" in sql
     assert params == [f"scope : (({scope_token('c', 'c1')})) AND {match}", "c1", 1, 7]
-    sql, params = keyword_search_sql(match, Filters(), 3)
+    sql, params = ranked_sql("messages", match, Filters(), 3)
     assert params == [match, 3]
     assert "WHERE messages_fts MATCH ? AND 1 " in sql
 
 
-def test_filtered_rowids_sql() -> None:
-    sql, params = filtered_rowids_sql(Filters(speaker="Ana"))
+def test_filtered_keys_sql() -> None:
+    sql, params = filtered_keys_sql("messages", Filters(speaker="Ana"))
     assert sql == "SELECT m.rowid FROM messages m WHERE m.speaker_key = ? ORDER BY m.rowid"
     assert params == ["ana"]
 

@@ -30,11 +30,10 @@ from .vecindex import pack
 class Rows:
     """A statement's fully fetched rows: a cursor's reading API, holding no connection state."""
 
-    def __init__(self, rows: list, rowcount: int, lastrowid: int | None = None) -> None:
+    def __init__(self, rows: list, rowcount: int) -> None:
         self._rows = rows
         self._next = 0
         self.rowcount = rowcount
-        self.lastrowid = lastrowid
 
     def fetchone(self):
         if self._next >= len(self._rows):

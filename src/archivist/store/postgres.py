@@ -50,11 +50,6 @@ FREQUENT_TERM_SHARE = 0.05
 _MIGRATION_LOCK = 0x61726368  # pg_advisory_xact_lock key: one migrating process at a time
 
 
-def vector_param(vec: np.ndarray) -> list[float]:
-    """A vector as the ``real[]`` parameter the SQL casts to ``vector`` (no adapter needed)."""
-    return POSTGRES.encode_vector(vec)  # type: ignore[return-value]
-
-
 def _sql(sql: str | pgsql.Composable, params: Sequence) -> str | pgsql.Composable:
     """psycopg's placeholder style; a statement without parameters is sent as written."""
     return to_format_style(sql) if params and isinstance(sql, str) else sql
@@ -291,7 +286,7 @@ class PostgresStore(Store):
         self, table: str, model: str, query: np.ndarray, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
         """Exact cosine top-k (vectors are normalised) among ``table``'s filtered rows."""
-        vec = vector_param(query)
+        vec = self._d.encode_vector(query)
         if table == "messages" and filters.is_empty() and self._use_hnsw():
             return self._hnsw_search(model, vec, limit)
         sql, params = pq.exact_vector_sql(table, vec, model, filters, limit)

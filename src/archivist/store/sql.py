@@ -169,16 +169,6 @@ def claim_filter_clause(
     return where(f, "claims", alias, dialect)
 
 
-def keyword_search_sql(match: str, f: Filters, limit: int) -> tuple[str, list]:
-    """BM25-ranked message rowids matching ``match`` under the filters (SQLite FTS5).
-
-    Conversation and person filters go into the MATCH itself (scope tokens);
-    the SQL filters still apply, so the result is exact either way. BM25 weighs
-    only the text column.
-    """
-    return ranked_sql("messages", match, f, limit)
-
-
 def ranked_sql(table: str, match: str, f: Filters, limit: int) -> tuple[str, list]:
     """BM25 over ``{table}_fts`` (text column only), scope tokens in the MATCH, SQL filters."""
     alias, key = KEYS[table]
@@ -199,8 +189,3 @@ def filtered_keys_sql(table: str, f: Filters, dialect: Dialect = SQLITE) -> tupl
     alias, key = KEYS[table]
     cond, params = where(f, table, alias, dialect)
     return f"SELECT {alias}.{key} FROM {table} {alias} WHERE {cond} ORDER BY {alias}.{key}", params
-
-
-def filtered_rowids_sql(f: Filters) -> tuple[str, list]:
-    """Rowids of the messages the filters admit, ascending (for exact vector search)."""
-    return filtered_keys_sql("messages", f)

@@ -87,16 +87,16 @@ class _SerialConnection:
             reader = self._reader()
             if reader is not None:
                 cur = reader.execute(sql, params)
-                return Rows(cur.fetchall(), cur.rowcount, cur.lastrowid)
+                return Rows(cur.fetchall(), cur.rowcount)
         with self._lock:
             cur = self._conn.execute(sql, params)
             rows = cur.fetchall() if cur.description else []
-            return Rows(rows, cur.rowcount, cur.lastrowid)
+            return Rows(rows, cur.rowcount)
 
     def executemany(self, sql: str, seq: Iterable) -> Rows:
         with self._lock:
             cur = self._conn.executemany(sql, seq)
-            return Rows([], cur.rowcount, cur.lastrowid)
+            return Rows([], cur.rowcount)
 
     def insert_ids(self, sql: str, seq: Iterable[Sequence]) -> list[int]:
         """One ``INSERT ... RETURNING`` per row (sqlite3's executemany returns no rows)."""
@@ -110,9 +110,6 @@ class _SerialConnection:
             for conn in readers:
                 conn.close()
             self._conn.close()
-
-    def __getattr__(self, name: str):
-        return getattr(self._conn, name)
 
 
 class SQLiteStore(Store):
