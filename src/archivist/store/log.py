@@ -50,15 +50,62 @@ def row_to_message(r: Sequence) -> tuple[int, Message]:
     )
 
 
-def _free_positions(rows: list[IndexedMessage], taken: set[int]) -> list[IndexedMessage]:
-    """The caller's positions, or, if one is taken (a concurrent append got there first),
-    all of them moved after the stored ones, in the caller's order."""
+def _at(row: IndexedMessage, seq: int) -> IndexedMessage:
+    return replace(row, message=replace(row.message, seq=seq))
+
+
+def _place(
+    rows: list[IndexedMessage], stored: list[tuple[str, str, int]]
+) -> tuple[list[IndexedMessage], list[tuple[int, str]]]:
+    """Positions for new messages among the stored ones, in time order.
+
+    ``stored`` is (msg_id, ts, seq) of the conversation's messages. A new
+    message goes after the last stored message not later than it, and never
+    before a new message the caller put ahead of it, so a conversation's
+    positions follow its timestamps even when several writers append to it at
+    once (a writer whose turn came late does not land after later turns).
+    When every new message falls after the stored ones, the caller's positions
+    are kept if they are free and above the stored ones; otherwise the
+    messages are numbered from the first place they take, and the stored
+    messages after it move up. Returns the new rows and the (seq, msg_id)
+    moves of stored messages, highest first, so each move lands on a free
+    position.
+    """
+    if not rows:
+        return rows, []
+    rows = sorted(rows, key=lambda r: r.message.seq)  # the caller's order
+    stored = sorted(stored, key=lambda s: s[2])
+    times = [datetime.fromisoformat(ts) for _, ts, _ in stored]
+    slots: list[int] = []  # index into ``stored`` each new row goes before
+    floor = 0
+    for r in rows:
+        at = len(times)
+        while at > floor and times[at - 1] > r.message.timestamp:
+            at -= 1
+        slots.append(at)
+        floor = at
+    top = stored[-1][2] if stored else -1
     seqs = [r.message.seq for r in rows]
-    if len(set(seqs)) == len(seqs) and taken.isdisjoint(seqs):
-        return rows
-    top = max(taken, default=-1)
-    ordered = sorted(rows, key=lambda r: r.message.seq)
-    return [replace(r, message=replace(r.message, seq=top + 1 + i)) for i, r in enumerate(ordered)]
+    if slots[0] == len(stored):
+        if min(seqs) > top and seqs == sorted(set(seqs)):
+            return rows, []
+        return [_at(r, top + 1 + i) for i, r in enumerate(rows)], []
+    first = slots[0]
+    nxt = stored[first - 1][2] + 1 if first else 0
+    placed: list[IndexedMessage] = []
+    moves: list[tuple[int, str]] = []
+    k = 0
+    for i in range(first, len(stored) + 1):
+        while k < len(rows) and slots[k] == i:
+            placed.append(_at(rows[k], nxt))
+            nxt, k = nxt + 1, k + 1
+        if i < len(stored):
+            mid, _, seq = stored[i]
+            nxt = max(nxt, seq)  # keep a gap the stored positions had
+            if seq != nxt:
+                moves.append((nxt, mid))
+            nxt += 1
+    return placed, moves[::-1]
 
 
 class MessageLog(Body):
@@ -136,11 +183,11 @@ class MessageLog(Body):
         Messages already stored with the same content are skipped (idempotent
         re-ingestion; the same instant under another UTC offset counts as the
         same); the same id with different content is refused, since the log is
-        append-only. Positions are settled here, under the write lock: the
-        caller's ``seq`` is kept unless a stored message holds it (another
-        process appended since the caller numbered its batch), and then the new
-        messages are numbered after the stored ones in the caller's order, so
-        concurrent appends never share a position.
+        append-only. Positions are settled here, under the write lock (see
+        ``_place``): new messages take their place among the stored ones by
+        timestamp, in the caller's order, so concurrent appends never share a
+        position and a conversation reads in time order whichever writer
+        committed first.
         """
         result = AddResult(conversation=conv.id)
         dim = next((int(v.shape[0]) for v in vectors.values()), None)
@@ -151,7 +198,6 @@ class MessageLog(Body):
                 "SELECT msg_id, hash, ts, seq FROM messages WHERE conversation = ?", (conv.id,)
             ).fetchall()
             existing = {mid: (h, ts) for mid, h, ts, _ in stored}
-            taken = {seq for *_, seq in stored}
             new_rows = []
             for r in rows:
                 m = r.message
@@ -167,7 +213,11 @@ class MessageLog(Body):
                         "different content; the log is append-only (delete the conversation "
                         "to replace it)"
                     )
-            new_rows = _free_positions(new_rows, taken)
+            new_rows, moves = _place(new_rows, [(mid, ts, seq) for mid, _, ts, seq in stored])
+            db.executemany(
+                "UPDATE messages SET seq = ? WHERE conversation = ? AND msg_id = ?",
+                [(seq, conv.id, mid) for seq, mid in moves],
+            )
             result.vectors_added = self._put_vectors(db, model, vectors)
             self._insert_messages(db, new_rows, self._vector_ids(db, model, new_rows))
             result.added = len(new_rows)
@@ -414,6 +464,13 @@ class MessageLog(Body):
             (conversation, msg_id),
         ).fetchone()
         return row_to_message(row)[1] if row else None
+
+    def participants(self, conversation: str) -> list[str] | None:
+        """Who took part in a conversation (None: no such conversation)."""
+        row = self._db.execute(
+            "SELECT participants FROM conversations WHERE id = ?", (conversation,)
+        ).fetchone()
+        return None if row is None else json.loads(row[0])
 
     def conversations(self) -> list[dict]:
         rows = self._db.execute(
