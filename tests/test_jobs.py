@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -9,6 +12,7 @@ from archivist.config import Settings
 from archivist.core import Core
 from archivist.jobs import ROUND, JobRunner
 from archivist.service import MemoryService
+from archivist.store.queue import this_process
 from archivist.testing import FakeEmbedder
 from archivist.write.archivist import HeuristicArchivist
 from conftest import make_conversation
@@ -56,6 +60,47 @@ def test_a_job_whose_worker_died_is_taken_again_after_its_lease(tmp_path: Path) 
         assert mem.store.take_job(time.time(), 60, 3) is None  # leased to the dead worker
         again = mem.store.take_job(time.time() + 61, 60, 3)
         assert again is not None and again.id == taken.id and again.attempts == 2
+
+
+def _take_and_die(path: str) -> None:
+    """A worker that takes a job and is killed before finishing it."""
+    with memory(Path(path)) as mem:
+        assert mem.store.take_job(time.time(), lease_s=600, max_attempts=3) is not None
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_job_whose_worker_was_killed_on_this_host_is_taken_again_at_once(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "m.db"
+    with memory(db) as mem:
+        mem.store.enqueue_job("reconcile", "c@1", {})
+    worker = multiprocessing.get_context("spawn").Process(target=_take_and_die, args=(str(db),))
+    worker.start()
+    worker.join(60)
+    assert worker.exitcode == -signal.SIGKILL
+    with memory(db) as mem:
+        (held,) = mem.store.list_jobs("running")
+        again = mem.store.take_job(time.time(), 600, 3)  # not 600 s later
+        assert again is not None and again.id == held.id and again.attempts == 2
+
+
+def test_only_a_holder_known_to_be_gone_loses_its_lease(store_factory) -> None:
+    store = store_factory()
+    store.enqueue_job("reconcile", "c@1", {})
+    taken = store.take_job(time.time(), 600, 3)
+    assert taken is not None
+    assert store.take_job(time.time(), 600, 3) is None  # this process holds it, alive
+    for owner, free in [
+        ("elsewhere/pid:[1] 4242 1", False),  # another host: its lease runs out as before
+        (None, False),  # a lease from before holders were named
+        (this_process().replace(f" {os.getpid()} ", " 4194305 "), True),  # no such pid here
+        (this_process().rsplit(" ", 1)[0] + " 1", True),  # this pid, but an older process
+    ]:
+        store._db.execute("UPDATE jobs SET lease_owner = ?", (owner,))
+        again = store.take_job(time.time(), 600, 3)
+        assert (again is not None) is free, owner
+        store._db.execute("UPDATE jobs SET status = 'running', attempts = 1")
 
 
 def test_the_queue_survives_reopening_the_store(tmp_path: Path) -> None:

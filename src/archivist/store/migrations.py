@@ -507,6 +507,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        "0006_job_lease_owner",
+        (
+            # Which process holds a job's lease ("host pid start"): a job whose holder
+            # on this host is gone (killed) is taken again at once, not when the
+            # lease runs out. NULL (another host, or a row from before): the lease.
+            "ALTER TABLE jobs ADD COLUMN lease_owner TEXT",
+        ),
+    ),
 )
 
 

@@ -1,19 +1,68 @@
 """The durable job queue (archivist/jobs.py drives it), written once for both backends.
 
 Jobs are rows: enqueueing is idempotent on (kind, key); taking a job sets a
-lease, so a job whose worker died (crash, kill) is taken again once the lease
-ends. On PostgreSQL rows another worker holds are skipped (``SKIP LOCKED``),
-never waited on; SQLite's write transaction already admits one writer.
+lease and names the process holding it, so a job whose worker died (crash,
+kill) is taken again at once when that worker ran on this host and is gone,
+and otherwise once the lease ends. On PostgreSQL rows another worker holds
+are skipped (``SKIP LOCKED``), never waited on; SQLite's write transaction
+already admits one writer.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 
 from ..model import Job
 from .common import Body, record
 
 _JOB_COLS = "id, kind, key, payload, status, attempts, error, result"
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), or None if there is none.
+
+    With the pid, it names one process: a pid the system gave to a new process
+    after the old one died has another start time.
+    """
+    try:
+        stat = open(f"/proc/{pid}/stat", encoding="ascii").read()
+    except (OSError, ValueError):
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22; the name may hold spaces
+
+
+def _host() -> str:
+    """This host and process namespace: pids are only comparable within one.
+
+    Two containers may share a hostname but not a pid namespace; a process of
+    one must not call the other's worker gone because its pid is not visible.
+    """
+    try:
+        ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        ns = "?"
+    return f"{socket.gethostname()}/{ns}".replace(" ", "_")
+
+
+def this_process() -> str:
+    """``host pid start`` of the calling process (``start`` is "-" without /proc)."""
+    pid = os.getpid()
+    return f"{_host()} {pid} {_started(pid) or '-'}"
+
+
+def gone(owner: str | None) -> bool:
+    """True if ``owner`` ran on this host and that process no longer exists.
+
+    Unknown owners (another host, no /proc, an old row) are never called gone:
+    their leases run out as before.
+    """
+    host, _, rest = (owner or "").partition(" ")
+    pid, _, start = rest.partition(" ")
+    if host != _host() or host.endswith("/?") or not pid.isdigit() or start in ("", "-"):
+        return False
+    return _started(int(pid)) != start
 
 
 def _row_to_job(r: tuple) -> Job:
@@ -43,6 +92,15 @@ class JobQueue(Body):
         """The oldest runnable job (queued, or running with an expired lease), now leased."""
         lock = self._d.skip_locked
         with self._write() as db:
+            held = db.execute(
+                "SELECT id, lease_owner FROM jobs WHERE status = 'running' AND lease_until >= ? "
+                f"AND lease_owner IS NOT NULL{lock}",
+                (now,),
+            ).fetchall()
+            orphans = [job_id for job_id, owner in held if gone(owner)]
+            db.executemany(  # their worker was killed: the lease ends now
+                "UPDATE jobs SET lease_until = ? WHERE id = ?", [(now - 1, i) for i in orphans]
+            )
             db.execute(  # leases that ran out on the last allowed attempt: give up
                 "UPDATE jobs SET status = 'failed', error = 'lease expired (worker died?) "
                 "on the last attempt', lease_until = NULL WHERE id IN (SELECT id FROM jobs "
@@ -59,8 +117,8 @@ class JobQueue(Body):
                 return None
             db.execute(
                 "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_until = ?, "
-                "updated_at = ? WHERE id = ?",
-                (now + lease_s, self._now_iso(), row[0]),
+                "lease_owner = ?, updated_at = ? WHERE id = ?",
+                (now + lease_s, this_process(), self._now_iso(), row[0]),
             )
         job = _row_to_job(row)
         return Job(**{**job.__dict__, "status": "running", "attempts": job.attempts + 1})
