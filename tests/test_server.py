@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from archivist.config import Settings  # noqa: E402
 from archivist.errors import ConfigError  # noqa: E402
 from archivist.server.app import ServerSettings, create_app  # noqa: E402
-from archivist.server.tenants import TenantRegistry, load_keys_file, parse_keys  # noqa: E402
+from archivist.server.tenants import Key, TenantRegistry, load_keys_file, parse_keys  # noqa: E402
 from archivist.service import MemoryService  # noqa: E402
 from archivist.testing import FakeEmbedder  # noqa: E402
 from conftest import ana_bob, ana_lee, jsonl_records  # noqa: E402
@@ -155,23 +156,34 @@ def test_export_then_import_into_another_tenant_round_trips(client: TestClient) 
 
 
 def test_keys_parsing_and_constant_time_lookup(tmp_path: Path) -> None:
-    assert parse_keys("a:key-000001, b:key-000002") == (("key-000001", "a"), ("key-000002", "b"))
-    for spec in ("nokey", "a:short", "../x:key-000001", "a:key-000001,b:key-000001"):
+    k1, k2, k3 = "key-000000000001", "key-000000000002", "key-000000000003"
+    assert parse_keys(f"a:{k1}, b/Priya Shah:{k2}") == (
+        Key(k1, "a"),
+        Key(k2, "b", "Priya Shah"),
+    )
+    for spec in ("nokey", "a:key-0000001", "../x:" + k1, f"a:{k1},b:{k1}", "a/ :" + k1):
         with pytest.raises(ConfigError):
             parse_keys(spec)
     f = tmp_path / "tenants.json"
-    f.write_text('{"a": "key-000001", "b": ["key-000002", "key-000003"]}')
+    f.write_text(json.dumps({"a": k1, "b": [k2, {"key": k3, "user": "Priya"}]}))
     pairs = load_keys_file(f)
     reg = TenantRegistry(pairs, tmp_path, fake_memory)
-    assert [reg.authenticate(k) for k in ("key-000003", "key-000001", "nope", None)] == [
-        "b",
-        "a",
+    assert [reg.authenticate(k) for k in (k3, k2, k1, "nope", None)] == [
+        ("b", "Priya"),
+        ("b", None),
+        ("a", None),
         None,
         None,
     ]
-    assert (
-        TenantRegistry((), tmp_path, fake_memory, open_access=True).authenticate(None) == "default"
+    assert TenantRegistry((), tmp_path, fake_memory, open_access=True).authenticate(None) == (
+        "default",
+        None,
     )
+    f.write_text(json.dumps({"a": [{"key": k1, "role": "admin"}]}))
+    with pytest.raises(ConfigError, match="strings or"):
+        load_keys_file(f)
+    with pytest.raises(ConfigError, match="given twice"):  # across the file and the variable
+        ServerSettings(keys=(*parse_keys(f"a:{k1}"), *parse_keys(f"c/Ann:{k1}")))
 
 
 def test_server_settings_from_env(tmp_path: Path) -> None:
@@ -184,7 +196,7 @@ def test_server_settings_from_env(tmp_path: Path) -> None:
         "ARCHIVIST_EMBEDDER": "fake",
     }
     s = ServerSettings.from_env(env)
-    assert s.data_dir == tmp_path and s.keys == (("key-alpha-000001", "alpha"),)
+    assert s.data_dir == tmp_path and s.keys == (Key("key-alpha-000001", "alpha"),)
     assert (s.upstream_base_url, s.context_budget, s.drift_guard) == ("http://up/v1", 800, True)
     assert s.memory.embedder == "fake" and not ServerSettings.from_env({}).drift_guard
     with pytest.raises(ConfigError):

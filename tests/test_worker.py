@@ -21,7 +21,7 @@ from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from conftest import make_conversation
 
-KEY = "alpha-key-0001"
+KEY = "alpha-key-000001"
 HEADERS = {"Authorization": f"Bearer {KEY}"}
 MEMORY = Settings(embedder="fake", consolidate_every=4)
 

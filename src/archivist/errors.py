@@ -8,7 +8,8 @@ ArchivistError
 │   ├── EmbeddingMismatch  index built with another embedding model
 │   └── StaleExtraction    a session's extraction moved on while it was read
 ├── EmbeddingError       the embedder failed (model missing, endpoint down)
-└── NotFound             an id, conversation or person that is not stored
+├── NotFound             an id, conversation or person that is not stored
+└── Forbidden            the caller's key may not do this (a key bound to one user)
 """
 
 from __future__ import annotations
@@ -73,3 +74,9 @@ class NotFound(ArchivistError):
     """The requested item is not stored."""
 
     exit_code = 6
+
+
+class Forbidden(ArchivistError):
+    """The caller's key does not allow this request (the server answers 403)."""
+
+    exit_code = 7

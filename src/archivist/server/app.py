@@ -32,14 +32,15 @@ from ..errors import (
     ConfigError,
     EmbeddingError,
     EmbeddingMismatch,
+    Forbidden,
     InputError,
     NotFound,
     StoreError,
 )
-from .auth import tenant_id
+from .auth import as_user, caller, own_conversation, own_messages, tenant_id
 from .limits import AuthFailures, BodyLimit
 from .settings import ServerSettings, default_data_dir
-from .tenants import MemoryFactory, Tenant, TenantRegistry, default_memory_factory
+from .tenants import Caller, MemoryFactory, Tenant, TenantRegistry, default_memory_factory
 
 __all__ = ["ServerSettings", "create_app", "default_data_dir", "status_for", "tenant_id"]
 
@@ -50,6 +51,7 @@ log = logging.getLogger("archivist.server")
 
 STATUS: tuple[tuple[type[ArchivistError], int], ...] = (
     (NotFound, 404),
+    (Forbidden, 403),
     (InputError, 400),
     (EmbeddingMismatch, 409),
     (StoreError, 503),
@@ -91,6 +93,16 @@ def current_tenant(request: Request, tid: Annotated[str, Depends(tenant_id)]) ->
 
 
 TenantDep = Annotated[Tenant, Depends(current_tenant)]
+
+
+def caller_tenant(
+    request: Request, who: Annotated[Caller, Depends(caller)]
+) -> tuple[Tenant, Caller]:
+    """The caller's Tenant and who it is: for the routes a user-bound key may use."""
+    return request.app.state.registry.tenant(who.tenant), who
+
+
+CallerDep = Annotated[tuple[Tenant, Caller], Depends(caller_tenant)]
 
 
 # -- request bodies (they document the API in /docs) ---------------------------------------
@@ -137,11 +149,17 @@ class ContextIn(BaseModel):
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def add_jsonl(tenant: Tenant, text: str, source: str) -> dict:
-    """Parse JSONL (all or nothing) and store it; extraction follows in the background."""
+def add_jsonl(tenant: Tenant, text: str, source: str, who: Caller | None = None) -> dict:
+    """Parse JSONL (all or nothing) and store it; extraction follows in the background.
+
+    ``who``: a caller whose key is bound to one user adds only that user's turns.
+    """
     from ..load import parse
 
-    results = tenant.add(parse(text, "jsonl", source=source))
+    convs = parse(text, "jsonl", source=source)
+    if who is not None:
+        own_messages(tenant.memory.store, who, convs)
+    results = tenant.add(convs)
     return {"results": [asdict(r) for r in results]}
 
 
@@ -244,16 +262,17 @@ def memory_router():
     r = APIRouter(prefix="/v1/memory", tags=["memory"])
 
     @r.post("/messages")
-    def add_messages(tenant: TenantDep, body: AddIn) -> dict:
+    def add_messages(scoped: CallerDep, body: AddIn) -> dict:
         """Store messages (idempotent by conversation, id and content hash)."""
+        tenant, who = scoped
         lines = "\n".join(json.dumps(m.model_dump()) for m in body.messages)
         if not lines:
             raise InputError("no messages")
-        return add_jsonl(tenant, lines, "request")
+        return add_jsonl(tenant, lines, "request", who)
 
     @r.get("/search")
     def search(
-        tenant: TenantDep,
+        scoped: CallerDep,
         q: str,
         person: str | None = None,
         conversation: str | None = None,
@@ -261,29 +280,36 @@ def memory_router():
         k: Annotated[int, Query(ge=1, le=1000)] = 10,
     ) -> list[dict]:
         """Hybrid search over messages and claims, with provenance."""
+        tenant, who = scoped
+        person = as_user(who, "person", person)
+        own_conversation(tenant.memory.store, who, conversation)
         hits = tenant.call(
             tenant.memory.search, q, person=person, conversation=conversation, speaker=speaker, k=k
         )
         return [h.to_dict() for h in hits]
 
     @r.post("/ask")
-    def ask(tenant: TenantDep, body: AskIn) -> dict:
+    def ask(scoped: CallerDep, body: AskIn) -> dict:
         """An answer with evidence ids, speaker and confidence, or an abstention."""
+        tenant, who = scoped
+        own_conversation(tenant.memory.store, who, body.conversation)
         found = tenant.call(
             tenant.memory.ask,
             body.question,
-            person=body.person,
+            person=as_user(who, "person", body.person),
             conversation=body.conversation,
             k=body.k,
         )
         return found.to_dict()
 
     @r.post("/context")
-    def context(tenant: TenantDep, body: ContextIn) -> dict:
+    def context(scoped: CallerDep, body: ContextIn) -> dict:
         """Memory context for an assistant turn, within a token budget."""
+        tenant, who = scoped
+        own_conversation(tenant.memory.store, who, body.conversation)
         ctx = tenant.context(
             body.turn,
-            person=body.person,
+            person=as_user(who, "person", body.person),
             conversation=body.conversation,
             budget_tokens=body.budget_tokens,
         )

@@ -3,8 +3,10 @@
 POST /v1/chat/completions (streaming or not) and GET /v1/models. For each chat
 request the proxy:
 
-1. identifies the user (the body's ``user`` field, else header
-   ``X-Archivist-User``, else the tenant id) and the conversation (header
+1. identifies the user (the user a key is bound to; else the body's ``user``
+   field, else header ``X-Archivist-User``, else the tenant id; a bound key
+   naming someone else, or a conversation its user is not in, gets 403) and
+   the conversation (header
    ``X-Archivist-Conversation``, else ``chat-`` + a hash of the user and the
    first user message: two chats that open with the same words and no header
    share one conversation);
@@ -54,9 +56,9 @@ from ..load._common import MAX_TEXT_BYTES
 from ..model import Attachment, Conversation, Message, content_hash
 from ..read.context import SECTIONS, Context, ContextItem
 from ..text import content_words
-from .auth import tenant_id
+from .auth import as_user, caller, own_conversation
 from .settings import ServerSettings
-from .tenants import Tenant, TenantRegistry
+from .tenants import Caller, Tenant, TenantRegistry
 
 try:
     import httpx2 as httpx
@@ -108,9 +110,9 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def identify(body: dict, headers: Any, tenant: str) -> tuple[str, str]:
+def identify(body: dict, headers: Any, tenant: str, bound: str | None = None) -> tuple[str, str]:
     """(user, conversation) of a chat request; see the module docstring for the rules."""
-    user = body.get("user")
+    user = bound or body.get("user")
     if not isinstance(user, str) or not user.strip():
         user = headers.get("x-archivist-user") or tenant
     user = clean_text(user)
@@ -324,8 +326,25 @@ class Turn:
     log: Conversation  # the request's messages, to store while the upstream answers
 
 
+def check_caller(registry: TenantRegistry, who: Caller, body: Any, headers: Any) -> None:
+    """A key bound to one user speaks only as that user, in that user's conversations
+    (server/auth.py); raises Forbidden (403) before anything is stored or forwarded."""
+    if who.user is None:
+        return
+    user = body.get("user") if isinstance(body, dict) else None
+    as_user(who, "user", user if isinstance(user, str) else None)
+    as_user(who, "X-Archivist-User", headers.get("x-archivist-user"))
+    conv = headers.get("x-archivist-conversation")
+    own_conversation(registry.tenant(who.tenant).memory.store, who, conv)
+
+
 def prepare(
-    registry: TenantRegistry, settings: ServerSettings, tid: str, body: dict, headers: Any
+    registry: TenantRegistry,
+    settings: ServerSettings,
+    tid: str,
+    body: dict,
+    headers: Any,
+    bound: str | None = None,
 ) -> Turn | None:
     """Assemble context for the request (sync: runs in the threadpool).
 
@@ -338,7 +357,7 @@ def prepare(
     tenant = registry.tenant(tid)
     cid = headers.get("x-archivist-conversation") or "?"
     try:
-        user, cid = identify(body, headers, tid)
+        user, cid = identify(body, headers, tid, bound)
         conv = chat_conversation(body["messages"], cid, user, tenant.memory.core.clock())
     except Exception as e:  # noqa: BLE001 - counted and shown; the chat is forwarded
         note_failure(tenant, "store", cid, e)
@@ -467,24 +486,26 @@ def _reply_text(resp: httpx.Response) -> str | None:
     return content if isinstance(content, str) else None
 
 
-TenantId = Annotated[str, Depends(tenant_id)]
+CallerDep = Annotated[Caller, Depends(caller)]
 
 
 @router.post("/v1/chat/completions")
-async def chat_completions(request: Request, tid: TenantId) -> Response:
+async def chat_completions(request: Request, who: CallerDep) -> Response:
     """Chat completions with memory: store, inject context, forward, store the reply."""
     app = request.app
     settings: ServerSettings = app.state.settings
+    tid = who.tenant
     raw = await request.body()
     try:
         body = json.loads(raw)
     except ValueError:
         body = None
+    await run_in_threadpool(check_caller, app.state.registry, who, body, request.headers)
     turn = None
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
         try:
             turn = await run_in_threadpool(
-                prepare, app.state.registry, settings, tid, body, request.headers
+                prepare, app.state.registry, settings, tid, body, request.headers, who.user
             )
         except Exception:  # noqa: BLE001 - memory never breaks the chat
             log.exception("memory failed for tenant %s; forwarding the request as it came", tid)
@@ -646,7 +667,7 @@ async def _stream(
 
 
 @router.get("/v1/models")
-async def models(request: Request, tid: TenantId) -> Response:
+async def models(request: Request, who: CallerDep) -> Response:
     """The upstream's model list, as it sends it."""
     try:
         resp = await request.app.state.upstream.get("models")

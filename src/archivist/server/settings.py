@@ -16,7 +16,7 @@ from ..config import ENV_PREFIX, Settings
 from ..embed import check_embedder
 from ..errors import ConfigError
 from ..llm import check_llm
-from .tenants import KeyPairs, load_keys_file, parse_keys
+from .tenants import Key, KeyPairs, check_keys, load_keys_file, parse_keys
 
 
 def default_data_dir() -> Path:
@@ -31,7 +31,7 @@ class ServerSettings:
     """Server and proxy settings; the memory settings every tenant's store starts from."""
 
     data_dir: Path | None = None  # <data_dir>/<tenant>.db
-    keys: KeyPairs = ()  # (api key, tenant id)
+    keys: KeyPairs = ()  # Key(api key, tenant id, bound user or None); 2-tuples are read too
     open_access: bool = False  # no keys: every caller is tenant "default" (local use)
     upstream_base_url: str = ""  # e.g. https://api.openai.com/v1
     upstream_api_key: str = ""
@@ -51,6 +51,8 @@ class ServerSettings:
     memory: Settings = field(default_factory=Settings)
 
     def __post_init__(self) -> None:
+        # one check over every source (file and environment): length, tenant ids, no key twice
+        object.__setattr__(self, "keys", check_keys([Key(*k) for k in self.keys]))
         if self.background not in ("process", "thread"):
             raise ConfigError(f"background must be 'process' or 'thread', not {self.background!r}")
         if self.context_budget < 0:

@@ -9,7 +9,10 @@ worker process (``server/worker.py``), or on the tenant's threads when there
 is none. Their errors are logged and counted, never dropped silently.
 
 Key sources: ``ARCHIVIST_SERVER_KEYS="tenant:key,other:key2"`` or a JSON file
-``{"tenant": "key"}`` / ``{"tenant": ["key1", "key2"]}``.
+``{"tenant": "key"}`` / ``{"tenant": ["key1", "key2"]}``. A key may be bound to
+one user of its tenant (``tenant/user:key``, or ``{"key": ..., "user": ...}`` in
+the file): requests with it speak as that user only and read only what that
+user sent or received (``Caller``; server/auth.py enforces it).
 """
 
 from __future__ import annotations
@@ -25,11 +28,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..config import Settings
 from ..errors import ConfigError
-from ..model import Conversation, Message
+from ..model import Conversation, Message, text_problem
 from ..read.context import Context
 from ..service import MemoryService
 from ..store.base import AddResult
@@ -41,19 +44,38 @@ TENANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # safe as a file na
 OPEN_TENANT = "default"  # the one tenant of a server started without keys (--open)
 
 MemoryFactory = Callable[[str, Path], MemoryService]
-KeyPairs = tuple[tuple[str, str], ...]  # (api key, tenant id)
+MIN_KEY_LENGTH = 16  # characters; a short key is a guessable one
+
+
+class Key(NamedTuple):
+    """An API key, the tenant it opens, and the one user it is bound to (None: any)."""
+
+    key: str
+    tenant: str
+    user: str | None = None
+
+
+class Caller(NamedTuple):
+    """Who a request comes from: its tenant, and the user its key is bound to (None: any)."""
+
+    tenant: str
+    user: str | None = None
+
+
+KeyPairs = tuple[Key, ...]
 
 
 def parse_keys(spec: str) -> KeyPairs:
-    """``"tenant:key,tenant2:key2"`` (the env form) into (key, tenant) pairs."""
+    """``"tenant:key,tenant2/user:key2"`` (the env form) into Keys."""
     pairs = []
     for item in (s.strip() for s in spec.split(",")):
         if not item:
             continue
-        tenant, sep, key = item.partition(":")
+        who, sep, key = item.partition(":")
         if not sep:
-            raise ConfigError(f"server key {item!r} is not 'tenant:key'")
-        pairs.append((key.strip(), tenant.strip()))
+            raise ConfigError(f"server key {item!r} is not 'tenant:key' or 'tenant/user:key'")
+        tenant, bound, user = who.partition("/")
+        pairs.append(Key(key.strip(), tenant.strip(), user.strip() if bound else None))
     return check_keys(pairs)
 
 
@@ -67,25 +89,37 @@ def load_keys_file(path: str | Path) -> KeyPairs:
         raise ConfigError(f"tenants file {path}: expected an object of tenant -> key(s)")
     pairs = []
     for tenant, keys in data.items():
-        for key in [keys] if isinstance(keys, str) else keys:
-            if not isinstance(key, str):
-                raise ConfigError(f"tenants file {path}: keys of {tenant!r} must be strings")
-            pairs.append((key, tenant))
+        for key in [keys] if isinstance(keys, str | dict) else keys:
+            if isinstance(key, dict) and set(key) <= {"key", "user"} and "key" in key:
+                pairs.append(Key(key["key"], tenant, key.get("user")))
+            elif isinstance(key, str):
+                pairs.append(Key(key, tenant))
+            else:
+                raise ConfigError(
+                    f"tenants file {path}: keys of {tenant!r} must be strings or "
+                    '{"key": ..., "user": ...}'
+                )
     return check_keys(pairs)
 
 
-def check_keys(pairs: Sequence[tuple[str, str]]) -> KeyPairs:
-    """Refuse unsafe tenant ids, short keys and a key given to two tenants."""
-    seen: dict[str, str] = {}
-    for key, tenant in pairs:
+def check_keys(pairs: Sequence[Key]) -> KeyPairs:
+    """Refuse unsafe tenant ids, short keys, empty users and a key given twice."""
+    seen: set[str] = set()
+    for key, tenant, user in pairs:
         if not TENANT_ID.match(tenant):
             raise ConfigError(f"tenant id {tenant!r}: use letters, digits, '-' and '_' (<= 64)")
-        if len(key) < 8:
-            raise ConfigError(f"the key of tenant {tenant!r} is shorter than 8 characters")
-        if seen.get(key, tenant) != tenant:
-            raise ConfigError(f"one key is given to tenants {seen[key]!r} and {tenant!r}")
-        seen[key] = tenant
-    return tuple(pairs)
+        if not isinstance(key, str) or len(key) < MIN_KEY_LENGTH:
+            raise ConfigError(
+                f"the key of tenant {tenant!r} is shorter than {MIN_KEY_LENGTH} characters"
+            )
+        if user is not None and (
+            not isinstance(user, str) or not user.strip() or text_problem(user)
+        ):
+            raise ConfigError(f"a key of tenant {tenant!r} is bound to an unusable user {user!r}")
+        if key in seen:
+            raise ConfigError(f"a key of tenant {tenant!r} is given twice")
+        seen.add(key)
+    return tuple(Key(k, t, u.strip() if u else None) for k, t, u in pairs)
 
 
 def tenant_settings(settings: Settings, tenant: str, path: Path, consolidate_mode: str) -> Settings:
@@ -335,24 +369,24 @@ class TenantRegistry:
     ) -> None:
         self.extract_delay = extract_delay
         self.wake = wake  # the worker process's doorbell (None: each tenant's threads)
-        self._keys = [(k.encode("utf-8"), t) for k, t in keys]
+        self._keys = [(k.encode("utf-8"), Caller(t, u)) for k, t, u in (Key(*p) for p in keys)]
         self.data_dir = Path(data_dir)
         self.memory_factory = memory_factory
         self.open_access = open_access and not keys
         self._tenants: dict[str, Tenant] = {}
         self._guard = threading.Lock()
 
-    def authenticate(self, key: str | None) -> str | None:
-        """The tenant a key belongs to, or None; every key is compared (constant time)."""
+    def authenticate(self, key: str | None) -> Caller | None:
+        """Who a key belongs to, or None; every key is compared (constant time)."""
         if self.open_access:
-            return OPEN_TENANT
+            return Caller(OPEN_TENANT)
         if not key:
             return None
         given = key.encode("utf-8")
         found = None
-        for k, tenant in self._keys:
+        for k, caller in self._keys:
             if hmac.compare_digest(k, given):
-                found = tenant
+                found = caller
         return found
 
     def tenant(self, tenant_id: str) -> Tenant:
@@ -371,7 +405,7 @@ class TenantRegistry:
 
     def tenant_ids(self) -> tuple[str, ...]:
         """Every tenant a key (or open access) can reach."""
-        ids = {t for _, t in self._keys} | ({OPEN_TENANT} if self.open_access else set())
+        ids = {c.tenant for _, c in self._keys} | ({OPEN_TENANT} if self.open_access else set())
         return tuple(sorted(ids))
 
     def opened(self) -> list[Tenant]:
