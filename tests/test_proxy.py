@@ -162,7 +162,7 @@ def test_a_failing_memory_degrades_to_plain_forwarding(tmp_path: Path, upstream)
         SYSTEM,
         {"role": "user", "content": "Still there?"},
     ]
-    assert app.state.proxy_counters["memory_failures"] == 1
+    assert app.state.proxy_counters["alpha"]["memory_failures"] == 1
 
 
 def test_a_store_that_cannot_be_opened_still_forwards(tmp_path: Path, upstream) -> None:
@@ -170,7 +170,7 @@ def test_a_store_that_cannot_be_opened_still_forwards(tmp_path: Path, upstream) 
     blocker.write_text("a file where the data dir should be")
     app = make_proxy(tmp_path, upstream, factory=None, data_dir=blocker)
     assert _plain_chat(app).startswith("Noted")
-    assert app.state.proxy_counters["memory_failures"] == 1
+    assert app.state.proxy_counters["alpha"]["memory_failures"] == 1
 
 
 def test_wrong_key_is_refused_and_models_pass_through(app, upstream) -> None:

@@ -443,7 +443,8 @@ class _Proxy:
         app = self.server.server.config.app
         tenants = app.state.registry.opened()
         self.server.stop()
-        self.counters.update(app.state.proxy_counters)
+        for counters in app.state.proxy_counters.values():
+            self.counters.update(counters)
         for t in tenants:
             self.counters.update(t.counters)
             self.turn_ms.append(_timings(t.status()))

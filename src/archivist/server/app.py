@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import datetime
@@ -244,7 +244,9 @@ def create_app(
     app.state.registry = registry
     app.state.worker = worker  # None: background work on the tenants' threads
     app.state.upstream = proxy.upstream_client(settings, upstream_transport)
-    app.state.proxy_counters = Counter()  # failures seen before a tenant was known
+    # per tenant id: chats forwarded unstored because its memory failed before a turn
+    # existed (its store would not open), and upstream errors; shown in its status
+    app.state.proxy_counters = defaultdict(Counter)
     app.state.auth_failures = AuthFailures(settings.auth_failures_per_minute)
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
     app.add_exception_handler(ArchivistError, _archivist_error)
@@ -436,7 +438,8 @@ def _admin_routes(r) -> None:
         )
         from .proxy import failures
 
-        body = {**tenant.status(), "background": where, "proxy": failures(tenant)}
+        proxy = {**failures(tenant), **request.app.state.proxy_counters[tenant.id]}
+        body = {**tenant.status(), "background": where, "proxy": proxy}
         return _without_paths(_jsonable(body), request.app.state.settings.resolved_data_dir())
 
 

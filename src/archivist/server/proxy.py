@@ -509,7 +509,7 @@ async def chat_completions(request: Request, who: CallerDep) -> Response:
             )
         except Exception:  # noqa: BLE001 - memory never breaks the chat
             log.exception("memory failed for tenant %s; forwarding the request as it came", tid)
-            app.state.proxy_counters["memory_failures"] += 1
+            app.state.proxy_counters[tid]["memory_failures"] += 1
     else:
         body = None
     # The log is written while the upstream answers, and is durable before we answer.
@@ -528,7 +528,7 @@ async def chat_completions(request: Request, who: CallerDep) -> Response:
             resp = await _drift_guard(app.state.upstream, settings, turn, resp)
         _after_reply(turn, _reply_text(resp))
     elif not resp.is_success:
-        app.state.proxy_counters["upstream_errors"] += 1
+        app.state.proxy_counters[tid]["upstream_errors"] += 1
     return _passthrough(resp)
 
 
