@@ -99,10 +99,11 @@ NEWS = [
 
 
 def manual(path: Path, **kw) -> MemoryService:
-    """A service that runs no consolidation on add(): the tests call the handlers."""
+    """A service that runs no consolidation on add(), and reconciles nothing there either:
+    the tests call the handlers."""
     return MemoryService(
         path,
-        settings=Settings(consolidate_mode="manual"),
+        settings=Settings(consolidate_mode="manual", reconcile_on_write=False),
         embedder=kw.pop("embedder", FakeEmbedder()),
         **kw,
     )

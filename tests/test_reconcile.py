@@ -20,7 +20,7 @@ from conftest import make_conversation
 
 
 def memory(path: Path, policy: str = "newest_wins", llm: FakeLLM | None = None) -> MemoryService:
-    settings = Settings(consolidate_mode="manual", conflict_policy=policy)
+    settings = Settings(consolidate_mode="manual", conflict_policy=policy, reconcile_on_write=False)
     return MemoryService(
         path, settings=settings, embedder=FakeEmbedder(), llm=llm, archivist=HeuristicArchivist()
     )
@@ -337,3 +337,17 @@ def test_deleting_one_conversation_keeps_the_others_episode_and_entity_vectors(
         mem.delete(conversation="drop")
         after = {t: db.execute(held.format(t=t)).fetchone()[0] for t in ("episodes", "entities")}
         assert after == before
+
+
+def test_add_reconciles_what_it_extracts_before_any_consolidation(tmp_path: Path) -> None:
+    """Issue 13: a read right after add() sees the new truth; no round has run."""
+    settings = Settings(consolidate_mode="manual")  # reconcile_on_write is the default
+    with MemoryService(
+        tmp_path / "m.db", settings=settings, embedder=FakeEmbedder(), archivist=HeuristicArchivist()
+    ) as mem:
+        mem.add(make_conversation("diet", [[("Ana", "I went pescatarian this month.")]]))
+        assert current(mem, "pescatarian")
+        mem.add(make_conversation("diet", [[], [("Ana", "I am now vegan, no more fish.")]]))
+        assert mem.job_counts().get("done", 0) == 0  # no consolidation job has run
+        assert [(c.old_value, c.new_value) for c in mem.conflicts()] == [("pescatarian", "vegan")]
+        assert current(mem, "vegan") and not current(mem, "pescatarian")

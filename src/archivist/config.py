@@ -51,6 +51,10 @@ class Settings:
     llm_timeout: float = 60.0
     llm_concurrency: int = 4  # parallel LLM calls (extraction batches across episodes)
     conflict_policy: str = "newest_wins"  # how a contradiction between two claims resolves
+    # Reconcile new claims (duplicates, refinements, conflicts, entity filing) as soon as
+    # they are extracted, so reads right after add() see the new truth; off: only the
+    # consolidation round's reconcile job does (to study that job alone).
+    reconcile_on_write: bool = True
     consolidate_every: int = 10  # new messages per conversation between consolidation rounds
     # inline: add() runs due jobs before returning; background: a worker thread runs
     # them (servers); manual: only ``consolidate()`` / ``archivist consolidate`` does.

@@ -78,9 +78,27 @@ def extract(
     before = core.ledger.summary()
     try:
         _extract_sessions(core, archivist, todo, report, progress)
+        if core.settings.reconcile_on_write:
+            reconcile_written(core, sorted({p.conversation for p in todo}))
     finally:  # what was spent is recorded even when the run is interrupted
         core.persist_llm_usage(before)
     return report
+
+
+def reconcile_written(core: Core, conversations: Sequence[str]) -> None:
+    """Reconcile the claims just written, so a read right after ``add`` sees the new truth.
+
+    The cheap layers (entity filing; duplicate, refinement and conflict
+    judgement of new claims against current ones) run here rather than in the
+    next consolidation round, which keeps the heavy jobs (people, scenes,
+    summaries, dossiers, key info) and finds these claims already reconciled.
+    """
+    from .reconcile import ReconcileConfig
+    from .reconcile_job import reconcile_conversation
+
+    config = ReconcileConfig(policy=core.settings.conflict_policy)
+    for cid in conversations:
+        reconcile_conversation(core, cid, config)
 
 
 def _plans(
