@@ -12,7 +12,7 @@ from .progress import StagedProgress
 
 @click.group()
 def bench() -> None:
-    """Benchmarks (LoCoMo retrieval, store scale)."""
+    """Benchmarks (LoCoMo retrieval, state tracking, store scale)."""
 
 
 def _parse_ks(value: str) -> tuple[int, ...]:
@@ -77,6 +77,39 @@ def locomo(
         emit_json(result)
     else:
         click.echo(locomo_table(result))
+
+
+@bench.command("state")
+@click.argument(
+    "path", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option("--budget", default=600, show_default=True, type=click.IntRange(1))
+@click.option("--no-llm", is_flag=True, help="Use the heuristic archivist even if an LLM is set.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@pass_ctx
+def state(ctx: Context, path: Path | None, budget: int, no_llm: bool, as_json: bool) -> None:
+    """Current vs outdated facts: answers, context coverage, stale facts shown as current.
+
+    PATH: a suite file (default: the bundled state_suite.json). Each scenario
+    runs on its own temporary store; --db is not touched.
+    """
+    from ..bench.state import DEFAULT_SUITE, load_suite, run_state, state_table
+
+    if path is None:
+        if not DEFAULT_SUITE.is_file():
+            raise click.UsageError(f"no FILE given and no bundled suite at {DEFAULT_SUITE}")
+        path = DEFAULT_SUITE
+    scenarios = load_suite(path)  # a bad file stops here, before any model loads
+    if no_llm:
+        ctx.settings = ctx.settings.with_(llm="none")
+    with StagedProgress(enabled=not as_json) as progress:
+        result = run_state(
+            scenarios, settings=ctx.settings, budget=budget, suite=path.name, progress=progress
+        )
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(state_table(result))
 
 
 def register(cli: click.Group) -> None:
