@@ -142,7 +142,7 @@ def _scenario(raw: Any, where: str, source: str) -> Scenario:
     # who a probe may ask about: a speaker, an addressee, or someone the messages name
     people = {p for c in convs for m in c.messages for p in (m.speaker, *m.addressees)}
     people |= {
-        re.sub(r"['’]s$", "", w.strip(".,!?;:\"()"))
+        re.sub(r"['’]s$", "", w.strip('.,!?;:"()'))
         for c in convs
         for m in c.messages
         for w in m.text.split()

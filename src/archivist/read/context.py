@@ -429,17 +429,33 @@ def _summary_sessions(summaries: Sequence[Summary]) -> dict[int, frozenset[int]]
 
 
 def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candidate]:
-    """Summaries ending by ``at``, highest level (longest span) first, then in time order."""
+    """Summaries ending by ``at``, highest level (longest span) first, then in time order.
+
+    A summary that repeats a claim no longer holding at ``at`` is marked as
+    history (it tells of its period, not of now).
+    """
     out: list[Candidate] = []
     for cid in convs:
         found = [s for s in store.list_summaries(cid, None) if s.end <= at]
+        if not found:
+            continue
         spans = _summary_sessions(found)
+        ended = [
+            c
+            for c in store.list_claims(Filters(conversation=cid), limit=MAX_SUMMARY_CLAIMS)
+            if c.status != "duplicate" and c.said_at <= at and not c.holds_at(at)
+        ]
         for s in sorted(found, key=lambda s: (-s.level, s.start, s.id or 0)):
+            line = f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {s.text}"
+            stale = [c for c in ended if c.text in s.text]
+            if stale:
+                since = min((c.valid_to for c in stale if c.valid_to), default=s.end)
+                line = history_line(line, since)
             out.append(
                 Candidate(
                     "summary",
                     str(s.id),
-                    f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {s.text}",
+                    line,
                     when=s.end,
                     conversation=cid,
                     covers=spans.get(s.id, frozenset()),  # type: ignore[arg-type]
@@ -453,6 +469,31 @@ def claim_line(c: Claim) -> str:
     tags = ", ".join(t for t in (c.kind, "" if c.source == "first_hand" else c.source) if t)
     until = f" (until {c.valid_to:%Y-%m-%d})" if c.kind == "foresight" and c.valid_to else ""
     return f"[{c.said_at:%Y-%m-%d}] {c.speaker} ({tags}): {c.text}{until}"
+
+
+MAX_SUMMARY_CLAIMS = 5000  # claims of a conversation read to mark its summaries
+
+# The mark on a line whose facts no longer hold at the context's time: what was said,
+# kept because it may answer "what did she eat before?", never to be read as current.
+HISTORY_MARK = "[history]"
+
+
+def no_longer_holds(claims: Sequence[Claim], at: datetime) -> datetime | None:
+    """When the facts of a message stopped holding, if every one of them has by ``at``.
+
+    None when the message states nothing (no claims), or something still holds
+    (an event always does: it stays true as history). Duplicates are left out:
+    their older original speaks for them.
+    """
+    facts = [c for c in claims if c.status != "duplicate" and c.said_at <= at]
+    if not facts or any(c.holds_at(at) for c in facts):
+        return None
+    return min((c.valid_to for c in facts if c.valid_to is not None), default=None)
+
+
+def history_line(line: str, since: datetime) -> str:
+    """``line`` marked as history: ``… [history] (no longer holds from 2024-08-05)``."""
+    return f"{line} {HISTORY_MARK} (no longer holds from {since:%Y-%m-%d})"
 
 
 def message_line(m: Message) -> str:
@@ -592,11 +633,15 @@ def _messages(
         tail = sorted(tail, key=lambda m: m.seq)[-config.recent_messages :]
         msgs |= {(m.conversation, m.id): m for m in tail}
         last = {(m.conversation, m.id) for m in tail[-config.keep_last :]}
+    said = store.claims_for_message_ids(msgs)
+    ended = {key: no_longer_holds(said.get(key, ()), at) for key in msgs}
     return [
         Candidate(
             "message",
             f"{cid}/{mid}",
-            message_line(m),
+            message_line(m)
+            if ended[cid, mid] is None
+            else history_line(message_line(m), ended[cid, mid]),
             relevance=rel.get((cid, mid), 0.0),
             when=m.timestamp,
             conversation=cid,

@@ -457,6 +457,27 @@ class DerivedMemory(Body):
             out.setdefault(r[0], []).append(row_to_claim(r[1:]))
         return out
 
+    def claims_for_message_ids(
+        self, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[Claim]]:
+        """(conversation, message id) -> the claims the message is evidence of (any status)."""
+        by_conv: dict[str, set[str]] = {}
+        for conv, mid in keys:
+            by_conv.setdefault(conv, set()).add(mid)
+        out: dict[tuple[str, str], list[Claim]] = {}
+        for conv, mids in by_conv.items():
+            for r in self._by_ids(
+                f"SELECT m.msg_id, {claim_cols('c')} FROM messages m "
+                "JOIN claim_evidence ce ON ce.msg_rowid = m.rowid "
+                "JOIN claims c ON c.id = ce.claim_id WHERE m.conversation = ? AND {ids} "
+                "ORDER BY c.id",
+                "m.msg_id",
+                sorted(mids),
+                before=(conv,),
+            ):
+                out.setdefault((conv, r[0]), []).append(row_to_claim(r[1:]))
+        return out
+
     def list_claims(self, filters: q.Filters, limit: int = 100, offset: int = 0) -> list[Claim]:
         where, params = q.claim_filter_clause(filters, dialect=self._d)
         rows = self._db.execute(

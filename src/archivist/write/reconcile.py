@@ -8,7 +8,11 @@ status and ``replaced_by`` change, and every step is a ClaimEvent.
 
 Candidates are claims by the same speaker about the same subject. Without an
 LLM, duplicates and refinements are found by wording (vectors and shared
-content words) and conflicts by single-valued attributes (write/attributes.py);
+content words) and conflicts by single-valued attributes (write/attributes.py)
+or, for any other aspect of a life, by a change cue ("no longer", "quit",
+"sold", "now") in the newer claim over an aspect word it shares with an older
+state (``changed_aspect``): "Ruth left the choir" ends "Ruth sings in a choir",
+while "I also joined a chess club" ends nothing, and an event stays history;
 with one, the claims the heuristics leave undecided but that sit close to a
 stored claim are judged by the model in batches (prompt ``judge_claims``).
 """
@@ -23,7 +27,7 @@ from datetime import datetime
 import numpy as np
 
 from ..model import Claim, ClaimEvent, Conflict
-from ..text import person_key, query_terms
+from ..text import TOPIC_STOPWORDS, person_key, query_terms, stem, words
 from .attributes import AttributeValue, attribute_of, same_value
 
 # [(new claim, stored candidates)] -> one verdict per item: (verdict, candidate index,
@@ -31,6 +35,33 @@ from .attributes import AttributeValue, attribute_of, same_value
 Judge = Callable[[list[tuple[Claim, list[Claim]]]], list[tuple[str, int | None, str, str, str]]]
 
 _NUMBER = re.compile(r"\d+")
+# A newer claim that says a state changed, and one that says it only grew.
+_CHANGE = re.compile(
+    r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
+    r"gave\s+up|given\s+up|sold|selling|left|leaving|switched|switching|swapped|replaced|"
+    r"got\s+rid\s+of|instead|these\s+days|now|since|ended|broke\s+up|cancell?ed|"
+    r"moved\s+(?:out|on)|retired|done\s+with|over\s+with|gone|finished\s+with)\b",
+    re.I,
+)
+_ADDITION = re.compile(
+    r"\b(?:also|too|as\s+well|another|second|third|additionally|in\s+addition|besides|"
+    r"on\s+top\s+of)\b",
+    re.I,
+)
+# Words that name no aspect of a life: shared, they say nothing about sameness.
+_STOP_STEMS = {stem(w) for w in TOPIC_STOPWORDS}
+_NOT_ASPECTS = {
+    stem(w)
+    for w in (
+        "really still just going thing things time times people year years month week "
+        "today yesterday tomorrow morning evening night weekend lately recently again "
+        "good great nice new old much many more most little lot lots some every "
+        "make made making get getting got take took taking keep kept feel feeling "
+        "think thought know want wanted love loved like liked said says tell told "
+        "since now anymore longer instead switched quit sold left stopped "
+        "work works working live lives living home place stay use used come"
+    ).split()
+}
 
 
 @dataclass(frozen=True)
@@ -73,30 +104,47 @@ class ClaimOutcome:
 
 
 class _State:
-    """Current claims by (speaker, subject), their words and attributes, as decisions land."""
+    """Current claims by (speaker, subject), their words and attributes, as decisions land.
+
+    A claim's attribute belongs to its ``holder``: its subject, or else its
+    speaker when the words give the speaker the attribute ("Before Ava plans
+    the menu: Priya went vegan", said by Priya, is about Priya's diet though
+    its subject reads Ava). Attribute conflicts and changes are looked for among
+    the claims of the same (speaker, holder).
+    """
 
     def __init__(self, claims: Sequence[Claim], vectors: dict[int, np.ndarray]) -> None:
         self.vectors = vectors
         self.by_id = {c.id: c for c in claims}
         self.groups: dict[tuple[str, str], list[int]] = {}
+        self.holders: dict[tuple[str, str], list[int]] = {}
         self.words: dict[int, set[str]] = {}
         self.attrs: dict[int, AttributeValue | None] = {}
+        self.holder: dict[int, str] = {}
         for c in claims:
             self.words[c.id] = set(query_terms(c.text))
-            self.attrs[c.id] = attribute_of(c.text, c.subject)
+            found, holder = attribute_of(c.text, c.subject), c.subject
+            if found is None and person_key(c.speaker) != person_key(c.subject):
+                found, holder = attribute_of(c.text, c.speaker), c.speaker
+            self.attrs[c.id] = found
+            self.holder[c.id] = holder if found is not None else c.subject
 
     @staticmethod
     def key(c: Claim) -> tuple[str, str]:
         return person_key(c.speaker), person_key(c.subject)
 
+    def holder_key(self, c: Claim) -> tuple[str, str]:
+        return person_key(c.speaker), person_key(self.holder[c.id])
+
     def add(self, c: Claim) -> None:
         self.groups.setdefault(self.key(c), []).append(c.id)
+        self.holders.setdefault(self.holder_key(c), []).append(c.id)
 
     def drop(self, claim_id: int) -> None:
         c = self.by_id[claim_id]
-        group = self.groups.get(self.key(c), [])
-        if claim_id in group:
-            group.remove(claim_id)
+        for table, key in ((self.groups, self.key(c)), (self.holders, self.holder_key(c))):
+            if claim_id in table.get(key, []):
+                table[key].remove(claim_id)
 
     def nearest(self, c: Claim, k: int) -> list[tuple[int, float]]:
         ids = [i for i in self.groups.get(self.key(c), []) if i != c.id]
@@ -156,6 +204,7 @@ def reconcile_claims(
         near = state.nearest(c, config.candidates)
         decided, same = _by_attribute(state, out, c, config)
         decided = decided or _by_wording(state, out, c, near, config)
+        decided = decided or _by_change(state, out, c, config)
         if not decided and same is not None:  # same value, other words: a restatement
             _duplicate_of(out, c, same)
         elif not decided:
@@ -199,7 +248,7 @@ def _by_attribute(
     if av is None:
         return False, None
     decided, same = False, None
-    for oid in list(s.groups.get(s.key(c), [])):
+    for oid in list(s.holders.get(s.holder_key(c), [])):
         ov = s.attrs.get(oid)
         if ov is None or ov.attribute != av.attribute or oid == c.id:
             continue
@@ -213,6 +262,58 @@ def _by_attribute(
         _conflict(s, out, old, c, av.attribute, ov.value, av.value, kind, cfg, "heuristic")
         decided = True
     return decided, same
+
+
+def aspect_stems(c: Claim) -> set[str]:
+    """Word roots that may name what a claim is about: not its subject's or another
+    person's name, not a word that names no aspect ("really", "now").
+
+    A root is a light stem's first four letters, so "smokes" and "smoking" meet.
+    """
+    names = {stem(w) for w in words(c.subject)}
+    names |= {stem(w) for m in c.entities if m.kind == "person" for w in words(m.name)}
+    return {
+        s[:4]
+        for w in words(c.text)
+        if len(w) >= 4
+        and not w[0].isdigit()
+        and (s := stem(w)) not in _NOT_ASPECTS
+        and s not in names
+        and s not in _STOP_STEMS
+    }
+
+
+def changed_aspect(new: Claim, old: Claim) -> str | None:
+    """The aspect word over which ``new`` says ``old`` no longer holds, or None.
+
+    ``new`` must carry a change cue and no addition cue ("also", "another"),
+    ``old`` must be a state (a fact, preference or foresight: an event stays
+    true as history) said before it, and the two must share an aspect word
+    ("choir", "smok", "crutch"). Both are the same speaker's about the same
+    subject (the caller's grouping).
+    """
+    if old.kind not in ("fact", "preference", "foresight") or new.kind == "question":
+        return None
+    if old.said_at > new.said_at or not _CHANGE.search(new.text) or _ADDITION.search(new.text):
+        return None
+    shared = aspect_stems(new) & aspect_stems(old)
+    if not shared:
+        return None
+    return min(shared, key=lambda s: (-len(s), s))
+
+
+def _by_change(s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig) -> bool:
+    """Conflicts with current states ``c`` says changed (see ``changed_aspect``)."""
+    decided = False
+    for oid in dict.fromkeys([*s.groups.get(s.key(c), []), *s.holders.get(s.holder_key(c), [])]):
+        if oid == c.id or oid not in s.groups.get(s.key(s.by_id[oid]), []):
+            continue
+        old = s.by_id[oid]
+        aspect = changed_aspect(c, old)
+        if aspect is not None:
+            _conflict(s, out, old, c, aspect, old.text, c.text, "evolution", cfg, "heuristic")
+            decided = True
+    return decided
 
 
 def _duplicate_of(out: ClaimOutcome, c: Claim, old: Claim) -> None:

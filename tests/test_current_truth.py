@@ -1,0 +1,105 @@
+"""Issue 13: open-ended state changes, and reads that mark what no longer holds as history."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from archivist.config import Settings
+from archivist.model import Claim
+from archivist.read.context import HISTORY_MARK
+from archivist.service import MemoryService
+from archivist.testing import FakeEmbedder
+from archivist.write.archivist import HeuristicArchivist
+from archivist.write.reconcile import changed_aspect
+from conftest import make_conversation
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def claim(text: str, days: int = 0, kind: str = "fact") -> Claim:
+    who = text.split()[0].split("'")[0]
+    return Claim(text, who, who, "c", ("1",), T0 + timedelta(days=days), kind=kind)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "aspect"),
+    [
+        (
+            "Ruth sings in the church choir.",
+            "Ruth left the choir; she plays in a band now.",
+            "choi",
+        ),
+        ("Olek smokes a pack a day.", "Olek quit smoking in January.", "smok"),
+        ("Aisling is on crutches for six weeks.", "Aisling's crutches are gone now.", "crut"),
+        ("Ingrid drives her Volvo to work.", "Ingrid sold the Volvo; she cycles now.", "volv"),
+    ],
+)
+def test_a_change_cue_over_a_shared_aspect_ends_the_older_state(old, new, aspect) -> None:
+    assert changed_aspect(claim(new, 30), claim(old)) == aspect
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "old_kind"),
+    [
+        ("Rahul plays guitar in a band.", "Rahul also joined a chess club.", "fact"),
+        ("Mei has a cat called Miso.", "Mei adopted a second cat, so now she has two.", "fact"),
+        ("Rahul ran a marathon in May.", "Rahul is now training for a marathon.", "event"),
+        ("Priya works at the bank downtown.", "Priya now walks to work since she moved.", "fact"),
+        ("Priya loves her job at the bank.", "Priya is now vegan.", "fact"),
+    ],
+)
+def test_additions_events_and_unrelated_news_end_nothing(old, new, old_kind) -> None:
+    assert changed_aspect(claim(new, 30), claim(old, kind=old_kind)) is None
+
+
+def memory(path: Path) -> MemoryService:
+    return MemoryService(
+        path,
+        settings=Settings(consolidate_mode="manual"),
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(),
+    )
+
+
+def test_a_quit_choir_is_history_in_context_and_the_band_is_current(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "ruth",
+        [
+            [("Ruth", "I sing in the church choir every Thursday."), ("Lee", "Lovely.")],
+            [("Ruth", "I left the choir, I play bass in a band now."), ("Lee", "Rock on!")],
+        ],
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        (c,) = mem.conflicts()
+        assert c.attribute == "choi" and c.kind == "evolution"
+        ctx = mem.context("Is Ruth in a choir?", person="Ruth", conversation="ruth")
+        lines = [line for line in ctx.text.splitlines() if "every Thursday" in line]
+        assert lines and all(HISTORY_MARK in line for line in lines)
+        assert any(
+            "band now" in line and HISTORY_MARK not in line for line in ctx.text.splitlines()
+        )
+        before = mem.context(
+            "Is Ruth in a choir?", person="Ruth", at=c.new_time - timedelta(seconds=1)
+        )
+        assert "every Thursday" in before.text and HISTORY_MARK not in before.text
+
+
+def test_an_attribute_the_speaker_holds_conflicts_whatever_the_subject_reads(
+    tmp_path: Path,
+) -> None:
+    """The heuristic reads "Ava" as the subject of Priya's "Before Ava plans the menu:
+    I went vegan"; the diet is still Priya's, and it replaces her pescatarian one."""
+    conv = make_conversation(
+        "diet",
+        [
+            [("Priya", "Seafood is perfect, I am pescatarian."), ("Ava", "Noted!")],
+            [("Priya", "Before Ava plans the menu: I went fully vegan."), ("Ava", "Wow.")],
+        ],
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        assert [(c.old_value, c.new_value) for c in mem.conflicts()] == [("pescatarian", "vegan")]
