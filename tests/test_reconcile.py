@@ -342,8 +342,9 @@ def test_deleting_one_conversation_keeps_the_others_episode_and_entity_vectors(
 def test_add_reconciles_what_it_extracts_before_any_consolidation(tmp_path: Path) -> None:
     """Issue 13: a read right after add() sees the new truth; no round has run."""
     settings = Settings(consolidate_mode="manual")  # reconcile_on_write is the default
+    embedder, archivist = FakeEmbedder(), HeuristicArchivist()
     with MemoryService(
-        tmp_path / "m.db", settings=settings, embedder=FakeEmbedder(), archivist=HeuristicArchivist()
+        tmp_path / "m.db", settings=settings, embedder=embedder, archivist=archivist
     ) as mem:
         mem.add(make_conversation("diet", [[("Ana", "I went pescatarian this month.")]]))
         assert current(mem, "pescatarian")
