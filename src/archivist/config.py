@@ -135,6 +135,8 @@ class Settings:
                     kw[name] = conv(v)
                 except ValueError as e:
                     raise ConfigError(f"{ENV_PREFIX}{name.upper()}={v!r} is not a number") from e
+        if v := env.get(ENV_PREFIX + "RECONCILE_ON_WRITE"):
+            kw["reconcile_on_write"] = v.strip().lower() in ("1", "true", "yes", "on")
         for key in ("embed_api_key", "llm_api_key"):
             if not kw.get(key) and env.get("OPENAI_API_KEY"):
                 kw[key] = env["OPENAI_API_KEY"]
