@@ -33,8 +33,8 @@ def claim(text: str, days: int = 0, kind: str = "fact") -> Claim:
             "choi",
         ),
         ("Olek smokes a pack a day.", "Olek quit smoking in January.", "smok"),
-        ("Aisling is on crutches for six weeks.", "Aisling's crutches are gone now.", "crut"),
-        ("Ingrid drives her Volvo to work.", "Ingrid sold the Volvo; she cycles now.", "volv"),
+        ("Aisling is on crutches for six weeks.", "Aisling needs no crutches anymore.", "crut"),
+        ("Ingrid drives her minivan to work.", "Ingrid sold the minivan; she cycles.", "mini"),
     ],
 )
 def test_a_change_cue_over_a_shared_aspect_ends_the_older_state(old, new, aspect) -> None:
@@ -49,6 +49,7 @@ def test_a_change_cue_over_a_shared_aspect_ends_the_older_state(old, new, aspect
         ("Rahul ran a marathon in May.", "Rahul is now training for a marathon.", "event"),
         ("Priya works at the bank downtown.", "Priya now walks to work since she moved.", "fact"),
         ("Priya loves her job at the bank.", "Priya is now vegan.", "fact"),
+        ("Joanna dances with Andrew.", "Joanna stopped calling Andrew.", "fact"),
     ],
 )
 def test_additions_events_and_unrelated_news_end_nothing(old, new, old_kind) -> None:

@@ -38,11 +38,10 @@ _NUMBER = re.compile(r"\d+")
 # A newer claim that says a state changed, and one that says it only grew.
 _CHANGE = re.compile(
     r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
-    r"gave\s+up|given\s+up|sold|selling|left|leaving|switched|switching|swapped|replaced|"
-    r"got\s+rid\s+of|instead|these\s+days|now|since|ended|broke\s+up|cancell?ed|"
-    r"moved\s+(?:out|on)|retired|done\s+with|over\s+with|gone|finished\s+with)\b",
+    r"gave\s+up|given\s+up|sold|switched|swapped|got\s+rid\s+of|broke\s+up|"
+    r"cancell?ed|moved\s+out|retired|left)\b",
     re.I,
-)
+)  # strong cues only: "now" or "since" alone ended 700 true LoCoMo facts (measured)
 _ADDITION = re.compile(
     r"\b(?:also|too|as\s+well|another|second|third|additionally|in\s+addition|besides|"
     r"on\s+top\s+of)\b",
@@ -276,7 +275,7 @@ def aspect_stems(c: Claim) -> set[str]:
         s[:4]
         for w in words(c.text)
         if len(w) >= 4
-        and not w[0].isdigit()
+        and w[0].islower()  # a capitalised word is most often a name, not an aspect
         and (s := stem(w)) not in _NOT_ASPECTS
         and s not in names
         and s not in _STOP_STEMS
