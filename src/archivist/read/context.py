@@ -440,11 +440,7 @@ def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candida
         if not found:
             continue
         spans = _summary_sessions(found)
-        ended = [
-            c
-            for c in store.list_claims(Filters(conversation=cid), limit=MAX_SUMMARY_CLAIMS)
-            if c.status != "duplicate" and c.said_at <= at and not c.holds_at(at)
-        ]
+        ended = [c for c in _facts(store.ending_claims(cid), at) if not c.holds_at(at)]
         for s in sorted(found, key=lambda s: (-s.level, s.start, s.id or 0)):
             line = f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {s.text}"
             stale = [c for c in ended if c.text in s.text]
@@ -471,11 +467,14 @@ def claim_line(c: Claim) -> str:
     return f"[{c.said_at:%Y-%m-%d}] {c.speaker} ({tags}): {c.text}{until}"
 
 
-MAX_SUMMARY_CLAIMS = 5000  # claims of a conversation read to mark its summaries
-
 # The mark on a line whose facts no longer hold at the context's time: what was said,
 # kept because it may answer "what did she eat before?", never to be read as current.
 HISTORY_MARK = "[history]"
+
+
+def _facts(claims: Iterable[Claim], at: datetime) -> list[Claim]:
+    """The claims said by ``at`` that speak for themselves (a duplicate's original does)."""
+    return [c for c in claims if c.status != "duplicate" and c.said_at <= at]
 
 
 def no_longer_holds(claims: Sequence[Claim], at: datetime) -> datetime | None:
@@ -485,7 +484,7 @@ def no_longer_holds(claims: Sequence[Claim], at: datetime) -> datetime | None:
     (an event always does: it stays true as history). Duplicates are left out:
     their older original speaks for them.
     """
-    facts = [c for c in claims if c.status != "duplicate" and c.said_at <= at]
+    facts = _facts(claims, at)
     if not facts or any(c.holds_at(at) for c in facts):
         return None
     return min((c.valid_to for c in facts if c.valid_to is not None), default=None)

@@ -66,18 +66,20 @@ def as_user(who: Caller, field: str, value: str | None) -> str | None:
     return who.user
 
 
-def own_conversation(store, who: Caller, conversation: str | None) -> None:
+def own_conversation(store, who: Caller, conversation: str | None) -> bool:
     """A bound key names only conversations its user took part in (403 otherwise).
 
-    A conversation not stored yet is the user's to start.
+    A conversation not stored yet is the user's to start. Returns whether
+    ``conversation`` is stored (False too when there is nothing to check).
     """
     if who.user is None or conversation is None:
-        return
+        return False
     people = store.participants(conversation)
     if people is not None and person_key(who.user) not in {person_key(p) for p in people}:
         raise Forbidden(
             f"this key is bound to user {who.user!r}, who is not in conversation {conversation!r}"
         )
+    return people is not None
 
 
 def own_messages(store, who: Caller, conversations) -> None:
@@ -88,14 +90,14 @@ def own_messages(store, who: Caller, conversations) -> None:
         return
     me = person_key(who.user)
     for conv in conversations:
-        own_conversation(store, who, conv.id)
+        stored = own_conversation(store, who, conv.id)
         for m in conv.messages:
             if m.role == "user" and person_key(m.speaker) != me:
                 raise Forbidden(
                     f"this key is bound to user {who.user!r}; message {m.id!r} of "
                     f"conversation {conv.id!r} is spoken by {m.speaker!r}"
                 )
-        if store.participants(conv.id) is None and not any(
+        if not stored and not any(
             person_key(m.speaker) == me for m in conv.messages
         ):
             raise Forbidden(

@@ -487,6 +487,16 @@ class DerivedMemory(Body):
         )
         return [row_to_claim(r) for r in rows]
 
+    def ending_claims(self, conversation: str) -> list[Claim]:
+        """The conversation's claims that can stop holding (``Claim.holds_at``): those a
+        newer claim superseded, and foresights. Every other claim holds once said."""
+        rows = self._db.execute(
+            f"SELECT {CLAIM_COLS} FROM claims c WHERE c.conversation = ? "
+            "AND (c.status = 'superseded' OR c.kind = 'foresight') ORDER BY c.said_epoch, c.id",
+            (conversation,),
+        )
+        return [row_to_claim(r) for r in rows]
+
     def list_episodes(
         self, conversation: str | None = None, limit: int = 100, offset: int = 0
     ) -> list[Episode]:

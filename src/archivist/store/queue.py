@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from pathlib import Path
 
 from ..model import Job
 from .common import Body, record
@@ -27,7 +28,7 @@ def _started(pid: int) -> str | None:
     after the old one died has another start time.
     """
     try:
-        stat = open(f"/proc/{pid}/stat", encoding="ascii").read()
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
     except (OSError, ValueError):
         return None
     return stat.rsplit(")", 1)[1].split()[19]  # field 22; the name may hold spaces

@@ -304,8 +304,9 @@ def changed_aspect(new: Claim, old: Claim) -> str | None:
 def _by_change(s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig) -> bool:
     """Conflicts with current states ``c`` says changed (see ``changed_aspect``)."""
     decided = False
+    # both tables hold current claims only: add() files them, drop() takes them out of both
     for oid in dict.fromkeys([*s.groups.get(s.key(c), []), *s.holders.get(s.holder_key(c), [])]):
-        if oid == c.id or oid not in s.groups.get(s.key(s.by_id[oid]), []):
+        if oid == c.id:
             continue
         old = s.by_id[oid]
         aspect = changed_aspect(c, old)
