@@ -104,3 +104,19 @@ def test_an_attribute_the_speaker_holds_conflicts_whatever_the_subject_reads(
     with memory(tmp_path / "m.db") as mem:
         mem.add(conv)
         assert [(c.old_value, c.new_value) for c in mem.conflicts()] == [("pescatarian", "vegan")]
+
+
+def test_a_summary_marks_only_its_sentences_that_no_longer_hold(tmp_path: Path) -> None:
+    one_session = [
+        ("Ruth", "I sing in the church choir every Thursday."),
+        ("Lee", "Lovely."),
+        ("Ruth", "Actually scratch that, I left the choir, I play bass in a band now."),
+    ]
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(make_conversation("ruth", [one_session]))
+        mem.consolidate()
+        ctx = mem.context("Is Ruth in a choir?", person="Ruth", conversation="ruth")
+        (line,) = [s for s in ctx.text.splitlines() if "every Thursday." in s and " to " in s]
+        old, new = line.index("every Thursday."), line.index("band now")
+        assert line.index(HISTORY_MARK) == old + len("every Thursday. ") < new
+        assert HISTORY_MARK not in line[new:]  # the current sentence reads as current

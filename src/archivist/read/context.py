@@ -431,8 +431,9 @@ def _summary_sessions(summaries: Sequence[Summary]) -> dict[int, frozenset[int]]
 def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candidate]:
     """Summaries ending by ``at``, highest level (longest span) first, then in time order.
 
-    A summary that repeats a claim no longer holding at ``at`` is marked as
-    history (it tells of its period, not of now).
+    A claim no longer holding at ``at`` that a summary repeats is marked as
+    history where it stands in the summary, so the summary's other sentences,
+    current ones among them, read as they are.
     """
     out: list[Candidate] = []
     for cid in convs:
@@ -442,11 +443,11 @@ def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candida
         spans = _summary_sessions(found)
         ended = [c for c in _facts(store.ending_claims(cid), at) if not c.holds_at(at)]
         for s in sorted(found, key=lambda s: (-s.level, s.start, s.id or 0)):
-            line = f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {s.text}"
-            stale = [c for c in ended if c.text in s.text]
-            if stale:
-                since = min((c.valid_to for c in stale if c.valid_to), default=s.end)
-                line = history_line(line, since)
+            text = s.text
+            for c in ended:  # each sentence that no longer holds is marked where it stands
+                if c.text in text and c.valid_to is not None:
+                    text = text.replace(c.text, history_line(c.text, c.valid_to), 1)
+            line = f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {text}"
             out.append(
                 Candidate(
                     "summary",

@@ -97,9 +97,7 @@ def own_messages(store, who: Caller, conversations) -> None:
                     f"this key is bound to user {who.user!r}; message {m.id!r} of "
                     f"conversation {conv.id!r} is spoken by {m.speaker!r}"
                 )
-        if not stored and not any(
-            person_key(m.speaker) == me for m in conv.messages
-        ):
+        if not stored and not any(person_key(m.speaker) == me for m in conv.messages):
             raise Forbidden(
                 f"this key is bound to user {who.user!r}; conversation {conv.id!r} holds "
                 "no message of theirs"
