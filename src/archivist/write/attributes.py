@@ -159,6 +159,18 @@ def clean_value(attribute: str, value: str) -> str:
     return v
 
 
+_SOMEONE = re.compile(r"\b(?:he|she|they|his|her|their|him|them)\b|['’]s\b", re.I)
+
+
+def _elliptic(before: str) -> bool:
+    """Whether the words before a cue name no holder: no name past the first word
+    (capitalised anyway), no third-person pronoun, no possessive."""
+    rest = before.strip().split(maxsplit=1)
+    return not _SOMEONE.search(before) and not (
+        len(rest) > 1 and re.search(r"\b[A-Z][a-z]+\b", rest[1])
+    )
+
+
 def _holds(text: str, subject: str, start: int, attribute: str = "") -> bool:
     """Whether ``subject`` is the one the cue at ``start`` speaks of.
 
@@ -171,7 +183,9 @@ def _holds(text: str, subject: str, start: int, attribute: str = "") -> bool:
         return False
     hits = list(re.finditer(rf"\b{re.escape(first)}\b", text[:start], re.I))
     if not hits:
-        return False
+        # "Finally settled in Porto.": nobody named before the cue is elliptic first
+        # person (claims keep the speaker's words), so the subject's own value
+        return _elliptic(text[:start])
     between = text[hits[-1].end() : start]
     if attribute == "partner" and re.fullmatch(r"'s\s+", between):
         return True  # "Ana's boyfriend Carl": the possessive names the holder

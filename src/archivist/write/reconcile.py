@@ -27,7 +27,7 @@ from datetime import datetime
 import numpy as np
 
 from ..model import Claim, ClaimEvent, Conflict
-from ..text import TOPIC_STOPWORDS, person_key, query_terms, stem, words
+from ..text import CHANGE, TOPIC_STOPWORDS, person_key, query_terms, stem, words
 from .attributes import AttributeValue, attribute_of, same_value
 
 # [(new claim, stored candidates)] -> one verdict per item: (verdict, candidate index,
@@ -35,13 +35,7 @@ from .attributes import AttributeValue, attribute_of, same_value
 Judge = Callable[[list[tuple[Claim, list[Claim]]]], list[tuple[str, int | None, str, str, str]]]
 
 _NUMBER = re.compile(r"\d+")
-# A newer claim that says a state changed, and one that says it only grew.
-_CHANGE = re.compile(
-    r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
-    r"gave\s+up|given\s+up|sold|switched|swapped|got\s+rid\s+of|broke\s+up|"
-    r"cancell?ed|moved\s+out|retired|left)\b",
-    re.I,
-)  # strong cues only: "now" or "since" alone ended 700 true LoCoMo facts (measured)
+# A newer claim that says it only grew, not changed (the change cues: text.CHANGE).
 _ADDITION = re.compile(
     r"\b(?:also|too|as\s+well|another|second|third|additionally|in\s+addition|besides|"
     r"on\s+top\s+of)\b",
@@ -293,7 +287,7 @@ def changed_aspect(new: Claim, old: Claim) -> str | None:
     """
     if old.kind not in ("fact", "preference", "foresight") or new.kind == "question":
         return None
-    if old.said_at > new.said_at or not _CHANGE.search(new.text) or _ADDITION.search(new.text):
+    if old.said_at > new.said_at or not CHANGE.search(new.text) or _ADDITION.search(new.text):
         return None
     shared = aspect_stems(new) & aspect_stems(old)
     if not shared:

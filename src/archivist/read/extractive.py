@@ -1,0 +1,411 @@
+"""The answer without an LLM: the evidence sentence that holds, read for what it says.
+
+An extractive answer must never contradict its own quote, nor serve a value
+that stopped holding as the current one (DESIGN §1.3, §1.9). So the answerer:
+
+1. reads the question's shape: yes/no, when, how many, or open; whether it asks
+   what holds now ("does", "still", "now") or what held before ("did", "was",
+   "before Porto", a named period);
+2. scores every sentence of the evidence by the question's content words
+   (IDF-weighted) and by meaning (the embedder's cosine, so "diet" meets
+   "vegan"), favours sentences about the person asked about, and knows which
+   sentences no longer hold at ``at`` (their claims were superseded or expired);
+3. for a question about now, lets what still holds win and, among relevant
+   sentences, the latest; a sentence that no longer holds only answers a
+   question about the past;
+4. answers in the question's form: "No" when the evidence denies it (negation,
+   "no longer", "anymore", an ending such as "quit" or "sold"), "Yes" when it
+   affirms it, the event's date for "when", a number for "how many", and
+   otherwise the evidence sentence itself with its speaker and date, never a
+   fragment of words. Weak evidence abstains.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import numpy as np
+
+from ..model import Claim, Hit, Message
+from ..text import CALENDAR_WORDS, ENDING, NEGATION, fold, is_stopword, stem, words
+from ..timeground import find_times
+
+# Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
+# below this; yes/no needs more, since "Yes" or "No" is a claim of its own.
+MIN_RELEVANCE = 0.22
+MIN_YES_NO = 0.3
+HISTORY_WEIGHT = 0.25  # a sentence that no longer holds, for a question about now
+NEGATED_WEIGHT = 0.6  # a denial answers an open question badly ("not in Lyon anymore")
+ASSISTANT_WEIGHT = 0.5  # the assistant's sentences are not the user's facts
+# Whose a sentence is, for a question about one person: theirs, someone else's, or
+# unclear in a message someone else said ("He booked that seafood place", said by Ava).
+OWN_WEIGHT = 1.25
+OTHER_OWNER_WEIGHT = 0.6
+UNCLEAR_WEIGHT = 0.8
+WHEN_WEIGHT = 1.6  # "when" questions: a sentence that names a time
+RECENCY = 1.0  # at most this share added to the latest relevant sentence (questions about now)
+NEIGHBOUR = 0.3  # share of its message's best relevance a sentence borrows
+LIST_SHARE = 0.7  # list answers take sentences within this share of the best
+MAX_LIST = 3
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_YES_NO = re.compile(
+    r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should|"
+    r"isn't|aren't|doesn't|don't|didn't|wasn't|can't|hasn't|haven't)\b",
+    re.I,
+)
+_COUNT = re.compile(r"^\s*how\s+(many|much)\b", re.I)
+_NOW = re.compile(
+    r"\b(now|still|currently|current|these\s+days|at\s+the\s+moment|right\s+now|today|"
+    r"anymore|any\s+more|nowadays|at\s+present)\b",
+    re.I,
+)
+_PAST = re.compile(
+    r"^\s*(?:\w+\s+){0,2}?(did|was|were|had|didn't|wasn't|weren't)\b|\b(used\s+to|before|"
+    r"back\s+in|previously|formerly|ago|originally|at\s+first|at\s+the\s+start|"
+    r"in\s+(19|20)\d\d|last\s+year)\b",
+    re.I,
+)
+_BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
+_Q_NEGATED = re.compile(r"n't\b|\bnot\b", re.I)
+# "What pets does…", "Which clubs or groups is…": a plural noun before the verb
+_PLURAL_ASK = re.compile(
+    r"^\s*(?:what|which)\s+(?:[\w-]+\s+){0,3}?[\w-]+[^s\W]s\s+"
+    r"(?:do|does|did|is|are|was|were|has|have|had)\b",
+    re.I,
+)
+_INSTEAD = re.compile(r",?\s*\b(instead\s+of|rather\s+than|replacing)\b[^,.;!?]*", re.I)
+_NUMBERS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+_ORDINALS = {
+    w: i
+    for i, w in enumerate(
+        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth".split()
+    )
+    if i >= 2
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a question asks for, read off its words."""
+
+    form: str  # "yes_no", "when", "count" or "open"
+    now: bool  # about what holds at the time asked ("does", "still", "now")
+    past: bool  # about what held before ("did", "was", "before X", a year)
+    before: frozenset[str]  # stems of what the answer must precede ("before Porto")
+    negated: bool  # "Isn't she…", "Doesn't he…"
+    ends: bool  # the question asks about an ending ("Did she quit…", "sell", "drop")
+    plural: bool  # "Which clubs…", "What pets…": several sentences may answer
+
+
+def shape_of(question: str, *, asks_when: bool) -> Shape:
+    """The question's form and time orientation."""
+    if asks_when:
+        form = "when"
+    elif _COUNT.match(question):
+        form = "count"
+    elif _YES_NO.match(question):
+        form = "yes_no"
+    else:
+        form = "open"
+    before = frozenset(
+        stem(w) for m in _BEFORE.finditer(question) for w in words(m.group(1)) if not is_stopword(w)
+    )
+    past = bool(_PAST.search(question)) and not _NOW.search(question)
+    plural = bool(_PLURAL_ASK.match(question)) and form == "open"
+    return Shape(
+        form=form,
+        now=not past,
+        past=past,
+        before=before,
+        negated=bool(_Q_NEGATED.search(question)),
+        ends=bool(ENDING.search(question) or re.search(r"\b(drop|dropp)", question, re.I)),
+        plural=plural,
+    )
+
+
+# Words that frame a question in time, not what it asks about.
+_FRAME = frozenset("back now still currently anymore moment days ago before".split())
+
+
+def _framing(word: str) -> bool:
+    w = fold(word)
+    return is_stopword(w) or w in CALENDAR_WORDS or w in _FRAME or w.isdigit()
+
+
+def asked_stems(question: str, names: Sequence[str], before: frozenset[str]) -> list[str]:
+    """The stems an answer should hold: the question's words less names, function
+    words, time framing ("back in March 2024", "still") and what it came before."""
+    skip = {stem(w) for n in names for w in words(n)} | before
+    out: list[str] = []
+    for w in words(_BEFORE.sub(" ", question)):
+        s = stem(w)
+        if not _framing(w) and s not in skip and s not in out:
+            out.append(s)
+    return out
+
+
+def meaning_text(question: str, names: Sequence[str]) -> str:
+    """The question as the embedder should read it: no names, no time framing."""
+    named = {fold(w) for n in names for w in words(n)}
+    kept = [
+        w
+        for w in words(_BEFORE.sub(" ", question))
+        if fold(w).removesuffix("'s") not in named and not (_framing(w) and not is_stopword(w))
+    ]
+    return " ".join(kept)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of an evidence message, with what memory knows about it."""
+
+    text: str
+    message: Message
+    owner: str | None  # whose it is (read/answer.py sentence_owner), None if unclear
+    rank: int  # its hit's position in the search results
+    ended: datetime | None = None  # when what it says stopped holding, as of ``at``
+    when: datetime | None = None  # when its event happened, if a claim or the text says
+    relevance: float = 0.0
+    score: float = 0.0
+
+
+def _ownership(s: Sentence, person: str) -> float:
+    key = person.casefold()
+    if s.owner is not None:
+        return OWN_WEIGHT if s.owner.casefold() == key else OTHER_OWNER_WEIGHT
+    if s.message.speaker.casefold() == key or key in s.text.casefold():
+        return 1.0
+    return UNCLEAR_WEIGHT
+
+
+def coverage(text: str, wanted: Sequence[str], weights: Mapping[str, float] | None = None) -> float:
+    """Share of the wanted stems the text holds, IDF-weighted; a text word whose stem
+    extends a wanted one counts ("movers" for "move": stems "mover", "mov")."""
+    if not wanted:
+        return 0.0
+    have = {stem(w) for w in words(text)}
+    weight = (lambda x: weights[x]) if weights is not None else (lambda x: 1.0)
+    total = sum(weight(x) for x in wanted)
+    found = sum(
+        weight(x)
+        for x in wanted
+        if x in have or (len(x) >= 3 and any(h.startswith(x) and len(h) <= len(x) + 2 for h in have))
+    )
+    return found / total if total else 0.0
+
+
+def format_when(when: datetime, granularity: str = "day") -> str:
+    """Dates the way LoCoMo writes them: "7 May 2023", "May 2023", "2022"."""
+    if granularity == "year":
+        return str(when.year)
+    if granularity in ("month", "season"):
+        return f"{when:%B} {when.year}"
+    if granularity == "week":
+        return f"the week of {when.day} {when:%B} {when.year}"
+    return f"{when.day} {when:%B} {when.year}"
+
+
+def denies(text: str) -> bool:
+    """Whether a sentence says something does not (or no longer) hold."""
+    return bool(NEGATION.search(text) or ENDING.search(text))
+
+
+def _overlap(claim: Claim, sentence: str) -> float:
+    """Share of a claim's content stems the sentence holds (claims rewrite pronouns)."""
+    mine = {stem(w) for w in words(claim.text) if not is_stopword(w)}
+    have = {stem(w) for w in words(sentence)}
+    return len(mine & have) / len(mine) if mine else 0.0
+
+
+def sentence_claims(sentence: str, claims: Sequence[Claim]) -> list[Claim]:
+    """The message's claims this sentence states (most of the claim's words in it)."""
+    return [c for c in claims if c.status != "duplicate" and _overlap(c, sentence) >= 0.6]
+
+
+def ended_at(claims: Sequence[Claim], at: datetime) -> datetime | None:
+    """When the sentence's claims stopped holding, if all of them have by ``at``."""
+    if not claims or any(c.holds_at(at) for c in claims):
+        return None
+    return min((c.valid_to for c in claims if c.valid_to is not None), default=None)
+
+
+def event_time(s: Sentence) -> tuple[datetime, str]:
+    """When the sentence's event happened: a time it names, its claim's start, else its date."""
+    refs = find_times(s.text, s.message.timestamp)
+    if refs:
+        return refs[0].start, refs[0].granularity
+    if s.when is not None:
+        return s.when, "day"
+    return s.message.timestamp, "day"
+
+
+def cosine(question_vector: np.ndarray | None, vectors: np.ndarray | None, i: int) -> float:
+    if question_vector is None or vectors is None:
+        return 0.0
+    return max(0.0, float(vectors[i] @ question_vector))
+
+
+def rank_sentences(
+    sentences: Sequence[Sentence],
+    shape: Shape,
+    lexical: Sequence[float],
+    meaning: Sequence[float],
+    person: str | None,
+) -> list[Sentence]:
+    """The sentences scored for the question, best first (see the module docstring)."""
+    scored = []
+    latest = max((s.message.timestamp for s in sentences), default=None)
+    earliest = min((s.message.timestamp for s in sentences), default=None)
+    span = (latest - earliest).total_seconds() if latest and earliest else 0.0
+    # "before Porto": the first time the later value is mentioned bounds the answer
+    bound = None
+    if shape.before:
+        later = [s for s in sentences if shape.before & {stem(w) for w in words(s.text)}]
+        bound = min((s.message.timestamp for s in later), default=None)
+    own = [lex / 2 + sem for lex, sem in zip(lexical, meaning, strict=True)]
+    by_message: dict[int, float] = {}
+    for s, r in zip(sentences, own, strict=True):
+        by_message[id(s.message)] = max(by_message.get(id(s.message), 0.0), r)
+    for s, r in zip(sentences, own, strict=True):
+        # a sentence shares a little of its message's best: "Movers are booked for
+        # March 8th" answers "When did he move to Porto?" beside "…in Porto."
+        rel = r + NEIGHBOUR * max(0.0, by_message[id(s.message)] - r)
+        score = rel
+        if s.message.role == "assistant":
+            score *= ASSISTANT_WEIGHT
+        if person:
+            score *= _ownership(s, person)
+        if shape.before:
+            if shape.before & {stem(w) for w in words(s.text)}:
+                score *= 0.2  # names the later value: not what came before it
+            elif bound is not None and s.message.timestamp < bound:
+                score *= 1.3
+        if s.ended is not None and not shape.past and not shape.before:
+            score *= HISTORY_WEIGHT
+        if shape.form in ("open", "count") and denies(s.text):
+            score *= NEGATED_WEIGHT
+        if shape.form == "when" and (find_times(s.text, s.message.timestamp) or s.when):
+            score *= WHEN_WEIGHT
+        if s.text.rstrip().endswith("?"):
+            score *= 0.3  # a question states little
+        scored.append((s, rel, score))
+    if shape.now and shape.form != "when" and not shape.before and span > 0:
+        best = max((x[2] for x in scored), default=0.0)
+        rescored = []
+        for s, rel, score in scored:
+            if best and score >= 0.5 * best:  # recency decides only among relevant ones
+                frac = (s.message.timestamp - earliest).total_seconds() / span  # type: ignore[operator]
+                score *= 1 + RECENCY * frac
+            rescored.append((s, rel, score))
+        scored = rescored
+    out = [replace(s, relevance=rel, score=sc) for s, rel, sc in scored]
+    return sorted(out, key=lambda s: (-s.score, s.rank))
+
+
+def quoted(s: Sentence, *, drop_replaced: bool = False) -> str:
+    """The sentence as said; ``drop_replaced`` cuts what it replaced ("instead of the ThinkPad").
+
+    Speaker and date travel beside it (``Answer.speaker``, ``Answer.said_at``):
+    a scorer of short answers should not pay for them, a reader sees them.
+    """
+    text = s.text.strip()
+    if drop_replaced:
+        text = _INSTEAD.sub("", text).strip()
+    return text
+
+
+def count_in(text: str) -> int | None:
+    """A count the sentence states: a number ("two cats", "3 kids") or an ordinal ("a second cat")."""
+    for w in words(text.lower()):
+        if w.isdigit() and len(w) < 4:
+            return int(w)
+        if w in _NUMBERS:
+            return _NUMBERS[w]
+    for w in words(text.lower()):
+        if w in _ORDINALS:
+            return _ORDINALS[w]
+    return None
+
+
+def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool) -> bool:
+    """Whether the sentence answers the yes/no question with yes.
+
+    The sentence affirms what the question asks unless it denies it; a question
+    about an ending ("Did she quit…?") is affirmed by a denial ("no longer…").
+    A sentence that no longer holds, asked about now, says the opposite.
+    """
+    affirms = denies(s.text) == shape.ends
+    if s.ended is not None and at_is_past_of:
+        affirms = not affirms
+    return affirms != shape.negated
+
+
+def compose(
+    question: str, shape: Shape, ranked: Sequence[Sentence]
+) -> tuple[str, list[Sentence], str] | None:
+    """The answer text, the sentences it rests on and why; None to abstain."""
+    best = ranked[0]
+    floor = MIN_YES_NO if shape.form == "yes_no" else MIN_RELEVANCE
+    if best.relevance < floor:
+        return None
+    why = f"best evidence relevance {best.relevance:.2f}"
+    current = shape.now and not shape.before
+    if shape.form == "yes_no":
+        yes = yes_or_no(best, shape, at_is_past_of=current)
+        return f"{'Yes' if yes else 'No'}: {quoted(best)}", [best], why
+    if shape.form == "when":
+        when, granularity = event_time(best)
+        return format_when(when, granularity), [best], why
+    if shape.form == "count":
+        n = count_in(best.text)
+        head = f"{n}. " if n is not None else ""
+        return f"{head}{quoted(best, drop_replaced=current)}", [best], why
+    chosen = [best]
+    if shape.plural:
+        for s in ranked[1:]:
+            if len(chosen) == MAX_LIST or s.score < LIST_SHARE * best.score:
+                break
+            if s.relevance >= floor and all(s.message.id != c.message.id for c in chosen):
+                chosen.append(s)
+    chosen.sort(key=lambda s: s.message.timestamp)
+    return "; ".join(quoted(s, drop_replaced=current) for s in chosen), chosen, why
+
+
+def split_sentences(text: str) -> list[str]:
+    return [p.strip() for p in _SENTENCE.split(text) if p.strip()]
+
+
+def message_sentences(
+    hits: Sequence[Hit],
+    claims: Mapping[tuple[str, str], Sequence[Claim]],
+    at: datetime,
+    owner_of,
+) -> list[Sentence]:
+    """Every sentence of the hits, with its owner, its claims' end and event time."""
+    out = []
+    for rank, h in enumerate(hits):
+        m = h.message
+        said = claims.get((m.conversation, m.id), ())
+        for text in split_sentences(m.indexed_text()):
+            mine = sentence_claims(text, said)
+            starts = [c.valid_from for c in mine if c.valid_from is not None]
+            out.append(
+                Sentence(
+                    text=text,
+                    message=m,
+                    owner=owner_of(text, m),
+                    rank=rank,
+                    ended=ended_at(mine, at),
+                    when=min(starts) if starts else None,
+                )
+            )
+    return out
