@@ -8,15 +8,54 @@ resolve_people). Nothing here holds state of its own.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .errors import InputError, NotFound
-from .model import Claim, ClaimEvent, Conflict, Decision, Entity, Person, Scene, Summary
+from .model import (
+    MAX_YEAR,
+    MIN_YEAR,
+    Claim,
+    ClaimEvent,
+    Conflict,
+    Decision,
+    Entity,
+    Person,
+    Scene,
+    Summary,
+    date_in_range,
+)
 from .store.sql import Filters
 
 if TYPE_CHECKING:
     from .core import Core
+    from .read.profile import Profile
     from .store.base import Store
+
+
+def parse_at(value: str | None, name: str = "at") -> datetime | None:
+    """An ``at`` argument as every front end reads it (CLI, REST, MCP): ISO 8601 with a
+    timezone, or None when not given; bad input is one InputError line naming ``name``."""
+    if value is None or not value.strip():
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InputError(f"{name} must be an ISO date or time; got {value!r}") from None
+    return check_at(when, name)
+
+
+def check_at(at: datetime | None, name: str = "at") -> datetime | None:
+    """``at`` if it is a usable "as of" time: timezone-aware and within the stored years."""
+    if at is None:
+        return None
+    if not isinstance(at, datetime):
+        raise InputError(f"{name} must be a datetime; got {at!r}")
+    if at.tzinfo is None:
+        raise InputError(f"{name} needs a timezone, e.g. 2023-06-01T12:00+00:00")
+    if not date_in_range(at):
+        raise InputError(f"{name} {at.isoformat()} is outside the years {MIN_YEAR}..{MAX_YEAR}")
+    return at
 
 
 class MemoryViews:
@@ -59,14 +98,25 @@ class MemoryViews:
         return self.store.list_conflicts(conversation, subject)
 
     def timeline(
-        self, entity: str, *, conversation: str | None = None, owner: str | None = None
+        self,
+        entity: str,
+        *,
+        conversation: str | None = None,
+        owner: str | None = None,
+        at: datetime | None = None,
     ) -> list[tuple[Claim, list[ClaimEvent]]]:
         """Claims about an entity or person over time, with validity, speaker and history.
 
         ``entity`` is an entity name or alias, or a person's name: claims about
         the person (subject) and claims mentioning an entity of that name, in
-        the order they start to hold, superseded ones included.
+        the order they start to hold, superseded ones included. ``at``: memory
+        as it stood then: claims said by ``at``, each with its status and
+        history as of ``at`` (read.profile.claim_as_of: one replaced later was
+        current then), so ``claim.holds_at(at)`` is its validity then.
         """
+        from .read.profile import claim_as_of
+
+        check_at(at)
         found: dict[int, Claim] = {}
         for e in self.store.list_entities(conversation, owner, entity, 1_000_000):
             for c in self.store.entity_claims(e.id, current_only=False):  # type: ignore[arg-type]
@@ -80,7 +130,43 @@ class MemoryViews:
             raise NotFound(f"nothing known about {entity!r}")
         ordered = sorted(found.values(), key=lambda c: (c.valid_from or c.said_at, c.id))
         history = self.store.claim_histories(c.id for c in ordered)  # type: ignore[misc]
-        return [(c, history.get(c.id, [])) for c in ordered]  # type: ignore[arg-type]
+        if at is None:
+            return [(c, history.get(c.id, [])) for c in ordered]  # type: ignore[arg-type]
+        said = [c for c in ordered if c.said_at <= at]
+        known = [claim_as_of(c, history.get(c.id, []), at) for c in said]  # type: ignore[arg-type]
+        if not known:
+            raise NotFound(f"nothing known about {entity!r} as of {at.isoformat()}")
+        return known
+
+    def profile(
+        self,
+        person: str,
+        *,
+        at: datetime | None = None,
+        conversations: Sequence[str] | None = None,
+    ) -> Profile:
+        """What holds for ``person`` at ``at`` (default now), grouped: home, work, ..., other.
+
+        Claims about the person (by name, across conversations; ``conversations``
+        narrows them) that hold then, each with since when, who said it, its
+        evidence and the values it replaced (read/profile.py). NotFound when
+        nobody of that name sent or received a message and no claim is about them.
+        """
+        from .read.profile import build_profile
+        from .text import person_key
+        from .write.attributes import attribute_of
+
+        if not isinstance(person, str) or not person.strip():
+            raise InputError("profile() needs a person's name")
+        person = " ".join(person.split())
+        when = check_at(at) or self.core.clock()
+        found = build_profile(
+            self.store, person, when, read_attribute=attribute_of, conversations=conversations
+        )
+        if not found.entries() and not self.store.list_claims(Filters(person=person), limit=1):
+            if person_key(person) not in {person_key(p) for p in self.core.people()}:
+                raise NotFound(f"no person {person!r}")
+        return found
 
     # -- people across conversations (layer 3) ----------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, emit_json, pass_ctx
+from .common import Context, at_option, emit_json, parse_at, pass_ctx
 
 
 @click.command()
@@ -12,6 +12,7 @@ from .common import Context, emit_json, pass_ctx
 @click.option("--person", help="Only memory of what this person sent or received.")
 @click.option("--conversation", help="Only this conversation.")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 100))
+@at_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @pass_ctx
 def ask(
@@ -20,11 +21,13 @@ def ask(
     person: str | None,
     conversation: str | None,
     k: int,
+    at: str | None,
     as_json: bool,
 ) -> None:
     """Answer QUESTION from memory, citing evidence, or abstain and say why."""
+    when = parse_at(at)
     mem = ctx.memory
-    a = mem.ask(question, person=person, conversation=conversation, k=k)
+    a = mem.ask(question, person=person, conversation=conversation, k=k, at=when)
     if as_json:
         emit_json(a.to_dict())
         return

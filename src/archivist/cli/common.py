@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 import click
 
 from ..config import Settings
+from ..service_views import parse_at as _parse_at
 
 
 class Context:
@@ -42,3 +46,16 @@ def claim_when(c) -> str:
     if c.valid_to is None or (c.valid_to - start).days <= 1:
         return f"{start:%Y-%m-%d}"
     return f"{start:%Y-%m-%d} to {c.valid_to:%Y-%m-%d}"
+
+
+AT_HELP = "Memory as it stood then (ISO, with timezone; default: now)."
+
+
+def at_option(help: str = AT_HELP) -> Callable[[Any], Any]:
+    """The ``--at ISO`` option every "as of" command shares; read it with ``parse_at``."""
+    return click.option("--at", "at", metavar="ISO", help=help)
+
+
+def parse_at(value: str | None) -> datetime | None:
+    """``--at`` as a datetime (None: not given); bad input is one InputError line."""
+    return _parse_at(value, "--at")

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import click
 
-from ..errors import InputError
 from ..read.select import VIEWS
-from .common import Context, emit_json, pass_ctx
-
-
-def _parse_at(at: str | None) -> datetime | None:
-    if at is None:
-        return None
-    try:
-        when = datetime.fromisoformat(at)
-    except ValueError:
-        raise InputError(f"--at must be an ISO date or time; got {at!r}") from None
-    if when.tzinfo is None:
-        raise InputError("--at needs a timezone, e.g. 2023-06-01T12:00+00:00")
-    return when
+from .common import Context, at_option, emit_json, parse_at, pass_ctx
 
 
 @click.command()
@@ -28,7 +13,7 @@ def _parse_at(at: str | None) -> datetime | None:
 @click.option("--person", help="Whose turn it is (name or person id): their key info and claims.")
 @click.option("--conversation", help="The conversation the turn belongs to.")
 @click.option("--budget", default=1500, show_default=True, type=click.IntRange(1), help="Tokens.")
-@click.option("--at", "at", help="The turn's time (ISO, with timezone; default: now).")
+@at_option("The turn's time (ISO, with timezone; default: now).")
 @click.option("--json", "as_json", is_flag=True, help="Print text and items as JSON.")
 @pass_ctx
 def context(
@@ -46,7 +31,7 @@ def context(
         person=person,
         conversation=conversation,
         budget_tokens=budget,
-        at=_parse_at(at),
+        at=parse_at(at),
     )
     if as_json:
         emit_json(found.to_dict())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, emit_json, pass_ctx
+from .common import Context, at_option, emit_json, parse_at, pass_ctx
 
 
 @click.command()
@@ -49,13 +49,20 @@ def _when(d) -> str:
 @click.argument("entity")
 @click.option("--conversation", help="Only this conversation.")
 @click.option("--owner", help="Only entities as this speaker refers to them.")
+@at_option("Memory as it stood then: claims said by then, status as of then (ISO, timezone).")
 @click.option("--json", "as_json", is_flag=True)
 @pass_ctx
 def timeline(
-    ctx: Context, entity: str, conversation: str | None, owner: str | None, as_json: bool
+    ctx: Context,
+    entity: str,
+    conversation: str | None,
+    owner: str | None,
+    at: str | None,
+    as_json: bool,
 ) -> None:
     """Claims about a person or entity over time: validity, who said it, what replaced it."""
-    rows = ctx.memory.timeline(entity, conversation=conversation, owner=owner)
+    when = parse_at(at)
+    rows = ctx.memory.timeline(entity, conversation=conversation, owner=owner, at=when)
     if as_json:
         emit_json([{**c.to_dict(), "history": [e.to_dict() for e in ev]} for c, ev in rows])
         return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..read.search import PRESETS
-from .common import Context, claim_when, emit_json, pass_ctx
+from .common import Context, at_option, claim_when, emit_json, parse_at, pass_ctx
 
 
 def print_hits(hits: list) -> None:
@@ -31,6 +31,7 @@ def print_hits(hits: list) -> None:
 @click.option("--speaker", help="Only messages this person sent.")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--preset", type=click.Choice(list(PRESETS)), help="Retrieval recipe.")
+@at_option()
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @pass_ctx
 def search(
@@ -41,11 +42,19 @@ def search(
     speaker: str | None,
     k: int,
     preset: str | None,
+    at: str | None,
     as_json: bool,
 ) -> None:
     """Search memory for QUERY (hybrid keyword + vector retrieval)."""
+    when = parse_at(at)
     hits = ctx.memory.search(
-        query, person=person, conversation=conversation, speaker=speaker, k=k, preset=preset
+        query,
+        person=person,
+        conversation=conversation,
+        speaker=speaker,
+        k=k,
+        preset=preset,
+        at=when,
     )
     if as_json:
         emit_json({"query": query, "hits": [h.to_dict() for h in hits]})

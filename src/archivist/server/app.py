@@ -37,6 +37,8 @@ from ..errors import (
     NotFound,
     StoreError,
 )
+from ..service_views import parse_at
+from ..text import person_key
 from .auth import as_user, caller, own_conversation, own_messages, tenant_id
 from .limits import AuthFailures, BodyLimit
 from .settings import ServerSettings, default_data_dir
@@ -132,11 +134,19 @@ class AddIn(BaseModel):
     messages: list[MessageIn]
 
 
+AT_HELP = (
+    "Memory as it stood at this time: ISO 8601 with a timezone, e.g. 2023-06-01T12:00Z "
+    "(default: now). Nothing said later counts; claims that stopped holding are history."
+)
+AtQuery = Annotated[str | None, Query(description=AT_HELP)]
+
+
 class AskIn(BaseModel):
     question: str
     person: str | None = None
     conversation: str | None = None
     k: int = 10
+    at: str | None = Field(None, description=AT_HELP)
 
 
 class ContextIn(BaseModel):
@@ -144,6 +154,7 @@ class ContextIn(BaseModel):
     person: str | None = None
     conversation: str | None = None
     budget_tokens: int = 1500
+    at: str | None = Field(None, description=AT_HELP)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -161,6 +172,16 @@ def add_jsonl(tenant: Tenant, text: str, source: str, who: Caller | None = None)
         own_messages(tenant.memory.store, who, convs)
     results = tenant.add(convs)
     return {"results": [asdict(r) for r in results]}
+
+
+def _conversations_of(tenant: Tenant, user: str) -> list[str]:
+    """The conversations ``user`` took part in: all a key bound to them may read."""
+    me = person_key(user)
+    return [
+        c["id"]
+        for c in tenant.call(tenant.memory.conversations)
+        if me in {person_key(p) for p in c["participants"]}
+    ]
 
 
 def _jsonable(value: Any) -> Any:
@@ -280,13 +301,21 @@ def memory_router():
         conversation: str | None = None,
         speaker: str | None = None,
         k: Annotated[int, Query(ge=1, le=1000)] = 10,
+        at: AtQuery = None,
     ) -> list[dict]:
         """Hybrid search over messages and claims, with provenance."""
         tenant, who = scoped
+        when = parse_at(at)
         person = as_user(who, "person", person)
         own_conversation(tenant.memory.store, who, conversation)
         hits = tenant.call(
-            tenant.memory.search, q, person=person, conversation=conversation, speaker=speaker, k=k
+            tenant.memory.search,
+            q,
+            person=person,
+            conversation=conversation,
+            speaker=speaker,
+            k=k,
+            at=when,
         )
         return [h.to_dict() for h in hits]
 
@@ -294,6 +323,7 @@ def memory_router():
     def ask(scoped: CallerDep, body: AskIn) -> dict:
         """An answer with evidence ids, speaker and confidence, or an abstention."""
         tenant, who = scoped
+        when = parse_at(body.at)
         own_conversation(tenant.memory.store, who, body.conversation)
         found = tenant.call(
             tenant.memory.ask,
@@ -301,6 +331,7 @@ def memory_router():
             person=as_user(who, "person", body.person),
             conversation=body.conversation,
             k=body.k,
+            at=when,
         )
         return found.to_dict()
 
@@ -308,14 +339,29 @@ def memory_router():
     def context(scoped: CallerDep, body: ContextIn) -> dict:
         """Memory context for an assistant turn, within a token budget."""
         tenant, who = scoped
+        when = parse_at(body.at)
         own_conversation(tenant.memory.store, who, body.conversation)
         ctx = tenant.context(
             body.turn,
             person=as_user(who, "person", body.person),
             conversation=body.conversation,
             budget_tokens=body.budget_tokens,
+            at=when,
         )
         return ctx.to_dict()
+
+    @r.get("/profile")
+    def profile(scoped: CallerDep, person: str, at: AtQuery = None) -> dict:
+        """What holds for a person at a time (default now), grouped: home, work,
+        relationships, family, health and diet, pets, possessions and hobbies, plans,
+        other; each with since when, who said it, evidence and the values it replaced.
+        A user-bound key reads only its own user's profile, from their conversations."""
+        tenant, who = scoped
+        when = parse_at(at)
+        person = as_user(who, "person", person) or person
+        convs = None if who.user is None else _conversations_of(tenant, who.user)
+        found = tenant.call(tenant.memory.profile, person, at=when, conversations=convs)
+        return found.to_dict()
 
     _read_routes(r)
     _admin_routes(r)
@@ -355,8 +401,11 @@ def _read_routes(r) -> None:
         return _jsonable(tenant.call(tenant.memory.persons))
 
     @r.get("/timeline")
-    def timeline(tenant: TenantDep, entity: str, conversation: str | None = None) -> list[dict]:
-        found = tenant.call(tenant.memory.timeline, entity, conversation=conversation)
+    def timeline(
+        tenant: TenantDep, entity: str, conversation: str | None = None, at: AtQuery = None
+    ) -> list[dict]:
+        when = parse_at(at)
+        found = tenant.call(tenant.memory.timeline, entity, conversation=conversation, at=when)
         return [{"claim": _jsonable(c), "history": _jsonable(h)} for c, h in found]
 
     @r.get("/conflicts")

@@ -12,11 +12,16 @@ thread-safe):
 - ``remember(text, speaker, conversation, addressees, timestamp, role)``: store
   one message; its id is derived from its content, so re-sending it stores
   nothing. Returns the id and whether it was new.
-- ``recall(query, person, conversation, k)``: routed, time-aware search; hits
+- ``recall(query, person, conversation, k, at)``: routed, time-aware search; hits
   with provenance and the claims found with them.
-- ``ask(question, person, conversation)``: an answer with evidence, speaker and
+- ``ask(question, person, conversation, at)``: an answer with evidence, speaker and
   confidence, or an abstention with its reason.
+- ``profile(person, at)``: what holds for a person, grouped (home, work, ...),
+  with since when, who said it and what it replaced.
 - ``forget(conversation | person)``: delete; returns the number of messages.
+
+``at`` (ISO 8601 with a timezone) reads memory as it stood then, with the same
+rules as the CLI's ``--at`` and REST's ``at`` (service_views.parse_at).
 
 Resources: ``archivist://people``, ``archivist://people/{person}/timeline``,
 ``archivist://conversations`` (JSON).
@@ -42,6 +47,7 @@ from ..errors import ArchivistError, InputError, NotFound
 from ..load._common import check_size
 from ..model import ROLES, Claim, ClaimEvent, Conversation, Message, Person, Session, content_hash
 from ..service import MemoryService
+from ..service_views import parse_at
 from ..write.sessions import SESSION_GAP, next_session  # noqa: F401 - re-exported
 
 ID_PREFIX = "mcp-"
@@ -51,18 +57,29 @@ INSTRUCTIONS = (
     "Long-term, speaker-attributed memory. Call `remember` for each message worth "
     "keeping (say who said it and in which conversation), `recall` to find what was "
     "said, and `ask` for an answer with evidence; `ask` abstains when memory does not "
-    "support the question. Read archivist://people for who is known and "
-    "archivist://people/{person}/timeline for what is known about someone over time."
+    "support the question; `profile` tells what holds for a person now. Pass `at` "
+    "(ISO 8601 with timezone) to any of them for memory as it stood then. Read "
+    "archivist://people for who is known and archivist://people/{person}/timeline for "
+    "what is known about someone over time."
 )
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+AtArg = Annotated[
+    str | None,
+    Field(
+        description="Memory as it stood at this time: ISO 8601 with a timezone, e.g. "
+        "'2023-06-01T12:00Z' (default: now). Nothing said later counts."
+    ),
+]
 
 
 # -- pure helpers ---------------------------------------------------------------------
 
 
 def parse_time(value: str | None, now: datetime) -> datetime:
-    """An ISO 8601 time (naive ones read as UTC), or ``now``: stored times must be explicit."""
+    """A message's ISO 8601 time (naive ones read as UTC), or ``now``: stored times must be
+    explicit. An ``at`` argument is stricter (service_views.parse_at: a timezone, no default),
+    as on every front end."""
     if value is None or not value.strip():
         return now
     try:
@@ -304,11 +321,13 @@ def _add_read_tools(server: MCPServer, memory: MemoryService) -> None:
         ] = None,
         conversation: Annotated[str | None, Field(description="Only this conversation.")] = None,
         k: Annotated[int, Field(ge=1, le=100, description="How many messages.")] = 10,
+        at: AtArg = None,
     ) -> dict[str, Any]:
         """Find the remembered messages that best match a query, with who said them, when,
         and the claims extracted from them."""
         with _tool_errors():
-            found = memory.recall(query, person=person, conversation=conversation, k=k)
+            when = parse_at(at)
+            found = memory.recall(query, person=person, conversation=conversation, k=k, at=when)
             return {
                 "query": query,
                 "queries": list(found.queries),
@@ -320,11 +339,25 @@ def _add_read_tools(server: MCPServer, memory: MemoryService) -> None:
         question: Annotated[str, Field(description="A question about what was said.")],
         person: Annotated[str | None, Field(description="Whom the question is about.")] = None,
         conversation: Annotated[str | None, Field(description="Only this conversation.")] = None,
+        at: AtArg = None,
     ) -> dict[str, Any]:
         """Answer a question from memory with evidence message ids, the speaker and a
         confidence, or abstain (``abstain`` true, ``reason`` says why)."""
         with _tool_errors():
-            return memory.ask(question, person=person, conversation=conversation).to_dict()
+            when = parse_at(at)
+            return memory.ask(question, person=person, conversation=conversation, at=when).to_dict()
+
+    @_tool(server, read_only_hint=True)
+    def profile(
+        person: Annotated[str, Field(description="The person's name, e.g. 'Ana'.")],
+        at: AtArg = None,
+    ) -> dict[str, Any]:
+        """What holds for a person now (or at ``at``), grouped: home, work, relationships,
+        family, health and diet, pets, possessions and hobbies, plans, other. Each entry
+        says since when, who said it (first-hand or reported), its evidence message ids
+        and the values it replaced, with their dates."""
+        with _tool_errors():
+            return memory.profile(person, at=parse_at(at)).to_dict()
 
 
 def _add_resources(server: MCPServer, memory: MemoryService) -> None:

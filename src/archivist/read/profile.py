@@ -1,0 +1,371 @@
+"""A person's profile: what holds for them at a time, grouped, who said it, what it replaced.
+
+``build_profile`` reads a person's claims across conversations and keeps those
+about them that hold at ``at`` (``Claim.holds_at``, applied to each claim as it
+stood then: ``claim_as_of``), with the values each one replaced. Grouping reads
+the attribute a claim states (the caller passes write/attributes.py's reader, a
+layer this module may not import) and, failing that, a small keyword map.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..model import Claim, ClaimEvent, Conflict
+from ..store.sql import Filters
+from ..text import person_key
+
+if TYPE_CHECKING:
+    from ..store.base import Store
+
+GROUPS: tuple[str, ...] = (
+    "home",
+    "work",
+    "relationships",
+    "family",
+    "health and diet",
+    "pets",
+    "possessions and hobbies",
+    "plans",
+    "other",
+)
+
+# The single-valued attributes (write/attributes.py, and a conflict's attribute, which an
+# LLM may name in its own words) and the group each belongs to.
+ATTRIBUTE_GROUPS: Mapping[str, str] = {
+    "residence": "home",
+    "home": "home",
+    "city": "home",
+    "location": "home",
+    "job": "work",
+    "employer": "work",
+    "occupation": "work",
+    "work": "work",
+    "diet": "health and diet",
+    "partner": "relationships",
+    "relationship": "relationships",
+    "age": "other",
+}
+
+
+def _words(*alternatives: str) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(alternatives) + r")\b", re.IGNORECASE)
+
+
+# What is not a single-valued attribute has no cue in write/attributes.py: a person
+# has many relatives, pets, things and hobbies at once, so none of them conflicts with
+# another and reconciliation never needs to read them. A profile still has to file
+# them, and a short list of nouns does that well enough for a listing (a claim that
+# matches none is "other", never dropped). The first group that matches wins.
+KEYWORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "relationships",
+        _words(
+            r"boyfriends?|girlfriends?|husband|wife|partner|fianc[ée]e?|married|wedding",
+            r"dating|engaged|divorced?|break[- ]?up|broke up",
+        ),
+    ),
+    (
+        "family",
+        _words(
+            r"sons?|daughters?|kids?|children|child|bab(?:y|ies)|mum|mom|mother|dad|father",
+            r"parents?|brothers?|sisters?|siblings?|twins?|grand\w+|aunt|uncle|cousins?",
+            r"nieces?|nephews?|in-laws?|family",
+        ),
+    ),
+    (
+        "pets",
+        _words(
+            r"dogs?|cats?|pupp(?:y|ies)|kittens?|pets?|hamsters?|rabbits?|bunn(?:y|ies)",
+            r"parrots?|budgies?|horses?|pon(?:y|ies)|goldfish|turtles?|tortoises?|guinea pigs?",
+        ),
+    ),
+    (
+        "health and diet",
+        _words(
+            r"allerg\w*|injur\w*|medications?|medicines?|pills?|doctors?|surgery|diagnos\w*",
+            r"illness|ill|sick|asthma|diabet\w*|pregnan\w*|therapy|physio\w*|broken|sprain\w*",
+            r"diet|vegan|vegetarian|gluten|lactose|intolerant|sober|smok\w*",
+        ),
+    ),
+    (
+        "possessions and hobbies",
+        _words(
+            r"cars?|bikes?|bicycles?|motorbikes?|phones?|laptops?|computers?|cameras?",
+            r"guitar|piano|violin|cello|drums|plays?|playing|clubs?|band|choir|class(?:es)?",
+            r"courses?|lessons?|hobb(?:y|ies)|painting|hiking|gardening|knitting|yoga|chess",
+        ),
+    ),
+    ("work", _words(r"jobs?|office|colleagues?|boss|promot\w*|salary|shifts?|hired|fired")),
+    ("home", _words(r"apartment|flat|neighbou?rhood|landlord|rent|moved|moving")),
+)
+
+PLAN_KINDS = ("plan", "foresight")
+# The history events that give a claim its status, each dated by the other claim's said_at.
+STATUS_EVENTS = ("superseded", "rejected", "refined_by", "duplicate_of")
+
+AttributeReader = Callable[[str, str], object]  # (text, subject) -> AttributeValue | None
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """A value an entry replaced: its claim, wording, and when it held."""
+
+    claim: int
+    text: str
+    value: str  # the conflict's old value ("nurse"), or the claim's text
+    since: datetime
+    until: datetime | None  # when it stopped holding; None: refined (still true, less precise)
+
+    def to_dict(self) -> dict:
+        return {
+            "claim": self.claim,
+            "text": self.text,
+            "value": self.value,
+            "since": self.since.isoformat(),
+            "until": self.until.isoformat() if self.until else None,
+        }
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing that holds for the person: what, since when, who said it, on what evidence."""
+
+    claim: int
+    text: str
+    kind: str
+    since: datetime
+    until: datetime | None
+    speaker: str
+    source: str  # "first-hand", "reported by Lee", "said by the assistant"
+    evidence: tuple[tuple[str, str], ...]  # (conversation, message id)
+    replaced: tuple[Replaced, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "claim": self.claim,
+            "text": self.text,
+            "kind": self.kind,
+            "since": self.since.isoformat(),
+            "until": self.until.isoformat() if self.until else None,
+            "speaker": self.speaker,
+            "source": self.source,
+            "evidence": [{"conversation": c, "message": m} for c, m in self.evidence],
+            "replaced": [r.to_dict() for r in self.replaced],
+        }
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What holds for ``person`` at ``at``, in GROUPS order (every group, empty ones too)."""
+
+    person: str
+    at: datetime
+    groups: tuple[tuple[str, tuple[Entry, ...]], ...]
+
+    def __getitem__(self, group: str) -> tuple[Entry, ...]:
+        return dict(self.groups)[group]
+
+    def entries(self) -> list[Entry]:
+        return [e for _, found in self.groups for e in found]
+
+    def to_dict(self) -> dict:
+        """JSON-ready form, shared by the CLI, REST and MCP."""
+        return {
+            "person": self.person,
+            "at": self.at.isoformat(),
+            "groups": {name: [e.to_dict() for e in found] for name, found in self.groups},
+        }
+
+    def text(self) -> str:
+        """A readable listing: non-empty groups, one line per entry, replaced values under it."""
+        lines = [f"{self.person}, as of {self.at:%Y-%m-%d %H:%M %Z}".rstrip()]
+        for name, found in self.groups:
+            if not found:
+                continue
+            lines.append(f"{name}:")
+            for e in found:
+                until = f" until {e.until:%Y-%m-%d}" if e.until else ""
+                where = ", ".join(f"{c}/{m}" for c, m in e.evidence)
+                lines.append(
+                    f"  - {e.text}  [since {e.since:%Y-%m-%d}{until}; {e.source}; {where}; "
+                    f"#{e.claim}]"
+                )
+                for r in e.replaced:
+                    to = f" to {r.until:%Y-%m-%d}" if r.until else ", refined"
+                    lines.append(f"      replaced: {r.value} ({r.since:%Y-%m-%d}{to}; #{r.claim})")
+        if len(lines) == 1:
+            lines.append("(nothing known holds at this time)")
+        return "\n".join(lines)
+
+
+# -- as of a time ---------------------------------------------------------------------------
+
+
+def claim_as_of(
+    c: Claim, history: Sequence[ClaimEvent], at: datetime
+) -> tuple[Claim, list[ClaimEvent]]:
+    """``c`` and its history as they stood at ``at`` (``c`` said by then).
+
+    Events are dated by the other claim's said_at, so the ones after ``at``
+    had not happened. A claim whose replacing claim was said after ``at`` was
+    current then: its status and ``replaced_by`` are undone, and a close date
+    set by that replacement is dropped (the store keeps only the close date,
+    so a superseded claim's own end, if it had one, is dropped with it).
+    ``Claim.holds_at`` of the result is then the claim's validity at ``at``.
+    """
+    known = [e for e in history if e.at <= at]
+    if c.status == "current" or c.replaced_by is None:
+        return c, known
+    cause = [e for e in history if e.other == c.replaced_by and e.action in STATUS_EVENTS]
+    if not cause or any(e.at <= at for e in cause):
+        return c, known
+    closed = cause[0].action in ("superseded", "rejected")
+    undone = replace(c, status="current", replaced_by=None, valid_to=None if closed else c.valid_to)
+    return undone, known
+
+
+# -- grouping and sources ------------------------------------------------------------------
+
+
+def group_of(c: Claim, attribute: str | None, read_attribute: AttributeReader | None = None) -> str:
+    """The group of a claim: plans by kind, then its attribute, then KEYWORDS, else other."""
+    if c.kind in PLAN_KINDS:
+        return "plans"
+    if attribute and attribute.casefold() in ATTRIBUTE_GROUPS:
+        return ATTRIBUTE_GROUPS[attribute.casefold()]
+    found = read_attribute(c.text, c.subject) if read_attribute else None
+    name = getattr(found, "attribute", None)
+    if name in ATTRIBUTE_GROUPS:
+        return ATTRIBUTE_GROUPS[name]
+    return next((group for group, words in KEYWORDS if words.search(c.text)), "other")
+
+
+def source_of(c: Claim, role: str | None) -> str:
+    """Whose word an entry is: first-hand, reported by someone, or the assistant's."""
+    if role == "assistant" or c.source == "assistant_suggested" or c.speaker == "assistant":
+        return "said by the assistant"
+    if person_key(c.speaker) == person_key(c.subject):
+        return "first-hand"
+    return f"reported by {c.speaker}"
+
+
+# -- the profile ------------------------------------------------------------------------------
+
+
+def assemble(
+    person: str,
+    at: datetime,
+    claims: Iterable[Claim],
+    histories: Mapping[int, Sequence[ClaimEvent]],
+    conflicts: Iterable[Conflict],
+    roles: Mapping[int, str],
+    read_attribute: AttributeReader | None = None,
+) -> Profile:
+    """The profile from what the store holds (pure): ``roles`` maps a claim id to the role
+    of its first evidence message."""
+    key = person_key(person)
+    stood = {
+        c.id: claim_as_of(c, histories.get(c.id, ()), at)[0]
+        for c in claims
+        if c.id is not None and c.said_at <= at
+    }
+    about = {
+        i: c for i, c in stood.items() if person_key(c.subject) == key and c.kind != "question"
+    }
+    replaced = {
+        i
+        for i, c in about.items()
+        if c.status == "superseded" and (c.valid_to is None or not c.holds_at(at))
+    }
+    shown = {
+        i: c
+        for i, c in about.items()
+        if i not in replaced
+        and c.status != "duplicate"
+        and c.holds_at(at)
+        and not (c.kind in PLAN_KINDS and c.valid_to is not None and c.valid_to <= at)
+    }
+    # A later conflict may give a claim said by ``at`` its attribute (a group, never a
+    # value); an old value is read only for a replacement said by ``at``.
+    logged = list(conflicts)
+    attribute = {i: x.attribute for x in logged for i in (x.old_claim, x.new_claim)}
+    old_value = {x.old_claim: x.old_value for x in logged if x.resolution == "newest_wins"}
+    earlier: dict[int, list[Replaced]] = {}
+    for i in replaced:
+        holder = _shown_replacer(i, stood, shown)
+        if holder is not None:
+            c = stood[i]
+            value = old_value.get(i, c.text)
+            start = c.valid_from or c.said_at
+            earlier.setdefault(holder, []).append(Replaced(i, c.text, value, start, c.valid_to))
+    grouped: dict[str, list[Entry]] = {g: [] for g in GROUPS}
+    for i, c in sorted(shown.items(), key=lambda ic: (ic[1].valid_from or ic[1].said_at, ic[0])):
+        entry = Entry(
+            claim=i,
+            text=c.text,
+            kind=c.kind,
+            since=c.valid_from or c.said_at,
+            until=c.valid_to,
+            speaker=c.speaker,
+            source=source_of(c, roles.get(i)),
+            evidence=tuple((c.conversation, m) for m in c.evidence),
+            replaced=tuple(sorted(earlier.get(i, []), key=lambda r: (r.since, r.claim))),
+        )
+        grouped[group_of(c, attribute.get(i), read_attribute)].append(entry)
+    return Profile(person, at, tuple((g, tuple(grouped[g])) for g in GROUPS))
+
+
+def _shown_replacer(i: int, stood: Mapping[int, Claim], shown: Mapping[int, Claim]) -> int | None:
+    """The shown claim that (through a chain of replacements) replaced claim ``i``, if any."""
+    seen = {i}
+    nxt = stood[i].replaced_by
+    while nxt is not None and nxt not in seen:
+        if nxt in shown:
+            return nxt
+        seen.add(nxt)
+        nxt = stood[nxt].replaced_by if nxt in stood else None
+    return None
+
+
+def build_profile(
+    store: Store,
+    person: str,
+    at: datetime,
+    *,
+    read_attribute: AttributeReader | None = None,
+    conversations: Sequence[str] | None = None,
+) -> Profile:
+    """``person``'s profile at ``at`` from ``store`` (only ``conversations``, when given)."""
+    if conversations is not None and not conversations:
+        return assemble(person, at, [], {}, [], {}, read_attribute)
+    scope = tuple(conversations) if conversations is not None else None
+    claims = store.list_claims(Filters(conversation=scope, person=person), limit=1_000_000)
+    ids = [c.id for c in claims if c.id is not None]
+    histories = store.claim_histories(ids)
+    allowed = set(conversations) if conversations is not None else None
+    conflicts = [
+        x
+        for x in store.list_conflicts(None, person, limit=1_000_000)
+        if allowed is None or x.conversation in allowed
+    ]
+    return assemble(person, at, claims, histories, conflicts, _roles(store, claims), read_attribute)
+
+
+def _roles(store: Store, claims: Sequence[Claim]) -> dict[int, str]:
+    """Claim id -> the role of its first evidence message (one read per speaker and
+    conversation: a speaker keeps one role in a conversation)."""
+    seen: dict[tuple[str, str], str] = {}
+    out: dict[int, str] = {}
+    for c in claims:
+        key = (c.conversation, person_key(c.speaker))
+        if key not in seen and c.evidence:
+            m = store.get_message(c.conversation, c.evidence[0])
+            seen[key] = m.role if m is not None else "user"
+        if c.id is not None:
+            out[c.id] = seen.get(key, "user")
+    return out
