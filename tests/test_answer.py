@@ -11,7 +11,6 @@ from archivist.read.answer import (
     Answer,
     answer_from,
     coverage,
-
     retrieve,
     sentence_owner,
     stem,

@@ -229,7 +229,8 @@ CHANGE = re.compile(
 # successor ("crutches handed back", "done with iOS"). The answerer's "No".
 ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
-    r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more)\b",
+    r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
+    r"former|ex-\w+)\b",
     re.I,
 )
 # A statement that denies: "no fish", "not in Lyon", "doesn't", "never".

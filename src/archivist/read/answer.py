@@ -10,7 +10,6 @@ attributes to Y abstains first and says whose it was, with the evidence.
 from __future__ import annotations
 
 import math
-import os
 import re
 import weakref
 from collections.abc import Mapping, Sequence
@@ -19,18 +18,19 @@ from datetime import datetime
 
 from ..core import Core
 from ..embed.base import Embedder
-from ..model import Claim, Hit
+from ..errors import InputError
+from ..model import Claim, Hit, text_problem
 from ..text import fold, is_stopword, person_key, stem, words
 from .extractive import (
     asked_stems,
+    aspect_stems,
     compose,
+    lexical_scores,
     meaning_text,
     message_sentences,
     rank_sentences,
     shape_of,
-)
-from .extractive import (
-    coverage as stem_coverage,
+    someone_elses,
 )
 from .query import asks_when, names_in
 from .recall import search_memory
@@ -296,20 +296,34 @@ def extractive_answer(
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
     shape = shape_of(question, asks_when=asks_when(question))
     wanted = asked_stems(question, names, shape.before)
-    lexical = [stem_coverage(s.text, wanted, weights) for s in sentences]
+    texts = [s.text for s in sentences]
+    lexical = lexical_scores(texts, wanted, aspect_stems(question), weights)
     meaning = _meaning(embedder, meaning_text(question, names), [s.text for s in sentences])
     target = person or (as_written(names[0], question) if len(names) == 1 else None)
     ranked = rank_sentences(sentences, shape, lexical, meaning, target)
-    if os.environ.get("ARCHIVIST_DEBUG_ANSWER"):
-        print("   ", shape, wanted, meaning_text(question, names))
-        for s in ranked[:12]:
-            print(f"    {s.score:.2f} rel={s.relevance:.2f} own={s.owner} end={s.ended} {s.text[:70]}")
-    composed = compose(question, shape, ranked)
+    composed = compose(question, shape, ranked, wanted)
     if composed is None:
         reason = f"weak evidence: best relevance {ranked[0].relevance:.2f}"
         return replace(abstain(question, reason), context_tokens=tokens)
     text, used, why = composed
     best = used[0]
+    if target and (theirs := someone_elses(best, target)):
+        # the best evidence is another person's own statement: not this person's
+        m = best.message
+        return Answer(
+            question=question,
+            answer=f"Not mentioned for {target}: that was {theirs}'s, not {target}'s.",
+            abstain=True,
+            evidence=((m.conversation, m.id),),
+            speaker=theirs,
+            conversation=m.conversation,
+            confidence=round(min(1.0, best.relevance), 3),
+            reason=f"that was {theirs}'s, not {target}'s",
+            context_tokens=tokens,
+            quote=best.text,
+            said_by=m.speaker,
+            said_at=m.timestamp,
+        )
     second = next((s.score for s in ranked if s.message is not best.message), 0.0)
     margin = (best.score - second) / best.score if best.score else 0.0
     m = best.message
@@ -453,6 +467,8 @@ def retrieve(
     was is judged on a second search without the name, so the other person's
     evidence is not pushed out of view.
     """
+    if isinstance(person, str) and (problem := text_problem(person)):
+        raise InputError(f"person {problem}")
     asked = person
     if person is not None and person_key(person) not in {person_key(p) for p in core.people()}:
         # someone only talked about (Ingrid, whose brother tells her news) is in no

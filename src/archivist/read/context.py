@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import person_key, query_terms
+from ..text import is_stopword, person_key, query_terms, stem, words
 from .recall import search_memory
 
 if TYPE_CHECKING:
@@ -354,7 +354,76 @@ def gather(
         "claim": claims,
         "message": _messages(store, hits, conversation, at, config),
     }
-    return {kind: _with_usefulness(store, kind, cands) for kind, cands in sections.items()}
+    past = bygones(store, convs, at)
+    return {
+        kind: _with_usefulness(store, kind, [replace(c, text=past.mark(c.text)) for c in cands])
+        for kind, cands in sections.items()
+    }
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_REPLACED = re.compile(r"\b(?:instead\s+of|rather\s+than)\b[^,.;!?]*", re.I)
+
+
+@dataclass(frozen=True)
+class Bygones:
+    """What no longer holds at a time, in a scope: the claims that stopped holding and
+    the short values conflicts replaced ("Lyon", "operations coordinator")."""
+
+    claims: tuple[Claim, ...] = ()
+    values: tuple[tuple[str, str], ...] = ()  # (old value, the value that replaced it)
+
+    def says_bygone(self, sentence: str) -> bool:
+        """Whether a sentence states what stopped holding or names a replaced value.
+
+        A sentence saying that something ended is not marked for that alone: "I left
+        the choir, I play bass in a band now" tells what holds now.
+        """
+        low = sentence.casefold()
+        if any(old in low and new not in low for old, new in self.values):
+            return True
+        have = {stem(w) for w in words(sentence)}
+        for c in self.claims:
+            mine = {stem(w) for w in words(c.text) if not is_stopword(w)}
+            if mine and len(mine & have) >= 0.6 * len(mine):
+                return True
+        return False
+
+    def mark(self, text: str) -> str:
+        """``text`` with each sentence that says what no longer holds marked as history
+        where it stands, and "instead of the ThinkPad" marked inside its sentence."""
+        if not (self.claims or self.values):
+            return _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", text)
+        out = []
+        for part in _SENTENCE_END.split(text):
+            if HISTORY_MARK in part:
+                out.append(part)
+            elif self.says_bygone(part):
+                out.append(_marked(part))
+            else:
+                out.append(_REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part))
+        return " ".join(out)
+
+
+def _marked(sentence: str) -> str:
+    """``sentence`` followed by the history mark."""
+    return f"{sentence.rstrip()} {HISTORY_MARK}"
+
+
+def bygones(store: Store, convs: Sequence[str], at: datetime) -> Bygones:
+    """The claims of ``convs`` that no longer hold at ``at`` and the values replaced by then."""
+    claims: list[Claim] = []
+    values: list[tuple[str, str]] = []
+    for cid in convs:
+        claims += [c for c in _facts(store.ending_claims(cid), at) if not c.holds_at(at)]
+        for k in store.list_conflicts(cid):
+            old, new = k.old_value.casefold().strip(), k.new_value.casefold().strip()
+            if k.new_time <= at and old and len(old.split()) <= 4 and old not in new:
+                values.append((old, new))
+                first = k.old_value.split()[0]
+                if len(old.split()) > 1 and first[:1].isupper() and len(first) >= 4:
+                    values.append((first.casefold(), new))  # "Nakamura" of "Nakamura Logistics"
+    return Bygones(tuple(claims), tuple(values))
 
 
 def _is_past(store: Store, convs: Sequence[str], at: datetime) -> bool:

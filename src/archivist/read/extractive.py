@@ -45,6 +45,7 @@ ASSISTANT_WEIGHT = 0.5  # the assistant's sentences are not the user's facts
 OWN_WEIGHT = 1.25
 OTHER_OWNER_WEIGHT = 0.6
 UNCLEAR_WEIGHT = 0.8
+ASPECT_CUE = 0.5  # lexical credit for a word of the aspect asked about (halved in relevance)
 WHEN_WEIGHT = 1.6  # "when" questions: a sentence that names a time
 RECENCY = 1.0  # at most this share added to the latest relevant sentence (questions about now)
 NEIGHBOUR = 0.3  # share of its message's best relevance a sentence borrows
@@ -70,6 +71,9 @@ _PAST = re.compile(
     re.I,
 )
 _BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
+_FORMER = re.compile(r"\b(?:old|former|previous|ex)[\s-]+([\w'-]+)", re.I)
+_INSTEAD_WORD = re.compile(r"\binstead\b", re.I)
+_UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 _Q_NEGATED = re.compile(r"n't\b|\bnot\b", re.I)
 # "What pets does…", "Which clubs or groups is…": a plural noun before the verb
 _PLURAL_ASK = re.compile(
@@ -132,6 +136,63 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
     )
 
 
+# Aspects of a life a short question asks about in one word ("Where does she
+# live?") and the words evidence of it uses ("completed on the flat in Leyton").
+# Question words -> evidence words; both as text, stemmed when used.
+ASPECTS: tuple[tuple[str, str], ...] = (
+    (
+        "live lives living home house flat apartment address stay staying reside",
+        "live living lives moved move flat house apartment home rent renting landlord "
+        "mortgage bought settled city town neighbourhood neighborhood place",
+    ),
+    (
+        "work works working job jobs career employer company occupation profession role "
+        "position title",
+        "work working job started joined hired engineer manager analyst company office "
+        "role promoted promotion position team boss colleague coworker shift shifts",
+    ),
+    (
+        "diet eat eats eating food vegan vegetarian meat dairy",
+        "vegan vegetarian pescatarian plant meat fish dairy eat eating food diet gluten "
+        "lactose allergic milk",
+    ),
+    (
+        "partner girlfriend boyfriend wife husband spouse married dating relationship "
+        "fiancé fiancée",
+        "girlfriend boyfriend partner wife husband married wedding dating together engaged "
+        "fiancée fiance anniversary",
+    ),
+    ("pet pets dog dogs cat cats animal animals", "dog cat puppy kitten adopted vet rescue pet"),
+    (
+        "children kids child son sons daughter daughters baby babies",
+        "son daughter baby born kids children child pregnant",
+    ),
+    (
+        "health sick ill injury injured allergic allergy medication hurt",
+        "doctor hospital allergic allergy injury broke fractured medication antibiotics "
+        "crutches surgery",
+    ),
+    (
+        "car drive driving commute around transport travel bike",
+        "car bike drive drove driving bus train cycle cycling walk crutches lift",
+    ),
+    (
+        "fit fitness exercise sport sports gym hobby hobbies activities activity club clubs groups",
+        "gym run running club swim swimming yoga football class lessons training team band choir",
+    ),
+)
+_ASPECT_STEMS = tuple(
+    (frozenset(stem(w) for w in asks.split()), frozenset(stem(w) for w in says.split()))
+    for asks, says in ASPECTS
+)
+
+
+def aspect_stems(question: str) -> frozenset[str]:
+    """Evidence words of the aspects a question names ("live" -> flat, moved, rent...)."""
+    asked = {stem(w) for w in words(question)}
+    return frozenset(w for asks, says in _ASPECT_STEMS if asks & asked for w in says)
+
+
 # Words that frame a question in time, not what it asks about.
 _FRAME = frozenset("back now still currently anymore moment days ago before".split())
 
@@ -178,6 +239,16 @@ class Sentence:
     score: float = 0.0
 
 
+def someone_elses(s: Sentence, person: str) -> str | None:
+    """The owner of a first-person sentence that is not ``person``'s and does not name
+    them ("Landed in Lisbon!" said by Fatima, asked of Yusuf): else None."""
+    if s.owner is None or s.owner.casefold() == person.casefold():
+        return None
+    if s.owner != s.message.speaker or person.casefold() in s.text.casefold():
+        return None
+    return s.owner
+
+
 def _ownership(s: Sentence, person: str) -> float:
     key = person.casefold()
     if s.owner is not None:
@@ -195,12 +266,40 @@ def coverage(text: str, wanted: Sequence[str], weights: Mapping[str, float] | No
     have = {stem(w) for w in words(text)}
     weight = (lambda x: weights[x]) if weights is not None else (lambda x: 1.0)
     total = sum(weight(x) for x in wanted)
-    found = sum(
-        weight(x)
-        for x in wanted
-        if x in have or (len(x) >= 3 and any(h.startswith(x) and len(h) <= len(x) + 2 for h in have))
-    )
+    found = sum(weight(x) for x in wanted if x in have or _extends(x, have))
     return found / total if total else 0.0
+
+
+def lexical_scores(
+    texts: Sequence[str],
+    wanted: Sequence[str],
+    aspects: frozenset[str],
+    weights: Mapping[str, float] | None,
+) -> list[float]:
+    """Word overlap per text: the question's stems, plus ASPECT_CUE when the text
+    uses a word of the aspect the question names (capped at 1)."""
+    out = []
+    for text in texts:
+        cov = coverage(text, wanted, weights)
+        if aspects and coverage(text, sorted(aspects)) > 0:
+            cov += ASPECT_CUE
+        out.append(min(1.0, cov))
+    return out
+
+
+def window_end(text: str, said: datetime) -> datetime | None:
+    """The end of a window the sentence sets ("until the end of July"), if it names one."""
+    if not _UNTIL.search(text):
+        return None
+    for ref in find_times(text, said):
+        i = text.find(ref.text)
+        if i > 0 and _UNTIL.search(text[max(0, i - 20) : i]):
+            return ref.end or ref.start
+    return None
+
+
+def _extends(want: str, have: set[str]) -> bool:
+    return len(want) >= 3 and any(h.startswith(want) and len(h) <= len(want) + 2 for h in have)
 
 
 def format_when(when: datetime, granularity: str = "day") -> str:
@@ -214,9 +313,12 @@ def format_when(when: datetime, granularity: str = "day") -> str:
     return f"{when.day} {when:%B} {when.year}"
 
 
-def denies(text: str) -> bool:
-    """Whether a sentence says something does not (or no longer) hold."""
-    return bool(NEGATION.search(text) or ENDING.search(text))
+def denies(text: str, wanted: Sequence[str] = ()) -> bool:
+    """Whether a sentence says something does not (or no longer) hold: a negation,
+    an ending, or what the question asks about called old ("gave the old iPhone")."""
+    if NEGATION.search(text) or ENDING.search(text) or _INSTEAD_WORD.search(text):
+        return True
+    return any(stem(m.group(1)) in wanted for m in _FORMER.finditer(text))
 
 
 def _overlap(claim: Claim, sentence: str) -> float:
@@ -291,7 +393,7 @@ def rank_sentences(
                 score *= 1.3
         if s.ended is not None and not shape.past and not shape.before:
             score *= HISTORY_WEIGHT
-        if shape.form in ("open", "count") and denies(s.text):
+        if shape.form in ("open", "count") and NEGATION.search(s.text):
             score *= NEGATED_WEIGHT
         if shape.form == "when" and (find_times(s.text, s.message.timestamp) or s.when):
             score *= WHEN_WEIGHT
@@ -324,7 +426,8 @@ def quoted(s: Sentence, *, drop_replaced: bool = False) -> str:
 
 
 def count_in(text: str) -> int | None:
-    """A count the sentence states: a number ("two cats", "3 kids") or an ordinal ("a second cat")."""
+    """A count the sentence states: a number ("two cats", "3 kids") or an ordinal
+    ("a second cat")."""
     for w in words(text.lower()):
         if w.isdigit() and len(w) < 4:
             return int(w)
@@ -336,21 +439,21 @@ def count_in(text: str) -> int | None:
     return None
 
 
-def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool) -> bool:
+def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool, wanted: Sequence[str]) -> bool:
     """Whether the sentence answers the yes/no question with yes.
 
     The sentence affirms what the question asks unless it denies it; a question
     about an ending ("Did she quit…?") is affirmed by a denial ("no longer…").
     A sentence that no longer holds, asked about now, says the opposite.
     """
-    affirms = denies(s.text) == shape.ends
+    affirms = denies(s.text, wanted) == shape.ends
     if s.ended is not None and at_is_past_of:
         affirms = not affirms
     return affirms != shape.negated
 
 
 def compose(
-    question: str, shape: Shape, ranked: Sequence[Sentence]
+    question: str, shape: Shape, ranked: Sequence[Sentence], wanted: Sequence[str] = ()
 ) -> tuple[str, list[Sentence], str] | None:
     """The answer text, the sentences it rests on and why; None to abstain."""
     best = ranked[0]
@@ -360,7 +463,7 @@ def compose(
     why = f"best evidence relevance {best.relevance:.2f}"
     current = shape.now and not shape.before
     if shape.form == "yes_no":
-        yes = yes_or_no(best, shape, at_is_past_of=current)
+        yes = yes_or_no(best, shape, at_is_past_of=current, wanted=wanted)
         return f"{'Yes' if yes else 'No'}: {quoted(best)}", [best], why
     if shape.form == "when":
         when, granularity = event_time(best)
@@ -398,13 +501,16 @@ def message_sentences(
         for text in split_sentences(m.indexed_text()):
             mine = sentence_claims(text, said)
             starts = [c.valid_from for c in mine if c.valid_from is not None]
+            ended = ended_at(mine, at)
+            if ended is None and (end := window_end(text, m.timestamp)) is not None and end <= at:
+                ended = end  # "on night shifts until the end of July", asked in August
             out.append(
                 Sentence(
                     text=text,
                     message=m,
                     owner=owner_of(text, m),
                     rank=rank,
-                    ended=ended_at(mine, at),
+                    ended=ended,
                     when=min(starts) if starts else None,
                 )
             )
