@@ -88,7 +88,9 @@ def _with_llm(memory, llm, question: str, hits: Sequence[Hit], fallback: bool = 
     except LLMError as e:
         if not fallback:
             raise
-        a = extractive_answer(question, hits, memory.people(), verify=False)
+        a = extractive_answer(
+            question, hits, memory.people(), verify=False, embedder=memory.embedder
+        )
         return replace(a, method=f"extractive (llm failed: {type(e).__name__})")
 
 
@@ -102,7 +104,11 @@ def _plain_rag(memory: MemoryService, cid: str, q: dict, llm: ChatModel | None) 
         a, answer_ms = _timed(lambda: _with_llm(memory, llm, q["question"], hits))
     else:
         a, answer_ms = _timed(
-            lambda: extractive_answer(q["question"], hits, memory.people(), verify=False)
+            # the same reader as archivist's, embedder included; it only lacks what
+            # the store knows (which claims still hold), which is what is compared
+            lambda: extractive_answer(
+                q["question"], hits, memory.people(), verify=False, embedder=memory.embedder
+            )
         )
     return a, search_ms, answer_ms, _calls(memory) - before
 

@@ -35,7 +35,8 @@ def ask(
     if a.reason:
         click.echo(f"reason: {a.reason}")
     if a.quote:
-        click.echo(f"quote: {a.quote}")
+        said = f" ({a.said_by}, {a.said_at:%Y-%m-%d})" if a.said_by and a.said_at else ""
+        click.echo(f"quote: {a.quote}{said}")
     for cid, mid in a.evidence:
         m = mem.get(cid, mid)
         click.echo(f"evidence: {cid}/{mid} {m.timestamp:%Y-%m-%d} {m.speaker}: {m.text}")

@@ -393,7 +393,8 @@ def rank_sentences(
                 score *= 1.3
         if s.ended is not None and not shape.past and not shape.before:
             score *= HISTORY_WEIGHT
-        if shape.form in ("open", "count") and NEGATION.search(s.text):
+        if shape.form in ("open", "count") and NEGATION.search(s.text) and not _NOW.search(s.text):
+            # "not in Lyon anymore" says what is not; "vegan now, so no fish" says what is
             score *= NEGATED_WEIGHT
         if shape.form == "when" and (find_times(s.text, s.message.timestamp) or s.when):
             score *= WHEN_WEIGHT

@@ -328,6 +328,10 @@ def _scores(text: str, kind: str, timed: bool, n_entities: int) -> tuple[int, in
 # -- claims -------------------------------------------------------------------------------
 
 
+# A state said with a time holds from then on unless the sentence sets its end.
+_WINDOW = re.compile(r"\b(?:until|till|through|for\s+(?:the\s+next\s+)?\w+\s+\w+)\b", re.I)
+
+
 def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
     """One claim from one sentence, or None for greetings, fillers and others' questions.
 
@@ -346,6 +350,8 @@ def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
     subject, how = _subject(core, m.speaker, addressee, known)
     valid_from, valid_to = ground(core, m.timestamp)
     kind = "question" if question else _kind(core, m, known)
+    if kind in ("fact", "preference", "event") and valid_to and not _WINDOW.search(core):
+        valid_to = None  # "promoted today": began or happened then, not over the next day
     entities = _entities(core, known)
     importance, salience = _scores(core, kind, valid_from is not None, len(entities))
     return Claim(
