@@ -199,3 +199,24 @@ def scale(ctx: Context, sizes: str, queries: int, as_json: bool) -> None:
         emit_json(result)
     else:
         click.echo(scale_table(result))
+
+
+@bench.command("add")
+@click.option("--messages", default=3000, show_default=True, type=click.IntRange(2, 1_000_000))
+@click.option("--adds", default=200, show_default=True, type=click.IntRange(1, 100_000))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@pass_ctx
+def add(ctx: Context, messages: int, adds: int, as_json: bool) -> None:
+    """Latency of adding one message, with and without reconciliation on write.
+
+    Two identical synthetic stores in a temp dir (heuristic archivist, the
+    configured embedder); --db is not touched.
+    """
+    from ..bench.add import add_table, run_add
+
+    with StagedProgress(enabled=not as_json) as progress:
+        result = run_add(messages=messages, adds=adds, settings=ctx.settings, progress=progress)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(add_table(result))

@@ -3,9 +3,9 @@
 Every route depends on ``caller`` (through ``tenant_id`` or directly). A key
 bound to one user (server/tenants.py) may only use the routes that take a
 ``Caller`` and scope themselves to that user: adding that user's messages,
-search, ask, context and the proxy. Routes over the whole tenant (listings,
-deletes, export, import, status) depend on ``tenant_id``, which refuses such a
-key with 403.
+search, ask, context, that user's profile and the proxy. Routes over the whole
+tenant (listings, deletes, export, import, status) depend on ``tenant_id``,
+which refuses such a key with 403.
 """
 
 from __future__ import annotations
