@@ -38,6 +38,18 @@ def continue_numbering(conv: Conversation, stored: Sequence[Message]) -> Convers
     return replace(conv, messages=tuple(msgs))
 
 
+def near_batch(context: list[Message], batch: set[str], before: int) -> list[Message]:
+    """The batch's messages and the ``before`` messages preceding each: all their index
+    texts read. An append to a long conversation then indexes a handful of messages,
+    not all of them again (it was a fifth of the time of adding one message)."""
+    ordered = sorted(context, key=lambda m: m.seq)
+    keep: set[int] = set()
+    for i, m in enumerate(ordered):
+        if m.id in batch:
+            keep.update(range(max(0, i - before), i + 1))
+    return [m for i, m in enumerate(ordered) if i in keep]
+
+
 def add_conversation(
     core: Core,
     conv: Conversation,
@@ -62,6 +74,7 @@ def add_conversation(
         conv = continue_numbering(conv, stored)
         batch_ids = {m.id for m in conv.messages}
         context = [m for m in stored if m.id not in batch_ids] + list(conv.messages)
+        context = near_batch(context, batch_ids, index.embed_context)
         fresh = [m for m in conv.messages if existing.get(m.id) != m.hash]
     texts = dict(zip((m.id for m in context), index_rows(context, index), strict=True))
     rows = [IndexedMessage(m, texts[m.id][0], text_hash(texts[m.id][1])) for m in conv.messages]
