@@ -230,7 +230,7 @@ CHANGE = re.compile(
 ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
-    r"former|ex-\w+)\b",
+    r"former|ex-\w+|used\s+to)\b",
     re.I,
 )
 # A statement that denies: "no fish", "not in Lyon", "doesn't", "never".

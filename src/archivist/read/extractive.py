@@ -49,7 +49,7 @@ ASPECT_CUE = 0.5  # lexical credit for a word of the aspect asked about (halved 
 WHEN_WEIGHT = 1.6  # "when" questions: a sentence that names a time
 RECENCY = 1.0  # at most this share added to the latest relevant sentence (questions about now)
 NEIGHBOUR = 0.3  # share of its message's best relevance a sentence borrows
-LIST_SHARE = 0.7  # list answers take sentences within this share of the best
+LIST_SHARE = 0.5  # list answers take sentences within this share of the best
 MAX_LIST = 3
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -251,6 +251,8 @@ def someone_elses(s: Sentence, person: str) -> str | None:
 
 def _ownership(s: Sentence, person: str) -> float:
     key = person.casefold()
+    if re.search(rf"\b{re.escape(key)}\b", s.text.casefold()):
+        return OWN_WEIGHT  # "My brother Kofi just started as a paramedic" is about Kofi
     if s.owner is not None:
         return OWN_WEIGHT if s.owner.casefold() == key else OTHER_OWNER_WEIGHT
     if s.message.speaker.casefold() == key or key in s.text.casefold():
@@ -475,10 +477,17 @@ def compose(
         return f"{head}{quoted(best, drop_replaced=current)}", [best], why
     chosen = [best]
     if shape.plural:
+        # items of a list are told at different times: relevance decides, not the
+        # recency that picked the best; what no longer holds stays out of "now"
         for s in ranked[1:]:
-            if len(chosen) == MAX_LIST or s.score < LIST_SHARE * best.score:
+            if len(chosen) == MAX_LIST:
                 break
-            if s.relevance >= floor and all(s.message.id != c.message.id for c in chosen):
+            if (
+                s.relevance >= max(floor, LIST_SHARE * best.relevance)
+                and not (current and s.ended is not None)
+                and not s.text.rstrip().endswith("?")
+                and s.message.role != "assistant"
+            ):
                 chosen.append(s)
     chosen.sort(key=lambda s: s.message.timestamp)
     return "; ".join(quoted(s, drop_replaced=current) for s in chosen), chosen, why
