@@ -1,10 +1,11 @@
 """Answers with provenance: extractive or LLM answers, speaker verification, abstention.
 
-The read path ends here (DESIGN §1.9). Without an LLM the answer is the best
-evidence sentence, trimmed to the words the question does not already hold,
-or a date for "when" questions. With an LLM the model answers from numbered
-snippets and cites them. Either way a question that pins on X what memory
-attributes to Y abstains first and says whose it was, with the evidence.
+The read path ends here (DESIGN §1.9). Without an LLM the answer is read off
+the evidence by read/extractive.py: yes/no, a date, a count, or the evidence
+sentence itself, with what no longer holds kept for questions about the past.
+With an LLM the model answers from numbered snippets and cites them. Either
+way a question that pins on X what memory attributes to Y abstains first and
+says whose it was, with the evidence.
 """
 
 from __future__ import annotations
