@@ -20,12 +20,14 @@ from datetime import datetime
 from ..core import Core
 from ..embed.base import Embedder
 from ..errors import InputError
-from ..model import Claim, Hit, text_problem
+from ..model import Claim, Hit, Message, text_problem
 from ..text import fold, is_stopword, person_key, stem, words
 from .extractive import (
+    SENTENCE_BREAK,
     asked_stems,
     aspect_stems,
     compose,
+    coverage,
     lexical_scores,
     meaning_text,
     message_sentences,
@@ -46,8 +48,6 @@ OWNER_RATIO = 1.0
 PAST_STALE = 0.5  # weight of messages that no longer hold, for questions about the past
 VERIFY_K = 20  # hits of the name-free search that verification looks at
 NOT_MENTIONED = "Not mentioned in memory."
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -109,16 +109,6 @@ def content_stems(question: str, names: Sequence[str]) -> list[str]:
         if not is_stopword(w) and not w.isdigit() and s not in skip and s not in out:
             out.append(s)
     return out
-
-
-def coverage(text: str, wanted: Sequence[str], weights: Mapping[str, float] | None = None) -> float:
-    """Share of the wanted stems the text contains, each weighted (rarer words weigh more)."""
-    if not wanted:
-        return 0.0
-    have = {stem(w) for w in words(text)}
-    weight = (lambda s: weights[s]) if weights is not None else (lambda s: 1.0)
-    total = sum(weight(s) for s in wanted)
-    return sum(weight(s) for s in wanted if s in have) / total if total else 0.0
 
 
 class IDF(dict):
@@ -187,7 +177,7 @@ def evidence_units(hits: Sequence[Hit], people: Sequence[str]) -> list[Unit]:
     units = []
     for rank, h in enumerate(hits):
         m = h.message
-        for sentence in _SENTENCE.split(m.indexed_text()):
+        for sentence in SENTENCE_BREAK.split(m.indexed_text()):
             if sentence.strip():
                 owner = sentence_owner(sentence, m.speaker, m.addressees, people)
                 if owner is None and sentence.lstrip().startswith("[image"):
@@ -222,7 +212,7 @@ def verify_speaker(
     xkey = stem(x)
     mine, other = 0.0, None
     for u in units:
-        cov = coverage(u.text, wanted, weights)
+        cov = coverage(u.text, wanted, weights, extend=False)
         if u.owner is None:
             continue
         if u.owner.casefold() == x.casefold() or xkey in {stem(w) for w in words(_said_to(u.text))}:
@@ -232,17 +222,25 @@ def verify_speaker(
     if other is None or other[0] < OTHER_COVERAGE or mine >= OWNER_RATIO * other[0]:
         return None
     cov, u = other
-    m = u.hit.message
+    return not_theirs(question, x, u.owner, u.hit.message, u.text, cov - mine)
+
+
+def not_theirs(
+    question: str, person: str, owner: str, m: Message, quote: str, confidence: float
+) -> Answer:
+    """The abstention that says whose it was: "Not mentioned for X: that was Y's"."""
     return Answer(
         question=question,
-        answer=f"Not mentioned for {x}: that was {u.owner}'s, not {x}'s.",
+        answer=f"Not mentioned for {person}: that was {owner}'s, not {person}'s.",
         abstain=True,
         evidence=((m.conversation, m.id),),
-        speaker=u.owner,
+        speaker=owner,
         conversation=m.conversation,
-        confidence=round(min(1.0, cov - mine), 3),
-        reason=f"that was {u.owner}'s, not {x}'s",
-        quote=u.text,
+        confidence=round(min(1.0, confidence), 3),
+        reason=f"that was {owner}'s, not {person}'s",
+        quote=quote,
+        said_by=m.speaker,
+        said_at=m.timestamp,
     )
 
 
@@ -310,21 +308,8 @@ def extractive_answer(
     best = used[0]
     if target and (theirs := someone_elses(best, target)):
         # the best evidence is another person's own statement: not this person's
-        m = best.message
-        return Answer(
-            question=question,
-            answer=f"Not mentioned for {target}: that was {theirs}'s, not {target}'s.",
-            abstain=True,
-            evidence=((m.conversation, m.id),),
-            speaker=theirs,
-            conversation=m.conversation,
-            confidence=round(min(1.0, best.relevance), 3),
-            reason=f"that was {theirs}'s, not {target}'s",
-            context_tokens=tokens,
-            quote=best.text,
-            said_by=m.speaker,
-            said_at=m.timestamp,
-        )
+        wrong = not_theirs(question, target, theirs, best.message, best.text, best.relevance)
+        return replace(wrong, context_tokens=tokens)
     second = next((s.score for s in ranked if s.message is not best.message), 0.0)
     margin = (best.score - second) / best.score if best.score else 0.0
     m = best.message

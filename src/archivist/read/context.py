@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import is_stopword, person_key, query_terms, stem, words
+from ..text import person_key, query_terms
+from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
 from .recall import search_memory
 
 if TYPE_CHECKING:
@@ -342,26 +343,25 @@ def gather(
     dossiers, briefs = _entities(store, query, convs, claims, previous, at, config)
     if _is_past(store, convs, at):  # snapshots may tell what was learned after ``at``
         persons, dossiers, briefs = [], [], []
+    past = bygones(store, convs, at)
     sections = {
         "key_info": [
             Candidate("key_info", p.id, f"{p.name}: {text}")
             for p in persons
             if (text := store.person_key_info(p.id))
         ],
-        "summary": _summaries(store, convs, at),
+        "summary": _summaries(store, convs, at, past),
         "dossier": dossiers,
         "brief": briefs,
         "claim": claims,
         "message": _messages(store, hits, conversation, at, config),
     }
-    past = bygones(store, convs, at)
     return {
         kind: _with_usefulness(store, kind, [replace(c, text=past.mark(c.text)) for c in cands])
         for kind, cands in sections.items()
     }
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _REPLACED = re.compile(r"\b(?:instead\s+of|rather\s+than)\b[^,.;!?]*", re.I)
 
 
@@ -373,6 +373,10 @@ class Bygones:
     claims: tuple[Claim, ...] = ()
     values: tuple[tuple[str, str], ...] = ()  # (old value, the value that replaced it)
 
+    def of(self, conversation: str) -> list[Claim]:
+        """The claims of one conversation that stopped holding."""
+        return [c for c in self.claims if c.conversation == conversation]
+
     def says_bygone(self, sentence: str) -> bool:
         """Whether a sentence states what stopped holding or names a replaced value.
 
@@ -382,12 +386,7 @@ class Bygones:
         low = sentence.casefold()
         if any(old in low and new not in low for old, new in self.values):
             return True
-        have = {stem(w) for w in words(sentence)}
-        for c in self.claims:
-            mine = {stem(w) for w in words(c.text) if not is_stopword(w)}
-            if mine and len(mine & have) >= 0.6 * len(mine):
-                return True
-        return False
+        return bool(sentence_claims(sentence, self.claims))
 
     def mark(self, text: str) -> str:
         """``text`` with each sentence that says what no longer holds marked as history
@@ -395,7 +394,7 @@ class Bygones:
         if not (self.claims or self.values):
             return _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", text)
         out = []
-        for part in _SENTENCE_END.split(text):
+        for part in SENTENCE_BREAK.split(text):
             if HISTORY_MARK in part:
                 out.append(part)
             elif self.says_bygone(part):
@@ -497,7 +496,7 @@ def _summary_sessions(summaries: Sequence[Summary]) -> dict[int, frozenset[int]]
     return out
 
 
-def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candidate]:
+def _summaries(store: Store, convs: Sequence[str], at: datetime, past: Bygones) -> list[Candidate]:
     """Summaries ending by ``at``, highest level (longest span) first, then in time order.
 
     A claim no longer holding at ``at`` that a summary repeats is marked as
@@ -510,7 +509,7 @@ def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candida
         if not found:
             continue
         spans = _summary_sessions(found)
-        ended = [c for c in _facts(store.ending_claims(cid), at) if not c.holds_at(at)]
+        ended = past.of(cid)
         for s in sorted(found, key=lambda s: (-s.level, s.start, s.id or 0)):
             text = s.text
             for c in ended:  # each sentence that no longer holds is marked where it stands
@@ -554,10 +553,7 @@ def no_longer_holds(claims: Sequence[Claim], at: datetime) -> datetime | None:
     (an event always does: it stays true as history). Duplicates are left out:
     their older original speaks for them.
     """
-    facts = _facts(claims, at)
-    if not facts or any(c.holds_at(at) for c in facts):
-        return None
-    return min((c.valid_to for c in facts if c.valid_to is not None), default=None)
+    return ended_at(_facts(claims, at), at)
 
 
 def history_line(line: str, since: datetime) -> str:

@@ -27,8 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-import numpy as np
-
 from ..model import Claim, Hit, Message
 from ..text import CALENDAR_WORDS, ENDING, NEGATION, fold, is_stopword, stem, words
 from ..timeground import find_times
@@ -52,7 +50,8 @@ NEIGHBOUR = 0.3  # share of its message's best relevance a sentence borrows
 LIST_SHARE = 0.5  # list answers take sentences within this share of the best
 MAX_LIST = 3
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# Where one sentence ends and the next begins: the one split of answers and context.
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 _YES_NO = re.compile(
     r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should|"
     r"isn't|aren't|doesn't|don't|didn't|wasn't|can't|hasn't|haven't)\b",
@@ -260,15 +259,25 @@ def _ownership(s: Sentence, person: str) -> float:
     return UNCLEAR_WEIGHT
 
 
-def coverage(text: str, wanted: Sequence[str], weights: Mapping[str, float] | None = None) -> float:
-    """Share of the wanted stems the text holds, IDF-weighted; a text word whose stem
-    extends a wanted one counts ("movers" for "move": stems "mover", "mov")."""
+def coverage(
+    text: str,
+    wanted: Sequence[str],
+    weights: Mapping[str, float] | None = None,
+    *,
+    extend: bool = True,
+) -> float:
+    """Share of the wanted stems the text holds, each weighted (rarer words weigh more).
+
+    ``extend``: a text word whose stem extends a wanted one counts too ("movers"
+    for "move": stems "mover", "mov"). Speaker verification keeps exact stems,
+    as measured.
+    """
     if not wanted:
         return 0.0
     have = {stem(w) for w in words(text)}
     weight = (lambda x: weights[x]) if weights is not None else (lambda x: 1.0)
     total = sum(weight(x) for x in wanted)
-    found = sum(weight(x) for x in wanted if x in have or _extends(x, have))
+    found = sum(weight(x) for x in wanted if x in have or (extend and _extends(x, have)))
     return found / total if total else 0.0
 
 
@@ -336,7 +345,8 @@ def sentence_claims(sentence: str, claims: Sequence[Claim]) -> list[Claim]:
 
 
 def ended_at(claims: Sequence[Claim], at: datetime) -> datetime | None:
-    """When the sentence's claims stopped holding, if all of them have by ``at``."""
+    """When the claims stopped holding, if all of them have by ``at`` (None when there
+    are none, or one still holds: an event always does, it stays true as history)."""
     if not claims or any(c.holds_at(at) for c in claims):
         return None
     return min((c.valid_to for c in claims if c.valid_to is not None), default=None)
@@ -350,12 +360,6 @@ def event_time(s: Sentence) -> tuple[datetime, str]:
     if s.when is not None:
         return s.when, "day"
     return s.message.timestamp, "day"
-
-
-def cosine(question_vector: np.ndarray | None, vectors: np.ndarray | None, i: int) -> float:
-    if question_vector is None or vectors is None:
-        return 0.0
-    return max(0.0, float(vectors[i] @ question_vector))
 
 
 def rank_sentences(
@@ -494,7 +498,7 @@ def compose(
 
 
 def split_sentences(text: str) -> list[str]:
-    return [p.strip() for p in _SENTENCE.split(text) if p.strip()]
+    return [p.strip() for p in SENTENCE_BREAK.split(text) if p.strip()]
 
 
 def message_sentences(
