@@ -9,7 +9,7 @@ import pytest
 
 from archivist.config import Settings
 from archivist.model import Claim
-from archivist.read.context import HISTORY_MARK
+from archivist.read.context import HISTORY_MARK, Bygones
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.write.archivist import HeuristicArchivist
@@ -120,3 +120,15 @@ def test_a_summary_marks_only_its_sentences_that_no_longer_hold(tmp_path: Path) 
         old, new = line.index("every Thursday."), line.index("band now")
         assert line.index(HISTORY_MARK) == old + len("every Thursday. ") < new
         assert HISTORY_MARK not in line[new:]  # the current sentence reads as current
+
+
+def test_history_marks_keep_the_text_between_sentences() -> None:
+    """Marking works sentence by sentence and leaves line breaks where they were."""
+    since = datetime(2024, 8, 5, tzinfo=UTC)
+    past = Bygones(values=(("lyon", "porto", since),))
+    text = "I lived in Lyon.\nNow Porto is home!  Also: Lyon and Porto both."
+    assert past.mark(text) == (
+        f"I lived in Lyon. {HISTORY_MARK} (no longer holds from 2024-08-05)\n"
+        "Now Porto is home!  Also: Lyon and Porto both."
+    )
+    assert past.mark("I moved on.\nAll good.") == "I moved on.\nAll good."

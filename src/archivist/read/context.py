@@ -350,7 +350,7 @@ def gather(
             for p in persons
             if (text := store.person_key_info(p.id))
         ],
-        "summary": _summaries(store, convs, at, past),
+        "summary": _summaries(store, convs, at),
         "dossier": dossiers,
         "brief": briefs,
         "claim": claims,
@@ -371,57 +371,52 @@ class Bygones:
     the short values conflicts replaced ("Lyon", "operations coordinator")."""
 
     claims: tuple[Claim, ...] = ()
-    values: tuple[tuple[str, str], ...] = ()  # (old value, the value that replaced it)
+    values: tuple[tuple[str, str, datetime], ...] = ()  # (old value, new value, replaced on)
 
-    def of(self, conversation: str) -> list[Claim]:
-        """The claims of one conversation that stopped holding."""
-        return [c for c in self.claims if c.conversation == conversation]
-
-    def says_bygone(self, sentence: str) -> bool:
-        """Whether a sentence states what stopped holding or names a replaced value.
+    def since(self, sentence: str) -> datetime | None:
+        """When what the sentence states stopped holding, if it states a claim that did
+        or names a replaced value; else None.
 
         A sentence saying that something ended is not marked for that alone: "I left
         the choir, I play bass in a band now" tells what holds now.
         """
         low = sentence.casefold()
-        if any(old in low and new not in low for old, new in self.values):
-            return True
-        return bool(sentence_claims(sentence, self.claims))
+        ends = [when for old, new, when in self.values if old in low and new not in low]
+        ends += [c.valid_to for c in sentence_claims(sentence, self.claims) if c.valid_to]
+        return min(ends, default=None)
 
     def mark(self, text: str) -> str:
         """``text`` with each sentence that says what no longer holds marked as history
-        where it stands, and "instead of the ThinkPad" marked inside its sentence."""
-        if not (self.claims or self.values):
-            return _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", text)
-        out = []
-        for part in SENTENCE_BREAK.split(text):
-            if HISTORY_MARK in part:
-                out.append(part)
-            elif self.says_bygone(part):
-                out.append(_marked(part))
+        where it stands, with the date, and "instead of the ThinkPad" marked inside its
+        sentence. A line its renderer already marked as a whole is left as it is."""
+        if HISTORY_MARK in text:
+            return text
+        # sentences at even places, the whitespace between them (kept as it was) at odd
+        parts = re.split(f"({SENTENCE_BREAK.pattern})", text)
+        for i in range(0, len(parts), 2):
+            part = parts[i]
+            since = self.since(part) if self.claims or self.values else None
+            if since is not None:
+                parts[i] = history_line(part.rstrip(), since)
             else:
-                out.append(_REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part))
-        return " ".join(out)
-
-
-def _marked(sentence: str) -> str:
-    """``sentence`` followed by the history mark."""
-    return f"{sentence.rstrip()} {HISTORY_MARK}"
+                parts[i] = _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
+        return "".join(parts)
 
 
 def bygones(store: Store, convs: Sequence[str], at: datetime) -> Bygones:
     """The claims of ``convs`` that no longer hold at ``at`` and the values replaced by then."""
     claims: list[Claim] = []
-    values: list[tuple[str, str]] = []
+    values: list[tuple[str, str, datetime]] = []
     for cid in convs:
         claims += [c for c in _facts(store.ending_claims(cid), at) if not c.holds_at(at)]
         for k in store.list_conflicts(cid):
             old, new = k.old_value.casefold().strip(), k.new_value.casefold().strip()
             if k.new_time <= at and old and len(old.split()) <= 4 and old not in new:
-                values.append((old, new))
+                values.append((old, new, k.new_time))
                 first = k.old_value.split()[0]
                 if len(old.split()) > 1 and first[:1].isupper() and len(first) >= 4:
-                    values.append((first.casefold(), new))  # "Nakamura" of "Nakamura Logistics"
+                    # "Nakamura" of "Nakamura Logistics"
+                    values.append((first.casefold(), new, k.new_time))
     return Bygones(tuple(claims), tuple(values))
 
 
@@ -496,12 +491,13 @@ def _summary_sessions(summaries: Sequence[Summary]) -> dict[int, frozenset[int]]
     return out
 
 
-def _summaries(store: Store, convs: Sequence[str], at: datetime, past: Bygones) -> list[Candidate]:
+def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candidate]:
     """Summaries ending by ``at``, highest level (longest span) first, then in time order.
 
     A claim no longer holding at ``at`` that a summary repeats is marked as
-    history where it stands in the summary, so the summary's other sentences,
-    current ones among them, read as they are.
+    history where it stands in the summary (``Bygones.mark``, as every section
+    is), so the summary's other sentences, current ones among them, read as
+    they are.
     """
     out: list[Candidate] = []
     for cid in convs:
@@ -509,13 +505,8 @@ def _summaries(store: Store, convs: Sequence[str], at: datetime, past: Bygones) 
         if not found:
             continue
         spans = _summary_sessions(found)
-        ended = past.of(cid)
         for s in sorted(found, key=lambda s: (-s.level, s.start, s.id or 0)):
-            text = s.text
-            for c in ended:  # each sentence that no longer holds is marked where it stands
-                if c.text in text and c.valid_to is not None:
-                    text = text.replace(c.text, history_line(c.text, c.valid_to), 1)
-            line = f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {text}"
+            line = f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {s.text}"
             out.append(
                 Candidate(
                     "summary",
