@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from archivist.model import Claim
 from archivist.read.context import HISTORY_MARK, Bygones
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
+from archivist.text import ended_objects
 from archivist.write.archivist import HeuristicArchivist
 from archivist.write.reconcile import changed_aspect
 from conftest import make_conversation
@@ -80,8 +82,12 @@ def test_a_quit_choir_is_history_in_context_and_the_band_is_current(tmp_path: Pa
         ctx = mem.context("Is Ruth in a choir?", person="Ruth", conversation="ruth")
         lines = [line for line in ctx.text.splitlines() if "every Thursday" in line]
         assert lines and all(HISTORY_MARK in line for line in lines)
-        assert any(
-            "band now" in line and HISTORY_MARK not in line for line in ctx.text.splitlines()
+        # the ending clause is marked where it ends; the band, after it, reads as current
+        band = [line for line in ctx.text.splitlines() if "band now" in line]
+        assert band and all("no longer holds" not in line for line in band)
+        assert all(
+            re.search(rf"left the choir {re.escape(HISTORY_MARK)}, \S+ plays? bass", line)
+            for line in band
         )
         before = mem.context(
             "Is Ruth in a choir?", person="Ruth", at=c.new_time - timedelta(seconds=1)
@@ -132,3 +138,65 @@ def test_history_marks_keep_the_text_between_sentences() -> None:
         "Now Porto is home!  Also: Lyon and Porto both."
     )
     assert past.mark("I moved on.\nAll good.") == "I moved on.\nAll good."
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ended"),
+    [
+        ("Cancelled PureGym.", ["PureGym"]),
+        ("I'm no longer managing the support team, I moved over.", ["support team"]),
+        ("Lucía and I split up last month.", ["Lucía"]),
+        ("Inês moved out to live with her boyfriend.", ["Inês"]),
+        ("Last day at Nakamura today, there was cake.", ["Nakamura"]),
+        ("I quit smoking in March.", ["smoking"]),
+        ("Switched from the iPhone to a Pixel.", ["iPhone"]),
+        ("Boot's off, crutches handed back to the hospital.", ["crutches"]),
+        # the new side of a switch, and endings that name nothing, end nothing
+        ("Switched to a Pixel 8 last week.", []),
+        ("I left early, there are only two left.", []),
+        ("I left work early today.", []),
+    ],
+)
+def test_what_a_sentence_says_ended(sentence: str, ended: list[str]) -> None:
+    assert ended_objects(sentence) == ended
+
+
+def test_an_ending_that_names_an_older_state_closes_it(tmp_path: Path) -> None:
+    """No shared lower-case aspect word ("PureGym" is a name) and a two-word sentence:
+    the ending still closes what the same speaker said about the thing it names."""
+    conv = make_conversation(
+        "finn",
+        [
+            [("Finn", "I go to PureGym on Mondays and Fridays."), ("Lee", "Nice.")],
+            [("Finn", "Cancelled PureGym. Joined a running club instead."), ("Lee", "Ha.")],
+        ],
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        (c,) = mem.conflicts()
+        assert (c.attribute, c.old_value) == ("PureGym", "PureGym")
+        (old,) = [x for x in mem.claims(conversation="finn") if "Mondays" in x.text]
+        assert old.status == "superseded" and old.valid_to == c.new_time
+        ctx = mem.context("How does Finn keep fit?", person="Finn", conversation="finn")
+        assert all(HISTORY_MARK in line for line in ctx.text.splitlines() if "PureGym" in line)
+
+
+def test_an_unrelated_mention_after_an_ending_stays_current(tmp_path: Path) -> None:
+    """ "I left Tom a message" names no state of Tom's that ended."""
+    conv = make_conversation(
+        "tom",
+        [
+            [("Ana", "Tom is my best friend from school."), ("Lee", "Nice.")],
+            [("Ana", "I left Tom a message about the party."), ("Lee", "Ok.")],
+        ],
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        assert mem.conflicts() == []
+
+
+def test_the_clause_that_says_something_ended_is_marked_where_it_ends() -> None:
+    text = "Lucía and I split up last month. It was mutual."
+    assert Bygones().mark(text) == (
+        f"Lucía and I split up last month {HISTORY_MARK}. It was mutual."
+    )

@@ -239,3 +239,80 @@ NEGATION = re.compile(
     r"no\s+longer|any\s*more|anymore)\b",
     re.I,
 )
+
+# The endings that name what ended, and where: after the cue ("gave up the choir",
+# "last day at Nakamura", "switched from the iPhone") or, for the intransitive ones,
+# as the other party before it ("Lucía and I split up", "Inês moved out").
+_ENDS_OBJECT = re.compile(
+    r"\b(?:no\s+longer|quit|quitting|stopped|gave\s+up|given\s+up|giving\s+up|sold|"
+    r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
+    r"retired\s+from|moved\s+out\s+of|done\s+with|finished\s+with|"
+    r"dropped|last\s+day\s+(?:at|of|in)|not\s+with)\b",
+    re.I,
+)
+_ENDS_PARTY = re.compile(
+    r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+gone|"
+    r"handed\s+back|(?:is|are)\s+off)\b",
+    re.I,
+)
+# Words before the thing that ended ("the", "managing the") and words that end it ("today").
+_OBJECT_LEAD = frozenset(
+    "the a an my our his her their your at from of in on with to it them up out back as "
+    "being that this those these".split()
+)
+_OBJECT_STOP = frozenset(
+    "today yesterday tonight this last next and but so because since after before when "
+    "now anymore any more for at in on to with was is are were it i we then or which who "
+    "that there here finally already just early late soon again yet too work home "
+    "behind everything something anything".split()
+)
+_DETERMINERS = frozenset("the a an my our his her their your".split())
+_NOT_PARTY = frozenset({"I", "We", "My", "Me", "Our", "The", "And", "But", "So", "Update"})
+_CLAUSE_END = re.compile(r"[.,;:!?()\n\u2014]|\s-\s")
+
+
+def ended_objects(sentence: str) -> list[str]:
+    """What a sentence says came to an end: "Cancelled PureGym" → PureGym, "I'm no
+    longer managing the support team" → support team, "Lucía and I split up" → Lucía.
+
+    At most three words each, from the clause of the cue. Reconciliation closes an
+    older claim of the same person that names one (and logs the change); the words
+    of a switch's new side are never taken ("switched to a Pixel" names no ending).
+    """
+    return list(dict.fromkeys(thing for thing, _ in endings(sentence)))
+
+
+def endings(sentence: str) -> list[tuple[str, int]]:
+    """(what ended, where the clause saying so ends) for each ending the sentence
+    states; the offsets let a reader mark that clause as history in place."""
+    found: list[tuple[str, int]] = []
+    for m in _ENDS_OBJECT.finditer(sentence):
+        clause = _CLAUSE_END.split(sentence[m.end() :], maxsplit=1)[0]
+        toks = clause.split()
+        i = 0
+        while i < len(toks) and (
+            toks[i].casefold() in _OBJECT_LEAD
+            or (
+                toks[i].casefold().endswith("ing")
+                and i + 1 < len(toks)
+                and toks[i + 1].casefold() in _DETERMINERS
+            )
+        ):
+            i += 1
+        phrase: list[str] = []
+        for tok in toks[i : i + 3]:
+            if tok.casefold() in _OBJECT_STOP:
+                break
+            phrase.append(tok.strip("'\"’"))
+        if phrase and len(" ".join(phrase)) >= 3:
+            found.append((" ".join(phrase), m.end() + len(clause.rstrip())))
+    for m in _ENDS_PARTY.finditer(sentence):
+        head = _CLAUSE_END.split(sentence[: m.start()])[-1]
+        end = m.end() + len(_CLAUSE_END.split(sentence[m.end() :], maxsplit=1)[0].rstrip())
+        names = [w for w in re.findall(r"\b[A-ZÀ-Þ][\w'’-]+", head) if w not in _NOT_PARTY]
+        last = (head.split() or [""])[-1]
+        if names:
+            found += [(n, end) for n in names]
+        elif len(last) >= 4 and last.isalpha() and last.casefold() not in _OBJECT_STOP:
+            found.append((last, end))  # "crutches handed back", "the cast is off"
+    return found

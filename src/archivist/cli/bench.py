@@ -85,9 +85,17 @@ def locomo(
 )
 @click.option("--budget", default=600, show_default=True, type=click.IntRange(1))
 @click.option("--no-llm", is_flag=True, help="Use the heuristic archivist even if an LLM is set.")
+@click.option(
+    "--only",
+    default="",
+    metavar="ID[,ID...]",
+    help="Run only these scenarios (a subset for a slow model).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
 @pass_ctx
-def state(ctx: Context, path: Path | None, budget: int, no_llm: bool, as_json: bool) -> None:
+def state(
+    ctx: Context, path: Path | None, budget: int, no_llm: bool, only: str, as_json: bool
+) -> None:
     """Current vs outdated facts: answers, context coverage, stale facts shown as current.
 
     PATH: a suite file (default: the bundled state_suite.json). Each scenario
@@ -100,6 +108,11 @@ def state(ctx: Context, path: Path | None, budget: int, no_llm: bool, as_json: b
             raise click.UsageError(f"no FILE given and no bundled suite at {DEFAULT_SUITE}")
         path = DEFAULT_SUITE
     scenarios = load_suite(path)  # a bad file stops here, before any model loads
+    if wanted := [w.strip() for w in only.split(",") if w.strip()]:
+        unknown = sorted(set(wanted) - {s.id for s in scenarios})
+        if unknown:
+            raise click.UsageError(f"--only: no scenario {', '.join(unknown)} in {path.name}")
+        scenarios = [s for s in scenarios if s.id in wanted]
     if no_llm:
         ctx.settings = ctx.settings.with_(llm="none")
     with StagedProgress(enabled=not as_json) as progress:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import person_key, query_terms
+from ..text import ended_objects, endings, person_key, query_terms
 from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
 from .recall import search_memory
 
@@ -399,8 +399,21 @@ class Bygones:
             if since is not None:
                 parts[i] = history_line(part.rstrip(), since)
             else:
-                parts[i] = _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
+                parts[i] = _mark_endings(
+                    _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
+                )
         return "".join(parts)
+
+
+def _mark_endings(sentence: str) -> str:
+    """``sentence`` with each clause that says something ended ("Lucía and I split
+    up", "Cancelled PureGym") marked as history where it ends: what it names is
+    over, whatever else the sentence says may hold ("…, I play bass in a band now")."""
+    if HISTORY_MARK in sentence:
+        return sentence
+    for end in sorted({end for _, end in endings(sentence)}, reverse=True):
+        sentence = f"{sentence[:end]} {HISTORY_MARK}{sentence[end:]}"
+    return sentence
 
 
 def bygones(store: Store, convs: Sequence[str], at: datetime) -> Bygones:
@@ -411,7 +424,8 @@ def bygones(store: Store, convs: Sequence[str], at: datetime) -> Bygones:
         claims += [c for c in _facts(store.ending_claims(cid), at) if not c.holds_at(at)]
         for k in store.list_conflicts(cid):
             old, new = k.old_value.casefold().strip(), k.new_value.casefold().strip()
-            if k.new_time <= at and old and len(old.split()) <= 4 and old not in new:
+            ended = old in {o.casefold() for o in ended_objects(k.new_value)}
+            if k.new_time <= at and old and len(old.split()) <= 4 and (ended or old not in new):
                 values.append((old, new, k.new_time))
                 first = k.old_value.split()[0]
                 if len(old.split()) > 1 and first[:1].isupper() and len(first) >= 4:

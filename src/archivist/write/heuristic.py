@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from ..model import Attachment, Claim, EntityMention, Episode, Message
-from ..text import CALENDAR_WORDS, TOPIC_STOPWORDS
+from ..text import CALENDAR_WORDS, ENDING, TOPIC_STOPWORDS, ended_objects
 from ..timeground import find_times, ground, is_forward_duration, tense
 from .index_text import resolve_pronouns
 
@@ -299,8 +299,8 @@ def _drop_initial(span: list[str], known: set[str]) -> list[str]:
     """A sentence-initial span, which is capitalised anyway: kept if a name, titled or long."""
     if span[0] in known or span[0].lower().rstrip(".") in _TITLES:
         return span
-    if len(span) == 1 or span[0].lower() in _INITIAL_WORDS:
-        return span[1:]
+    if len(span) == 1 or span[0].lower() in _INITIAL_WORDS or ENDING.fullmatch(span[0]):
+        return span[1:]  # "Cancelled PureGym.": the name is PureGym
     return span
 
 
@@ -335,13 +335,17 @@ _WINDOW = re.compile(r"\b(?:until|till|through|for\s+(?:the\s+next\s+)?\w+\s+\w+
 def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
     """One claim from one sentence, or None for greetings, fillers and others' questions.
 
-    A sentence needs four words besides interjections, or three and a time expression.
+    A sentence needs four words besides interjections, or three and a time expression,
+    or two that say what ended ("Cancelled PureGym.", "Quit smoking!"): the short
+    sentences that change a life are the ones reconciliation must see.
     """
     core = _clean(sentence, known)
     if not core or _GREETING.match(core):
         return None
     words = len(_content_words(core))
-    if words < 4 and not (words == 3 and find_times(core, m.timestamp)):
+    if words < 4 and not (
+        (words == 3 and find_times(core, m.timestamp)) or (words >= 2 and ended_objects(core))
+    ):
         return None  # too short to say anything, unless it dates something ("Last night was fun!")
     question = core.endswith("?") and not _TAG_QUESTION.search(core)
     if question and not _OWN_QUESTION.search(core):

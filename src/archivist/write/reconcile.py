@@ -27,7 +27,16 @@ from datetime import datetime
 import numpy as np
 
 from ..model import Claim, ClaimEvent, Conflict
-from ..text import CHANGE, TOPIC_STOPWORDS, person_key, query_terms, stem, words
+from ..text import (
+    CHANGE,
+    ENDING,
+    TOPIC_STOPWORDS,
+    ended_objects,
+    person_key,
+    query_terms,
+    stem,
+    words,
+)
 from .attributes import AttributeValue, attribute_of, same_value
 
 # [(new claim, stored candidates)] -> one verdict per item: (verdict, candidate index,
@@ -295,8 +304,23 @@ def changed_aspect(new: Claim, old: Claim) -> str | None:
     return min(shared, key=lambda s: (-len(s), s))
 
 
+def ended_in(new: Claim, old: Claim) -> str | None:
+    """What ``new`` says ended that ``old``, a state said before it, names: "Cancelled
+    PureGym" ends "I go to PureGym on Mondays" (``text.ended_objects``), or None."""
+    if old.kind not in ("fact", "preference", "foresight") or new.kind == "question":
+        return None
+    if old.said_at > new.said_at:
+        return None
+    for thing in ended_objects(new.text):
+        if re.search(rf"(?<!\w){re.escape(thing)}(?!\w)", old.text, re.I):
+            return thing
+    return None
+
+
 def _by_change(s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig) -> bool:
-    """Conflicts with current states ``c`` says changed (see ``changed_aspect``)."""
+    """Conflicts with current states ``c`` says changed (see ``changed_aspect``), and
+    with the same speaker's current states naming what ``c`` says ended (``ended_in``):
+    "Lucía and I split up", said by Diego, ends what Diego said about Lucía."""
     decided = False
     # both tables hold current claims only: add() files them, drop() takes them out of both
     for oid in dict.fromkeys([*s.groups.get(s.key(c), []), *s.holders.get(s.holder_key(c), [])]):
@@ -307,6 +331,16 @@ def _by_change(s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig) -> 
         if aspect is not None:
             _conflict(s, out, old, c, aspect, old.text, c.text, "evolution", cfg, "heuristic")
             decided = True
+    if decided or not ENDING.search(c.text):
+        return decided
+    speaker = person_key(c.speaker)
+    for key, ids in list(s.groups.items()):
+        for oid in list(ids) if key[0] == speaker else ():
+            old = s.by_id[oid]
+            thing = ended_in(c, old) if oid != c.id else None
+            if thing is not None:
+                _conflict(s, out, old, c, thing, thing, c.text, "evolution", cfg, "heuristic")
+                decided = True
     return decided
 
 
