@@ -8,6 +8,7 @@ every table before and after a second run.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from archivist.cli.memory import register
 from archivist.config import Settings
 from archivist.llm.base import LLMTimeout
 from archivist.model import content_hash
+from archivist.profile import GROUPS
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
@@ -360,8 +362,12 @@ def test_key_info_from_own_first_hand_claims(tmp_path: Path) -> None:
             if c.speaker == "Ana" and c.subject == "Ana" and c.source == "first_hand"
         }
         assert ana.count("first clay bowl") == 1  # said in both conversations, kept once
-        for part in ana.split(". "):
-            assert any(t.startswith(part.rstrip(".…")) for t in own), part
+        # each fact is a claim's sentence, dated, its group's first one headed by the group
+        dated = r"\s*(?:([A-Z][a-z ]+): )?(.+?) \((?:since|on) \d{4}-\d\d-\d\d\)\."
+        facts = re.findall(dated, ana)
+        assert facts and {g for g, _ in facts} <= {"", *(g.capitalize() for g in GROUPS)}
+        for _, fact in facts:
+            assert any(t.startswith(fact) for t in own), fact
         assert "Lee" not in ana
         again = assert_idempotent(m, run_key_info)
         assert again == {"persons": 3, "key_info_written": 0}

@@ -200,3 +200,35 @@ def test_the_clause_that_says_something_ended_is_marked_where_it_ends() -> None:
     assert Bygones().mark(text) == (
         f"Lucía and I split up last month {HISTORY_MARK}. It was mutual."
     )
+
+
+def test_key_info_is_the_profile_and_is_refreshed_when_a_fact_it_shows_is_replaced(
+    tmp_path: Path,
+) -> None:
+    """Key info is written from the profile (dated facts, grouped), and an add that
+    supersedes a fact it shows rewrites it at once, not a round later."""
+    settings = Settings(consolidate_mode="inline", consolidate_every=50)
+    first = make_conversation(
+        "diet", [[("Priya", "I am pescatarian these days, fish but no meat."), ("Ava", "Ok!")]]
+    )
+    with MemoryService(
+        tmp_path / "m.db",
+        settings=settings,
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(),
+    ) as mem:
+        mem.add(first)
+        mem.consolidate()
+        (priya,) = [p for p in mem.persons() if p.name == "Priya"]
+        before = mem.key_info(priya.id)
+        assert "pescatarian" in before and "(since 2023-05-08)" in before
+        later = make_conversation(
+            "diet",
+            [
+                [("Priya", "I am pescatarian these days, fish but no meat."), ("Ava", "Ok!")],
+                [("Priya", "I went fully vegan this month."), ("Ava", "Wow.")],
+            ],
+        )
+        mem.add(later)  # no round is due (consolidate_every=50): only the refresh runs
+        after = mem.key_info(priya.id)
+        assert "vegan" in after and "pescatarian" not in after

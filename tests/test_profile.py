@@ -15,7 +15,7 @@ import pytest
 
 from archivist.errors import InputError, NotFound
 from archivist.model import Claim, ClaimEvent
-from archivist.read.profile import GROUPS, Profile, claim_as_of, group_of, source_of
+from archivist.profile import GROUPS, Profile, claim_as_of, group_of, source_of
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FixedClock
 from archivist.write.attributes import attribute_of

@@ -74,6 +74,21 @@ def enqueue_round(store: Store, conversations: Sequence[str], tag: str) -> list[
     return [i for i in ids if i is not None]
 
 
+# What shows current facts as a digest, refreshed when reconciliation on write closed one.
+REFRESH = ("dossiers", "key_info")
+
+
+def enqueue_refresh(store: Store, conversations: Sequence[str], tag: str) -> list[int]:
+    """Queue rewriting the digests of ``conversations`` (dossiers, key info) now that a
+    fact they may show no longer holds; each rewrites only what changed (its hash)."""
+    ids = [
+        store.enqueue_job(kind, f"{cid}@{tag}", {"conversation": cid})
+        for cid in conversations
+        for kind in REFRESH
+    ]
+    return [i for i in ids if i is not None]
+
+
 def enqueue_extract(
     store: Store, conversation: str, size: int, not_before: float | None = None
 ) -> int | None:

@@ -29,7 +29,7 @@ from .store.sql import Filters
 
 if TYPE_CHECKING:
     from .core import Core
-    from .read.profile import Profile
+    from .profile import Profile
     from .store.base import Store
 
 
@@ -111,10 +111,10 @@ class MemoryViews:
         the person (subject) and claims mentioning an entity of that name, in
         the order they start to hold, superseded ones included. ``at``: memory
         as it stood then: claims said by ``at``, each with its status and
-        history as of ``at`` (read.profile.claim_as_of: one replaced later was
+        history as of ``at`` (profile.claim_as_of: one replaced later was
         current then), so ``claim.holds_at(at)`` is its validity then.
         """
-        from .read.profile import claim_as_of
+        from .profile import claim_as_of
 
         check_at(at)
         found: dict[int, Claim] = {}
@@ -149,10 +149,10 @@ class MemoryViews:
 
         Claims about the person (by name, across conversations; ``conversations``
         narrows them) that hold then, each with since when, who said it, its
-        evidence and the values it replaced (read/profile.py). NotFound when
+        evidence and the values it replaced (profile.py). NotFound when
         nobody of that name sent or received a message and no claim is about them.
         """
-        from .read.profile import build_profile
+        from .profile import build_profile
         from .text import person_key
         from .write.attributes import attribute_of
 

@@ -343,7 +343,7 @@ def gather(
     dossiers, briefs = _entities(store, query, convs, claims, previous, at, config)
     if _is_past(store, convs, at):  # snapshots may tell what was learned after ``at``
         persons, dossiers, briefs = [], [], []
-    past = bygones(store, convs, at)
+    past = bygones(store, convs, at, hits)
     sections = {
         "key_info": [
             Candidate("key_info", p.id, f"{p.name}: {text}")
@@ -371,17 +371,23 @@ class Bygones:
     the short values conflicts replaced ("Lyon", "operations coordinator")."""
 
     claims: tuple[Claim, ...] = ()
-    values: tuple[tuple[str, str, datetime], ...] = ()  # (old value, new value, replaced on)
+    values: tuple[tuple[str, str, datetime], ...] = ()  # (old value, new value or "" for an ending, since)
 
     def since(self, sentence: str) -> datetime | None:
         """When what the sentence states stopped holding, if it states a claim that did
         or names a replaced value; else None.
 
         A sentence saying that something ended is not marked for that alone: "I left
-        the choir, I play bass in a band now" tells what holds now.
+        the choir, I play bass in a band now" tells what holds now (``mark`` marks
+        its ending clause in place).
         """
         low = sentence.casefold()
-        ends = [when for old, new, when in self.values if old in low and new not in low]
+        own = {o.casefold() for o in ended_objects(sentence)} if self.values else set()
+        ends = [
+            when
+            for old, new, when in self.values
+            if old in low and not (new and new in low) and old not in own
+        ]
         ends += [c.valid_to for c in sentence_claims(sentence, self.claims) if c.valid_to]
         return min(ends, default=None)
 
@@ -416,10 +422,19 @@ def _mark_endings(sentence: str) -> str:
     return sentence
 
 
-def bygones(store: Store, convs: Sequence[str], at: datetime) -> Bygones:
-    """The claims of ``convs`` that no longer hold at ``at`` and the values replaced by then."""
+def bygones(
+    store: Store, convs: Sequence[str], at: datetime, hits: Sequence[Hit] = ()
+) -> Bygones:
+    """The claims of ``convs`` that no longer hold at ``at``, the values replaced by
+    then, and what the found messages say ended ("Last day at Nakamura today": a
+    thing that ended with no older claim about it to close)."""
     claims: list[Claim] = []
-    values: list[tuple[str, str, datetime]] = []
+    values: list[tuple[str, str, datetime]] = [
+        (thing.casefold(), "", h.message.timestamp)
+        for h in hits
+        if h.message.timestamp <= at
+        for thing in ended_objects(h.message.text)
+    ]
     for cid in convs:
         claims += [c for c in _facts(store.ending_claims(cid), at) if not c.holds_at(at)]
         for k in store.list_conflicts(cid):

@@ -11,7 +11,7 @@ heuristic for that item and is counted, never raised.
     scenes      episodes clustered by theme and time            (write/scenes.py)
     summaries   session summaries rolled up in levels            (write/summaries.py)
     dossiers    capped summary of each entity's current claims
-    key_info    capped summary of what each person said of themselves
+    key_info    capped digest of each person's profile: what holds for them, dated
     usefulness  was each context item shown for a turn used by the reply?
 """
 
@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..model import Claim
+from ..model import Claim, content_hash
+from ..profile import ASSISTANT_SOURCE, FIRST_HAND, GROUPS, Entry, build_profile
 from ..prompts import dossier as dossier_prompt
 from ..prompts import key_info as key_info_prompt
 from ..prompts import usefulness as usefulness_prompt
-from ..text import query_terms
+from ..text import normalised, query_terms
+from .attributes import attribute_of
 from .condense import (
     Asker,
     Counts,
@@ -33,7 +36,9 @@ from .condense import (
     claims_hash,
     llm_session,
     newest_important,
+    pack_texts,
     select_claims,
+    sentence,
     trim,
 )
 from .scenes import DEFAULT_SCENES, SceneConfig, run_scenes
@@ -109,17 +114,93 @@ def run_dossiers(core: Core, payload: dict, config: DigestConfig = DOSSIER) -> d
 
 
 def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> dict:
-    """Job handler: refresh each person's key info from what they said about themselves."""
+    """Job handler: refresh each person's key info from their profile (profile.py).
+
+    What holds for the person now, aspect by aspect (home, work, relationships,
+    ...), each fact dated; what the assistant said about them is left out, and
+    so is whatever a newer claim replaced or whose window has passed. A key info
+    is rewritten only when the facts it is made of changed (their hash), so
+    refreshing after every supersession (``reconcile_written``) costs nothing
+    when nothing it shows changed.
+    """
     states = core.store.key_info_states(payload.get("conversation"))
     if not states:
         return {"skipped": "no persons"}
-    subjects = [(pid, name, h, core.store.self_claims(ids)) for pid, name, h, ids in states]
-    counts, rows = _refresh(
-        core, subjects, (key_info_prompt, key_info_prompt.KeyInfoOut), "key_info", config
-    )
+    at = core.clock()
+    counts, rows = Counts(), []
+    with llm_session(core, counts, config.llm) as asker:
+        for pid, name, old_hash, identities in states:
+            facts = key_facts(core, identities, at)
+            new_hash = content_hash(
+                *(f"{e.claim}:{e.text}:{e.since.isoformat()}:{e.source}" for _, e in facts)
+            )
+            if new_hash == old_hash:
+                continue
+            text = ""
+            if asker.model is not None and facts:
+                wanted = {e.claim for _, e in facts}
+                claims = [c for c in core.store.self_claims(identities) if c.id in wanted]
+                text = (
+                    _digest(
+                        name,
+                        claims,
+                        key_info_prompt,
+                        key_info_prompt.KeyInfoOut,
+                        "key_info",
+                        asker,
+                        config,
+                    )
+                    if claims
+                    else ""
+                )
+            rows.append((pid, text or key_info_text(facts, config.cap), new_hash))
     if rows:
         core.store.save_key_info(rows)
     return counts.result(persons=len(states), key_info_written=len(rows))
+
+
+def key_facts(
+    core: Core, identities: Sequence[tuple[str, str]], at: datetime
+) -> list[tuple[str, Entry]]:
+    """(group, entry) of what holds for a person at ``at``, in profile group order, newest
+    first within a group: the profile of each name they go by in its conversations,
+    without what the assistant said about them (an echo is not a fact about the user)."""
+    by_name: dict[str, list[str]] = {}
+    for conv, name in identities:
+        by_name.setdefault(name, []).append(conv)
+    found: dict[str, dict[int, Entry]] = {g: {} for g in GROUPS}
+    for name, convs in by_name.items():
+        profile = build_profile(
+            core.store, name, at, read_attribute=attribute_of, conversations=convs
+        )
+        for group, entries in profile.groups:
+            for e in entries:
+                if e.source != ASSISTANT_SOURCE:
+                    found[group][e.claim] = e
+    return [
+        (g, e)
+        for g in GROUPS
+        for e in sorted(found[g].values(), key=lambda e: (e.since, e.claim), reverse=True)
+    ]
+
+
+def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
+    """The facts that fit in ``cap``, each a sentence dated in brackets ("since", or "on"
+    for an event) with who reported it when not the person, each group's first one
+    headed by the group ("Home: Zainab lives in Leyton (since 2024-06-27).")."""
+    pieces, shown, said = [], set(), set()
+    for group, e in facts:
+        body = sentence(e.text).rstrip(".!?")
+        if normalised(body) in said:  # said in two conversations: shown once
+            continue
+        said.add(normalised(body))
+        when = f"{'on' if e.kind == 'event' else 'since'} {e.since:%Y-%m-%d}"
+        who = "" if e.source == FIRST_HAND else f"; {e.source}"
+        head = f"{group.capitalize()}: " if group not in shown and group != "other" else ""
+        shown.add(group)
+        pieces.append(f"{head}{body} ({when}{who}).")
+    keep = pack_texts(pieces, cap)
+    return trim(" ".join(pieces[i] for i in sorted(keep)), cap)
 
 
 def _refresh(

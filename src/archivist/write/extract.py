@@ -11,6 +11,7 @@ calling thread alone.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -92,13 +93,19 @@ def reconcile_written(core: Core, conversations: Sequence[str]) -> None:
     judgement of new claims against current ones) run here rather than in the
     next consolidation round, which keeps the heavy jobs (people, scenes,
     summaries, dossiers, key info) and finds these claims already reconciled.
+    When a claim was superseded, the conversation's dossiers and key info are
+    queued for a refresh at once (run with the next jobs, not a round later).
     """
+    from ..jobs import enqueue_refresh
     from .reconcile import ReconcileConfig
     from .reconcile_job import reconcile_conversation
 
     config = ReconcileConfig(policy=core.settings.conflict_policy)
-    for cid in conversations:
-        reconcile_conversation(core, cid, config)
+    changed = [
+        cid for cid in conversations if reconcile_conversation(core, cid, config).get("conflicts")
+    ]
+    if changed:  # a digest may still show what was just replaced: refresh it now
+        enqueue_refresh(core.store, changed, f"changed-{time.time_ns()}")
 
 
 def _plans(

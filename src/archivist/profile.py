@@ -5,6 +5,8 @@ about them that hold at ``at`` (``Claim.holds_at``, applied to each claim as it
 stood then: ``claim_as_of``), with the values each one replaced. Grouping reads
 the attribute a claim states (the caller passes write/attributes.py's reader, a
 layer this module may not import) and, failing that, a small keyword map.
+It sits below read and write because both use it: the reads serve it, and
+key info (write/consolidate.py) is written from it.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..model import Claim, ClaimEvent, Conflict
-from ..store.sql import Filters
-from ..text import person_key
+from .model import Claim, ClaimEvent, Conflict
+from .store.sql import Filters
+from .text import person_key
 
 if TYPE_CHECKING:
-    from ..store.base import Store
+    from .store.base import Store
 
 GROUPS: tuple[str, ...] = (
     "home",
@@ -245,12 +247,16 @@ def group_of(c: Claim, attribute: str | None, read_attribute: AttributeReader | 
     return next((group for group, words in KEYWORDS if words.search(c.text)), "other")
 
 
+FIRST_HAND = "first-hand"
+ASSISTANT_SOURCE = "said by the assistant"
+
+
 def source_of(c: Claim, role: str | None) -> str:
     """Whose word an entry is: first-hand, reported by someone, or the assistant's."""
     if role == "assistant" or c.source == "assistant_suggested" or c.speaker == "assistant":
-        return "said by the assistant"
+        return ASSISTANT_SOURCE
     if person_key(c.speaker) == person_key(c.subject):
-        return "first-hand"
+        return FIRST_HAND
     return f"reported by {c.speaker}"
 
 
