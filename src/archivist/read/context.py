@@ -371,7 +371,9 @@ class Bygones:
     the short values conflicts replaced ("Lyon", "operations coordinator")."""
 
     claims: tuple[Claim, ...] = ()
-    values: tuple[tuple[str, str, datetime], ...] = ()  # (old value, new value or "" for an ending, since)
+    values: tuple[
+        tuple[str, str, datetime], ...
+    ] = ()  # (old value, new value or "" for an ending, since)
 
     def since(self, sentence: str) -> datetime | None:
         """When what the sentence states stopped holding, if it states a claim that did
@@ -422,9 +424,7 @@ def _mark_endings(sentence: str) -> str:
     return sentence
 
 
-def bygones(
-    store: Store, convs: Sequence[str], at: datetime, hits: Sequence[Hit] = ()
-) -> Bygones:
+def bygones(store: Store, convs: Sequence[str], at: datetime, hits: Sequence[Hit] = ()) -> Bygones:
     """The claims of ``convs`` that no longer hold at ``at``, the values replaced by
     then, and what the found messages say ended ("Last day at Nakamura today": a
     thing that ended with no older claim about it to close)."""
