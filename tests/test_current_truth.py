@@ -52,6 +52,9 @@ def test_a_change_cue_over_a_shared_aspect_ends_the_older_state(old, new, aspect
         ("Priya works at the bank downtown.", "Priya now walks to work since she moved.", "fact"),
         ("Priya loves her job at the bank.", "Priya is now vegan.", "fact"),
         ("Joanna dances with Andrew.", "Joanna stopped calling Andrew.", "fact"),
+        # a negated cue changes nothing; the aspect must be in the cue's own clause
+        ("Jon loves seeing his students succeed.", "Jon won't quit, his students succeed.", "fact"),
+        ("Rahul plays guitar in a band.", "Rahul left the choir, the band keeps him busy.", "fact"),
     ],
 )
 def test_additions_events_and_unrelated_news_end_nothing(old, new, old_kind) -> None:
@@ -154,6 +157,8 @@ def test_history_marks_keep_the_text_between_sentences() -> None:
         # the new side of a switch, and endings that name nothing, end nothing
         ("Switched to a Pixel 8 last week.", []),
         ("I left early, there are only two left.", []),
+        ("I won't quit the band.", []),
+        ("Last week Maria dropped off that stuff.", []),
         ("I left work early today.", []),
     ],
 )

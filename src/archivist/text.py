@@ -258,17 +258,35 @@ _ENDS_PARTY = re.compile(
 # Words before the thing that ended ("the", "managing the") and words that end it ("today").
 _OBJECT_LEAD = frozenset(
     "the a an my our his her their your at from of in on with to it them up out back as "
-    "being that this those these".split()
+    "being that this those these off by over down into".split()
 )
 _OBJECT_STOP = frozenset(
     "today yesterday tonight this last next and but so because since after before when "
     "now anymore any more for at in on to with was is are were it i we then or which who "
     "that there here finally already just early late soon again yet too work home "
-    "behind everything something anything".split()
+    "behind everything something anything stuff thing things".split()
 )
 _DETERMINERS = frozenset("the a an my our his her their your".split())
 _NOT_PARTY = frozenset({"I", "We", "My", "Me", "Our", "The", "And", "But", "So", "Update"})
 _CLAUSE_END = re.compile(r"[.,;:!?()\n\u2014]|\s-\s")
+
+
+_NEGATED_CUE = re.compile(r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+){0,2}$", re.I)
+_CLAUSE = re.compile(r"[.,;:!?()\n\u2014]|\s-\s|\b(?:and|but|so|because)\b", re.I)
+
+
+def change_clauses(text: str) -> list[str]:
+    """The clauses of ``text`` that state a change (a ``CHANGE`` cue not negated:
+    "I won't quit" and "never gave up" change nothing). What changed is named in
+    the cue's own clause: "I left the choir, I play bass now" changed the choir."""
+    out = []
+    for m in CHANGE.finditer(text):
+        if _NEGATED_CUE.search(text[: m.start()]):
+            continue
+        start = max((b.end() for b in _CLAUSE.finditer(text, 0, m.start())), default=0)
+        end = _CLAUSE.search(text, m.end())
+        out.append(text[start : end.start() if end else len(text)])
+    return out
 
 
 def ended_objects(sentence: str) -> list[str]:
@@ -287,6 +305,8 @@ def endings(sentence: str) -> list[tuple[str, int]]:
     states; the offsets let a reader mark that clause as history in place."""
     found: list[tuple[str, int]] = []
     for m in _ENDS_OBJECT.finditer(sentence):
+        if _NEGATED_CUE.search(sentence[: m.start()]):
+            continue  # "I won't quit the band"
         clause = _CLAUSE_END.split(sentence[m.end() :], maxsplit=1)[0]
         toks = clause.split()
         i = 0
@@ -304,7 +324,7 @@ def endings(sentence: str) -> list[tuple[str, int]]:
             if tok.casefold() in _OBJECT_STOP:
                 break
             phrase.append(tok.strip("'\"’"))
-        if phrase and len(" ".join(phrase)) >= 3:
+        if phrase and (len(" ".join(phrase)) >= 4 or phrase[0][:1].isupper()):
             found.append((" ".join(phrase), m.end() + len(clause.rstrip())))
     for m in _ENDS_PARTY.finditer(sentence):
         head = _CLAUSE_END.split(sentence[: m.start()])[-1]

@@ -28,9 +28,9 @@ import numpy as np
 
 from ..model import Claim, ClaimEvent, Conflict
 from ..text import (
-    CHANGE,
     ENDING,
     TOPIC_STOPWORDS,
+    change_clauses,
     ended_objects,
     person_key,
     query_terms,
@@ -272,11 +272,15 @@ def aspect_stems(c: Claim) -> set[str]:
 
     A root is a light stem's first four letters, so "smokes" and "smoking" meet.
     """
+    return _aspects(c.text, c)
+
+
+def _aspects(text: str, c: Claim) -> set[str]:
     names = {stem(w) for w in words(c.subject)}
     names |= {stem(w) for m in c.entities if m.kind == "person" for w in words(m.name)}
     return {
         s[:4]
-        for w in words(c.text)
+        for w in words(text)
         if len(w) >= 4
         and w[0].islower()  # a capitalised word is most often a name, not an aspect
         and (s := stem(w)) not in _NOT_ASPECTS
@@ -288,17 +292,21 @@ def aspect_stems(c: Claim) -> set[str]:
 def changed_aspect(new: Claim, old: Claim) -> str | None:
     """The aspect word over which ``new`` says ``old`` no longer holds, or None.
 
-    ``new`` must carry a change cue and no addition cue ("also", "another"),
+    ``new`` must carry a change cue, not negated, and no addition cue ("also"),
     ``old`` must be a state (a fact, preference or foresight: an event stays
     true as history) said before it, and the two must share an aspect word
     ("choir", "smok", "crutch"). Both are the same speaker's about the same
-    subject (the caller's grouping).
+    subject (the caller's grouping). The shared word must be in the clause of the
+    cue: "I left the choir, the band keeps me busy" changed the choir, not the band.
     """
     if old.kind not in ("fact", "preference", "foresight") or new.kind == "question":
         return None
-    if old.said_at > new.said_at or not CHANGE.search(new.text) or _ADDITION.search(new.text):
+    if old.said_at > new.said_at or _ADDITION.search(new.text):
         return None
-    shared = aspect_stems(new) & aspect_stems(old)
+    changed = change_clauses(new.text)
+    if not changed:
+        return None
+    shared = _aspects(" ".join(changed), new) & aspect_stems(old)
     if not shared:
         return None
     return min(shared, key=lambda s: (-len(s), s))
