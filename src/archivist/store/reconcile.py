@@ -69,14 +69,32 @@ class Reconciliation(Body):
     """The ReconcileStore part of the Store protocol (see the module docstring)."""
 
     def claims_to_reconcile(self, conversation: str) -> tuple[list[Claim], list[Claim]]:
-        """(claims already reconciled, claims not yet), each oldest first."""
-        rows = self._db.execute(
-            f"SELECT {CLAIM_COLS}, reconciled FROM claims WHERE conversation = ? "
-            "ORDER BY said_epoch, id",
-            (conversation,),
-        ).fetchall()
-        done = [row_to_claim(r[:-1]) for r in rows if r[-1]]
-        todo = [row_to_claim(r[:-1]) for r in rows if not r[-1]]
+        """(claims already reconciled, claims not yet), each oldest first.
+
+        Only the reconciled claims of the pending claims' speakers are read: a
+        claim is only ever compared with the same speaker's (write/reconcile.py),
+        and an add to a long conversation should not read all of it back.
+        """
+        todo = [
+            row_to_claim(r)
+            for r in self._db.execute(
+                f"SELECT {CLAIM_COLS} FROM claims WHERE conversation = ? AND reconciled = 0 "
+                "ORDER BY said_epoch, id",
+                (conversation,),
+            ).fetchall()
+        ]
+        if not todo:
+            return [], []
+        speakers = sorted({q.person_key(c.speaker) for c in todo})
+        marks = ", ".join("?" for _ in speakers)
+        done = [
+            row_to_claim(r)
+            for r in self._db.execute(
+                f"SELECT {CLAIM_COLS} FROM claims WHERE conversation = ? AND reconciled <> 0 "
+                f"AND speaker_key IN ({marks}) ORDER BY said_epoch, id",
+                (conversation, *speakers),
+            ).fetchall()
+        ]
         return done, todo
 
     def claim_vectors(self, model: str, ids: Iterable[int]) -> dict[int, np.ndarray]:

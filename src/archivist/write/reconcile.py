@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -105,6 +106,16 @@ class ClaimOutcome:
     )
 
 
+# Reconciling on write reads a conversation's claims back for every add; what their
+# words and attributes are never changes, so a process reads each claim once.
+_attribute = lru_cache(maxsize=1 << 16)(attribute_of)
+
+
+@lru_cache(maxsize=1 << 16)
+def _terms(text: str) -> tuple[str, ...]:
+    return tuple(query_terms(text))
+
+
 class _State:
     """Current claims by (speaker, subject), their words and attributes, as decisions land.
 
@@ -124,10 +135,10 @@ class _State:
         self.attrs: dict[int, AttributeValue | None] = {}
         self.holder: dict[int, str] = {}
         for c in claims:
-            self.words[c.id] = set(query_terms(c.text))
-            found, holder = attribute_of(c.text, c.subject), c.subject
+            self.words[c.id] = set(_terms(c.text))
+            found, holder = _attribute(c.text, c.subject), c.subject
             if found is None and person_key(c.speaker) != person_key(c.subject):
-                found, holder = attribute_of(c.text, c.speaker), c.speaker
+                found, holder = _attribute(c.text, c.speaker), c.speaker
             self.attrs[c.id] = found
             self.holder[c.id] = holder if found is not None else c.subject
 
