@@ -325,6 +325,63 @@ def test_real_local_model_extracts_a_conversation(tmp_path: Path) -> None:
         assert summary["model"] == llm.name
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(_local_model_ready()), reason=_local_model_ready() or "ready")
+def test_served_local_model_runs_a_state_scenario_through_the_openai_client(
+    tmp_path: Path,
+) -> None:
+    """The path a user with a hosted model takes: the model served on loopback
+    (archivist.llm.local_server), reached by the official ``openai`` client
+    (ARCHIVIST_LLM=openai), extracting, reconciling, consolidating and answering
+    one state scenario of the bundled suite. The model is small and imperfect, so
+    this checks that every step finishes and the figures are computed, not that
+    the answers are right (``archivist bench state`` reports those)."""
+    import subprocess
+    import urllib.request
+
+    from archivist.bench.state import DEFAULT_SUITE, load_suite, run_state
+    from archivist.config import Settings
+    from archivist.testing import FakeEmbedder
+
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "archivist.llm.local_server", LOCAL_GGUF, "--port", str(port)]
+        + (["--threads", str(LOCAL_THREADS)] if LOCAL_THREADS else []),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        assert "serving" in server.stdout.readline()  # printed once the model is loaded
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=30) as r:
+            assert r.status == 200
+        settings = Settings(
+            llm="openai",
+            llm_model="qwen",
+            llm_base_url=f"http://127.0.0.1:{port}/v1",
+            llm_api_key="none",
+            llm_timeout=600,
+        )
+        (scenario,) = [s for s in load_suite(DEFAULT_SUITE) if s.id == "diet-priya"]
+        result = run_state([scenario], settings=settings, embedder=FakeEmbedder())
+        print(f"\n{result['llm_model']}: {result['overall']} in {result['seconds']} s")
+        print(f"job errors: {result['job_errors']}")
+        assert result["llm"] and result["llm_model"].startswith("openai:")
+        assert result["probes"] == len(scenario.probes)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def test_registry_builds_the_local_model_from_settings(tmp_path: Path) -> None:
     from importlib.util import find_spec
 

@@ -35,6 +35,7 @@ from .extractive import (
     shape_of,
     someone_elses,
 )
+from .links import as_known_by
 from .query import asks_when, names_in
 from .recall import search_memory
 from .search import SearchTrace, get_preset
@@ -530,7 +531,7 @@ def _extractive(core: Core, question: str, ev: Evidence, at: datetime | None) ->
         if key not in seen:
             seen.add(key)
             hits.append(h)
-    claims = core.store.claims_for_message_ids(seen)
+    claims = as_known_by(core.store, core.store.claims_for_message_ids(seen), at)
     return extractive_answer(
         question,
         hits,

@@ -28,6 +28,7 @@ from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
 from ..text import ended_objects, endings, person_key, query_terms
 from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
+from .links import as_known, as_known_by
 from .recall import search_memory
 
 if TYPE_CHECKING:
@@ -436,11 +437,18 @@ def bygones(store: Store, convs: Sequence[str], at: datetime, hits: Sequence[Hit
         for thing in ended_objects(h.message.text)
     ]
     for cid in convs:
-        claims += [c for c in _facts(store.ending_claims(cid), at) if not c.holds_at(at)]
-        for k in store.list_conflicts(cid):
+        ending = as_known(store, store.ending_claims(cid), at)
+        claims += [c for c in _facts(ending, at) if not c.holds_at(at)]
+        conflicts = store.list_conflicts(cid)
+        # known by ``at`` only if the newer claim was said by then (its start may be earlier)
+        said = {
+            c.id: c.said_at for c in store.claims_by_id({k.new_claim for k in conflicts}).values()
+        }
+        for k in conflicts:
             old, new = k.old_value.casefold().strip(), k.new_value.casefold().strip()
             ended = old in {o.casefold() for o in ended_objects(k.new_value)}
-            if k.new_time <= at and old and len(old.split()) <= 4 and (ended or old not in new):
+            known = k.new_time <= at and said.get(k.new_claim, k.new_time) <= at
+            if known and old and len(old.split()) <= 4 and (ended or old not in new):
                 values.append((old, new, k.new_time))
                 first = k.old_value.split()[0]
                 if len(old.split()) > 1 and first[:1].isupper() and len(first) >= 4:
@@ -634,7 +642,7 @@ def _claims(
             skippable=True,
             body=c.text,
         )
-        for c in found.values()
+        for c in as_known(store, found.values(), at)
         if c.holds_at(at) and c.status != "duplicate"  # its older original says it
     ]
 
@@ -718,7 +726,7 @@ def _messages(
         tail = sorted(tail, key=lambda m: m.seq)[-config.recent_messages :]
         msgs |= {(m.conversation, m.id): m for m in tail}
         last = {(m.conversation, m.id) for m in tail[-config.keep_last :]}
-    said = store.claims_for_message_ids(msgs)
+    said = as_known_by(store, store.claims_for_message_ids(msgs), at)
     ended = {key: no_longer_holds(said.get(key, ()), at) for key in msgs}
     return [
         Candidate(

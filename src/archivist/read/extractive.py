@@ -70,6 +70,10 @@ _PAST = re.compile(
     re.I,
 )
 _BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
+_RESTRICTION = re.compile(
+    r"\b(allerg(?:ic|y|ies)|intoleran(?:t|ce)|avoid(?:s|ing)?|banned|forbidden|off-limits)\b",
+    re.I,
+)
 _FORMER = re.compile(r"\b(?:old|former|previous|ex)[\s-]+([\w'-]+)", re.I)
 _INSTEAD_WORD = re.compile(r"\binstead\b", re.I)
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
@@ -324,10 +328,40 @@ def format_when(when: datetime, granularity: str = "day") -> str:
     return f"{when.day} {when:%B} {when.year}"
 
 
+_TOKEN = re.compile(r"[\w'’-]+")
+_TRAILING_CUE = re.compile(r"any\s*more|any\s+longer", re.I)
+
+
+def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
+    """Whether a cue bears on what the question asks: shortly before an asked word ("no
+    fish", "quit smoking", "given up the choir") or, for "anymore", just after it. A
+    sentence with no asked word in it is all about it ("Nope, never.")."""
+    found = list(cue.finditer(text))
+    if not found:
+        return False
+    tokens = list(_TOKEN.finditer(text))
+    asked = [i for i, t in enumerate(tokens) if stem(t.group(0).lower()) in wanted]
+    if not asked:
+        return True
+    for m in found:
+        i = sum(1 for t in tokens if t.start() < m.start())  # the cue's first token
+        after = 2 if _TRAILING_CUE.fullmatch(m.group(0)) else 0
+        if any(a - 4 <= i <= a + after for a in asked):
+            return True
+    return False
+
+
 def denies(text: str, wanted: Sequence[str] = ()) -> bool:
-    """Whether a sentence says something does not (or no longer) hold: a negation,
-    an ending, or what the question asks about called old ("gave the old iPhone")."""
-    if NEGATION.search(text) or ENDING.search(text) or _INSTEAD_WORD.search(text):
+    """Whether a sentence says something does not (or no longer) hold: a negation or
+    an ending bearing on what is asked ("fish but no meat" denies no fish), what
+    the question asks about called old ("gave the old iPhone"), or
+    a restriction the question does not itself ask about ("I'm lactose intolerant"
+    answers "Can Bao have dairy?" with no, "Is Bao lactose intolerant?" with yes)."""
+    if _scoped(text, NEGATION, wanted) or _scoped(text, ENDING, wanted):
+        return True
+    if _INSTEAD_WORD.search(text):
+        return True
+    if any(stem(m.group(1)) not in wanted for m in _RESTRICTION.finditer(text)):
         return True
     return any(stem(m.group(1)) in wanted for m in _FORMER.finditer(text))
 

@@ -25,17 +25,20 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from ..model import Entity
+from ..model import Claim, Entity
 from ..store.base import Store
 from ..store.sql import Filters
 from ..text import STOPWORDS
 from ..text import match_words as words
+
+K = TypeVar("K")
 
 if TYPE_CHECKING:
     from .search_config import SearchConfig
@@ -218,8 +221,37 @@ def open_claims(store: Store, ids: Iterable[int], at: datetime | None) -> set[in
     ids = set(ids)
     if at is None:
         return ids
-    known = store.claims_by_id(ids)
+    known = {c.id: c for c in as_known(store, store.claims_by_id(ids).values(), at)}
     return {c for c in ids if c in known and known[c].holds_at(at)}
+
+
+def as_known(store: Store, claims: Iterable[Claim], at: datetime | None) -> list[Claim]:
+    """``claims`` as memory knew them at ``at``: one superseded by a claim said after
+    ``at`` was still current then (its close date, the newer value's start, may lie
+    before ``at``: "I went vegan this month" said on the 20th closes pescatarian on
+    the 1st, yet on the 10th memory knew only pescatarian). As ``profile.claim_as_of``
+    does with a claim's history, here from the replacing claims' said times."""
+    claims = list(claims)
+    if at is None:
+        return claims
+    later = {c.replaced_by for c in claims if c.status == "superseded" and c.replaced_by}
+    if not later:
+        return claims
+    by = store.claims_by_id(later)
+    return [
+        replace(c, status="current", replaced_by=None, valid_to=None)
+        if c.status == "superseded" and (r := by.get(c.replaced_by)) and r.said_at > at
+        else c
+        for c in claims
+    ]
+
+
+def as_known_by(
+    store: Store, found: Mapping[K, Sequence[Claim]], at: datetime | None
+) -> dict[K, list[Claim]]:
+    """``as_known`` over claims grouped by a key (a message), in one read."""
+    known = {c.id: c for c in as_known(store, [c for cs in found.values() for c in cs], at)}
+    return {k: [known.get(c.id, c) for c in cs] for k, cs in found.items()}
 
 
 def _closeness(

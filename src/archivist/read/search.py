@@ -21,7 +21,7 @@ from ..store.sql import Filters
 from ..text import person_key
 from ..timeground import find_times
 from .fusion import rrf
-from .links import LINK_RANKERS, link_rankings, open_claims, vote
+from .links import LINK_RANKERS, as_known_by, link_rankings, open_claims, vote
 from .query import asks_when, names_in
 from .rerank import RerankConfig, features, rerank
 from .route import Route
@@ -303,7 +303,7 @@ def _as_of(
         return scores
     depth = max(k * 2, config.rerank.depth if config.rerank else 0, config.expand_top)
     head = [r for r, _ in top_items(scores, depth)]
-    claims = store.claims_for_messages(head)
+    claims = as_known_by(store, store.claims_for_messages(head), at)
     if stale_on:
         stale = {r for r in head if claims.get(r) and not any(c.holds_at(at) for c in claims[r])}
         w = config.stale_weight  # 0 leaves them out, even when nothing else matches
