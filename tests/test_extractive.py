@@ -72,7 +72,7 @@ def test_a_negation_denies_what_it_bears_on(sentence: str, asked: str, denied: b
 
 
 def test_a_change_said_later_does_not_reach_back(memory: MemoryService) -> None:
-    """"I went vegan this month", said in the third week, starts on the 1st; on the
+    """ "I went vegan this month", said in the third week, starts on the 1st; on the
     16th memory knew only the pescatarian diet, and answers and context say so."""
     then = T0 + timedelta(days=8)
     got = memory.ask("Is Priya pescatarian?", person="Priya", at=then)
