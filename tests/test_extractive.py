@@ -65,6 +65,7 @@ def test_what_denies_a_yes_no_question(sentence: str, asked: str, denied: bool) 
         ("I don't eat fish.", "eat fish", True),
         ("Fish? Not anymore.", "fish", True),
         ("Nope, never.", "fish", True),  # no asked word: the whole sentence answers
+        ("Boot's off, crutches handed back to the hospital.", "crutches", True),
     ],
 )
 def test_a_negation_denies_what_it_bears_on(sentence: str, asked: str, denied: bool) -> None:

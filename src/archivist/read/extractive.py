@@ -329,12 +329,16 @@ def format_when(when: datetime, granularity: str = "day") -> str:
 
 
 _TOKEN = re.compile(r"[\w'’-]+")
-_TRAILING_CUE = re.compile(r"any\s*more|any\s+longer", re.I)
+# cues that follow what they end: "fish anymore", "crutches handed back"
+_TRAILING_CUE = re.compile(
+    r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with", re.I
+)
 
 
 def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
     """Whether a cue bears on what the question asks: shortly before an asked word ("no
-    fish", "quit smoking", "given up the choir") or, for "anymore", just after it. A
+    fish", "quit smoking", "given up the choir") or, for "anymore" and "handed back",
+    just after it. A
     sentence with no asked word in it is all about it ("Nope, never.")."""
     found = list(cue.finditer(text))
     if not found:
