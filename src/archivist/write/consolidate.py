@@ -138,8 +138,8 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
                 continue
             text = ""
             if asker.model is not None and facts:
-                wanted = {e.claim for _, e in facts}
-                claims = [c for c in core.store.self_claims(identities) if c.id in wanted]
+                found = core.store.claims_by_id(e.claim for _, e in facts)
+                claims = sorted(found.values(), key=lambda c: (c.said_at, c.id or 0))
                 text = (
                     _digest(
                         name,
