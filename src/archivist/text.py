@@ -272,7 +272,8 @@ _CLAUSE_END = re.compile(r"[.,;:!?()\n\u2014]|\s-\s")
 
 
 _NEGATED_CUE = re.compile(r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+){0,2}$", re.I)
-_CLAUSE = re.compile(r"[.,;:!?()\n\u2014]|\s-\s|\b(?:and|but|so|because)\b", re.I)
+# a clause ends where punctuation does, or at a conjunction
+_CLAUSE = re.compile(_CLAUSE_END.pattern + r"|\b(?:and|but|so|because)\b", re.I)
 
 
 def change_clauses(text: str) -> list[str]:

@@ -58,9 +58,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.model.is_file():
         parser.exit(1, f"error: no GGUF file at {args.model}\n")
     started = time.monotonic()
-    server = start(
-        args.model, port=args.port, threads=args.threads, context=args.context, api_key=args.api_key
-    )
+    try:
+        server = start(
+            args.model,
+            port=args.port,
+            threads=args.threads,
+            context=args.context,
+            api_key=args.api_key,
+        )
+    except Exception as e:  # noqa: BLE001 - xllamacpp missing, a bad file, a port in use: one line
+        parser.exit(1, f"error: could not serve {args.model}: {e}\n")
     print(
         f"serving {args.model.name} at http://127.0.0.1:{args.port}/v1 "
         f"(loaded in {time.monotonic() - started:.1f} s); Ctrl-C stops",

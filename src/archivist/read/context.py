@@ -376,16 +376,16 @@ class Bygones:
         tuple[str, str, datetime], ...
     ] = ()  # (old value, new value or "" for an ending, since)
 
-    def since(self, sentence: str) -> datetime | None:
+    def since(self, sentence: str, own: Iterable[str] = ()) -> datetime | None:
         """When what the sentence states stopped holding, if it states a claim that did
         or names a replaced value; else None.
 
-        A sentence saying that something ended is not marked for that alone: "I left
-        the choir, I play bass in a band now" tells what holds now (``mark`` marks
-        its ending clause in place).
+        A sentence saying that something ended (``own``: what it says ended) is not
+        marked for that alone: "I left the choir, I play bass in a band now" tells
+        what holds now (``mark`` marks its ending clause in place).
         """
         low = sentence.casefold()
-        own = {o.casefold() for o in ended_objects(sentence)} if self.values else set()
+        own = {o.casefold() for o in own}
         ends = [
             when
             for old, new, when in self.values
@@ -404,23 +404,27 @@ class Bygones:
         parts = re.split(f"({SENTENCE_BREAK.pattern})", text)
         for i in range(0, len(parts), 2):
             part = parts[i]
-            since = self.since(part) if self.claims or self.values else None
+            ended = endings(part)  # read once: what the sentence says ended, and where
+            since = (
+                self.since(part, (thing for thing, _ in ended))
+                if self.claims or self.values
+                else None
+            )
             if since is not None:
                 parts[i] = history_line(part.rstrip(), since)
+            elif _REPLACED.search(part):  # "instead of the ThinkPad": marked inside
+                parts[i] = _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
             else:
-                parts[i] = _mark_endings(
-                    _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
-                )
+                parts[i] = _mark_endings(part, ended)
         return "".join(parts)
 
 
-def _mark_endings(sentence: str) -> str:
+def _mark_endings(sentence: str, ended: Sequence[tuple[str, int]]) -> str:
     """``sentence`` with each clause that says something ended ("Lucía and I split
-    up", "Cancelled PureGym") marked as history where it ends: what it names is
-    over, whatever else the sentence says may hold ("…, I play bass in a band now")."""
-    if HISTORY_MARK in sentence:
-        return sentence
-    for end in sorted({end for _, end in endings(sentence)}, reverse=True):
+    up", "Cancelled PureGym"; ``ended``: ``text.endings`` of it) marked as history
+    where it ends: what it names is over, whatever else the sentence says may hold
+    ("…, I play bass in a band now")."""
+    for end in sorted({end for _, end in ended}, reverse=True):
         sentence = f"{sentence[:end]} {HISTORY_MARK}{sentence[end:]}"
     return sentence
 

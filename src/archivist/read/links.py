@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from ..model import Claim, Entity
+from ..profile import claim_as_of
 from ..store.base import Store
 from ..store.sql import Filters
 from ..text import STOPWORDS
@@ -226,24 +226,19 @@ def open_claims(store: Store, ids: Iterable[int], at: datetime | None) -> set[in
 
 
 def as_known(store: Store, claims: Iterable[Claim], at: datetime | None) -> list[Claim]:
-    """``claims`` as memory knew them at ``at``: one superseded by a claim said after
-    ``at`` was still current then (its close date, the newer value's start, may lie
-    before ``at``: "I went vegan this month" said on the 20th closes pescatarian on
-    the 1st, yet on the 10th memory knew only pescatarian). As ``profile.claim_as_of``
-    does with a claim's history, here from the replacing claims' said times."""
+    """``claims`` as memory knew them at ``at`` (``profile.claim_as_of``, the one rule):
+    one superseded by a claim said after ``at`` was still current then, though its
+    close date, the newer value's start, may lie before ``at`` ("I went vegan this
+    month" said on the 20th closes pescatarian on the 1st, yet on the 10th memory
+    knew only pescatarian)."""
     claims = list(claims)
     if at is None:
         return claims
-    later = {c.replaced_by for c in claims if c.status == "superseded" and c.replaced_by}
-    if not later:
+    replaced = [c.id for c in claims if c.status != "current" and c.replaced_by is not None]
+    if not replaced:
         return claims
-    by = store.claims_by_id(later)
-    return [
-        replace(c, status="current", replaced_by=None, valid_to=None)
-        if c.status == "superseded" and (r := by.get(c.replaced_by)) and r.said_at > at
-        else c
-        for c in claims
-    ]
+    histories = store.claim_histories(replaced)
+    return [claim_as_of(c, histories.get(c.id, ()), at)[0] for c in claims]
 
 
 def as_known_by(

@@ -188,7 +188,7 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
     """The facts that fit in ``cap``, each a sentence dated in brackets ("since", or "on"
     for an event) with who reported it when not the person, each group's first one
     headed by the group ("Home: Zainab lives in Leyton (since 2024-06-27).")."""
-    pieces, shown, said = [], set(), set()
+    heads, pieces, said = [], [], set()
     for group, e in facts:
         body = sentence(e.text).rstrip(".!?")
         if normalised(body) in said:  # said in two conversations: shown once
@@ -196,11 +196,16 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
         said.add(normalised(body))
         when = f"{'on' if e.kind == 'event' else 'since'} {e.since:%Y-%m-%d}"
         who = "" if e.source == FIRST_HAND else f"; {e.source}"
-        head = f"{group.capitalize()}: " if group not in shown and group != "other" else ""
-        shown.add(group)
-        pieces.append(f"{head}{body} ({when}{who}).")
-    keep = pack_texts(pieces, cap)
-    return trim(" ".join(pieces[i] for i in sorted(keep)), cap)
+        heads.append("" if group == "other" else f"{group.capitalize()}: ")
+        pieces.append(f"{body} ({when}{who}).")
+    # packed as if each had its head, so the heads of the kept ones always fit
+    keep = sorted(pack_texts([h + p for h, p in zip(heads, pieces, strict=True)], cap))
+    shown: set[str] = set()
+    out = []
+    for i in keep:
+        out.append(pieces[i] if heads[i] in shown else heads[i] + pieces[i])
+        shown.add(heads[i])
+    return trim(" ".join(out), cap)
 
 
 def _refresh(
