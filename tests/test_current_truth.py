@@ -237,3 +237,46 @@ def test_key_info_is_the_profile_and_is_refreshed_when_a_fact_it_shows_is_replac
         mem.add(later)  # no round is due (consolidate_every=50): only the refresh runs
         after = mem.key_info(priya.id)
         assert "vegan" in after and "pescatarian" not in after
+
+
+def test_a_window_in_key_info_is_dated_and_read_as_history_once_it_has_passed(
+    tmp_path: Path,
+) -> None:
+    """ "Here until Friday" is a foresight: key info written while it holds says until
+    when, and a context read after that day marks it history (the snapshot is not
+    rewritten when a window passes)."""
+    from archivist.testing import FixedClock
+
+    said = datetime(2024, 9, 16, 9, tzinfo=UTC)  # a Monday
+    trip = make_conversation(
+        "trip",
+        [
+            [
+                ("Ana", "Landed in Lisbon for the conference! I'm here until Friday."),
+                ("Lee", "Enjoy"),
+            ]
+        ],
+        start=said,
+    )
+    with MemoryService(
+        tmp_path / "m.db",
+        settings=Settings(consolidate_mode="inline"),
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(),
+        clock=FixedClock(said + timedelta(hours=2)),
+    ) as mem:
+        mem.add(trip)
+        mem.consolidate()
+        (ana,) = [p for p in mem.persons() if p.name == "Ana"]
+        assert "(since 2024-09-16 until 2024-09-20)" in mem.key_info(ana.id)
+        assert "Landed in Lisbon for the conference (on 2024-09-16)" in mem.key_info(ana.id)
+        during = mem.context("Where is Ana?", person="Ana", at=said + timedelta(days=2))
+        after = mem.context("Where is Ana?", person="Ana", at=said + timedelta(days=8))
+    key = [line for line in during.text.splitlines() if "until 2024-09-20" in line]
+    assert key and HISTORY_MARK not in key[0]
+    key = [line for line in after.text.splitlines() if "until 2024-09-20" in line]
+    assert key and HISTORY_MARK in key[0]
+    # the dated snapshot alone says so, whatever claims the reader finds
+    line = "Ana is at her parents' (since 2024-09-16 until 2024-09-20)."
+    assert HISTORY_MARK in Bygones(at=said + timedelta(days=8)).mark(line)
+    assert HISTORY_MARK not in Bygones(at=said + timedelta(days=4)).mark(line)

@@ -41,6 +41,14 @@ def test_travelling_next_month_holds_for_june() -> None:
     assert ground("We're travelling to Japan next month", AT) == (day(2023, 6, 1), day(2023, 7, 1))
 
 
+def test_until_a_weekday_holds_from_when_said_through_that_day() -> None:
+    # said on Monday 8 May: Friday is the 12th, the window closes at the 13th's start
+    assert ground("I'm here until Friday, flying back Saturday", AT) == (AT, day(2023, 5, 13))
+    assert ground("Staying at my parents' till March", AT) == (AT, day(2024, 4, 1))
+    assert only("off work since Monday").start == day(2023, 5, 8)
+    assert only("on nights from Monday").start == day(2023, 5, 15)
+
+
 def test_no_time_expression_grounds_to_nothing() -> None:
     assert ground("I love hiking in the mountains", AT) == (None, None)
     assert find_times("I may go hiking, who knows", AT) == []

@@ -13,7 +13,9 @@ Conventions, kept simple on purpose:
   holding that day; "next weekend" is the one after "this weekend";
 - "last <weekday>" (also "last Fri") is the most recent one strictly before ``at``'s date, "next
   <weekday>" the first strictly after, "on <weekday>" follows the tense
-  (future → next, past → last, present → the one in ``at``'s week);
+  (future → next, past → last, present → the one in ``at``'s week); "until/by/
+  before <weekday>" is ``at``'s day or the next such day, "from/after" the next
+  strictly after, "since" ``at``'s day or the latest before;
 - seasons are northern-hemisphere meteorological: spring = Mar–May, summer =
   Jun–Aug, autumn = Sep–Nov, winter = Dec–Feb; "last summer" is the latest
   one that ended before ``at``;
@@ -188,16 +190,20 @@ def _weekday(name: str) -> int:
 
 
 def _h_weekday(m: re.Match, at: datetime, text: str) -> TimeRef:
-    """last/next/this/on <weekday>."""
+    """last/next/this/on <weekday>, and until/by/from/since <weekday>."""
     which, target, d = " ".join(m[1].lower().split()), _weekday(m[2]), at.date()
     if which == "on":
         which = {"future": "next", "past": "last"}.get(tense(text), "this")
     if which in ("last", "this past"):
         back = (d.weekday() - target) % 7 or 7
         return _days(m[0], d - timedelta(days=back), 1, at.tzinfo)
-    if which in ("next", "this coming"):
+    if which in ("next", "this coming", "from", "after"):
         ahead = (target - d.weekday()) % 7 or 7
         return _days(m[0], d + timedelta(days=ahead), 1, at.tzinfo)
+    if which in ("until", "till", "by", "before"):  # "here until Friday": today or ahead
+        return _days(m[0], d + timedelta(days=(target - d.weekday()) % 7), 1, at.tzinfo)
+    if which == "since":  # "off work since Monday": today or before
+        return _days(m[0], d - timedelta(days=(d.weekday() - target) % 7), 1, at.tzinfo)
     return _days(m[0], d + timedelta(days=target - d.weekday()), 1, at.tzinfo)
 
 
@@ -284,6 +290,8 @@ def _h_month_alone(m: re.Match, at: datetime, text: str) -> TimeRef:
         year -= month >= at.month
     elif which == "next":
         year += month <= at.month
+    elif which in ("until", "till", "by") and tense(text) != "past":
+        year += month < at.month  # "staying at my parents' till March", said in September
     elif month > at.month and tense(text) == "past":
         year -= 1
     elif month < at.month and tense(text) == "future":
@@ -314,7 +322,11 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
     (r"\btomorrow\b", _h_offset_day(1)),
     (r"\b(last|this|next)\s+(week|weekend|month|year)\b", _h_relative_period),
     (r"\b(this\s+past)\s+(weekend)\b", _h_relative_period),
-    (rf"\b(last|next|this|this\s+past|this\s+coming|on)\s+{_WD}\b(?!s)", _h_weekday),
+    (
+        rf"\b(last|next|this|this\s+past|this\s+coming|on|until|till|by|before|from|after|since)"
+        rf"\s+{_WD}\b(?!s)",
+        _h_weekday,
+    ),
     (rf"\b({_NUM})\s+{_UNIT}\s+ago\b", _h_count(-1)),
     (rf"\bin\s+({_NUM})\s+{_UNIT}\b", _h_count(1)),
     (rf"\b({_NUM})\s+weekends?\s+ago\b", _h_weekends_ago),
@@ -330,7 +342,7 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
     ),
     (rf"\b({_MONTH_ANY})\.?,?\s+(\d{{4}})\b", _h_month_year),
     (
-        rf"\b(in|during|since|until|by|last|next|this|early|late|mid|of)\s+({_MONTH_FULL})\b"
+        rf"\b(in|during|since|until|till|by|last|next|this|early|late|mid|of)\s+({_MONTH_FULL})\b"
         r"(?!\s*\d)",
         _h_month_alone,
     ),
@@ -415,13 +427,16 @@ def is_forward_duration(text: str) -> bool:
     return any(not backward for _, backward in _durations(text))
 
 
+_UNTIL_WORDS = ("until", "till")
+
+
 def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
     """(valid_from, valid_to) of a claim said at ``at``; (None, None) without a time expression.
 
     A forward duration runs from the first time expression (or ``at``) for its
     length; a backward one ("have been married for 5 years") started that long
-    before ``at`` and is still open; "since <time>" is open-ended; otherwise
-    the first time expression's span.
+    before ``at`` and is still open; "since <time>" is open-ended; "until <time>"
+    holds from ``at`` to that time's end; otherwise the first time expression's span.
     """
     found = _found(text, at)
     spans = _durations(text) if date_in_range(at) else []
@@ -436,4 +451,9 @@ def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
     pos, ref = found[0]
     if ref.text.lower().startswith("since") or re.search(r"\bsince\s*$", text[:pos], re.I):
         return ref.start, None
+    head = ref.text.lower().split()[0]
+    if head in _UNTIL_WORDS or re.search(
+        r"\b(?:until|till|through)\s+(?:the\s+end\s+of\s+)?$", text[:pos], re.I
+    ):
+        return min(at, ref.start), ref.end  # "here until Friday": from now to Friday's end
     return ref.start, ref.end

@@ -39,6 +39,7 @@ from .links import as_known_by
 from .query import asks_when, names_in
 from .recall import search_memory
 from .search import SearchTrace, get_preset
+from .subject import clause_subject, kin_names, mentions_kin
 
 # Speaker verification: the best evidence owned by someone else must cover at least
 # OTHER_COVERAGE of the (IDF-weighted) content words, and the named person's best
@@ -151,18 +152,53 @@ _FIRST = frozenset("i me my mine myself i'm i've i'd i'll we us our ours we're w
 _SECOND = frozenset("you your yours yourself you're you've you'd you'll".split())
 
 
-def sentence_owner(sentence: str, speaker: str, addressees: Sequence[str], people: Sequence[str]):
-    """Whose a sentence is: "I/my" → the speaker, "you/your" → the one addressee, a named
-    person, else nobody (None: "That race sounds great!" could be about anyone)."""
+def sentence_owner(
+    sentence: str,
+    speaker: str,
+    addressees: Sequence[str],
+    people: Sequence[str],
+    *,
+    kin: Mapping[tuple[str, str], str] | None = None,
+    by_kin: bool = True,
+) -> str | None:
+    """Whose a sentence is: see owner_and_subject."""
+    return owner_and_subject(sentence, speaker, addressees, people, kin=kin, by_kin=by_kin)[0]
+
+
+def owner_and_subject(
+    sentence: str,
+    speaker: str,
+    addressees: Sequence[str],
+    people: Sequence[str],
+    *,
+    kin: Mapping[tuple[str, str], str] | None = None,
+    by_kin: bool = True,
+) -> tuple[str | None, bool]:
+    """Whose a sentence is, and whether its subject said so (read/subject.py).
+
+    Failing a subject: "I/my" anywhere → the speaker, "you/your" → the one
+    addressee, a named person, else nobody (None: "That race sounds great!"
+    could be about anyone).
+    """
+    said = _said_to(sentence)
+    known = [*people, *(kin or {}).values()]
+    subject = clause_subject(said, speaker, known, kin, by_kin=by_kin)
+    if subject is not None:
+        return subject, True
     low = {fold(w) for w in words(sentence)}
     if low & _FIRST:
-        return speaker
+        return speaker, False
     if low & _SECOND:
-        return addressees[0] if len(addressees) == 1 else None
-    for vocative in _VOCATIVE:
-        sentence = vocative.sub(" ", sentence)
-    named = [p for p in names_in(sentence, people) if p != speaker]
-    return named[0] if len(named) == 1 else None
+        return (addressees[0] if len(addressees) == 1 else None), False
+    named = [p for p in names_in(said, people) if p != speaker]
+    return (named[0] if len(named) == 1 else None), False
+
+
+def evidence_kin(hits: Sequence[Hit]) -> dict[tuple[str, str], str]:
+    """The relatives the evidence names ("my mum Halina"), for "Mum had a fall"."""
+    return kin_names(
+        (h.message.speaker, s) for h in hits for s in SENTENCE_BREAK.split(h.message.indexed_text())
+    )
 
 
 def _said_to(sentence: str) -> str:
@@ -172,15 +208,20 @@ def _said_to(sentence: str) -> str:
     return sentence
 
 
-def evidence_units(hits: Sequence[Hit], people: Sequence[str]) -> list[Unit]:
+def evidence_units(
+    hits: Sequence[Hit], people: Sequence[str], *, by_kin: bool = True
+) -> list[Unit]:
     """Every hit's sentences and claims as units, each owned by a person (or nobody)."""
     known = {p.casefold(): p for p in people}
+    kin = evidence_kin(hits)
     units = []
     for rank, h in enumerate(hits):
         m = h.message
         for sentence in SENTENCE_BREAK.split(m.indexed_text()):
             if sentence.strip():
-                owner = sentence_owner(sentence, m.speaker, m.addressees, people)
+                owner = sentence_owner(
+                    sentence, m.speaker, m.addressees, people, kin=kin, by_kin=by_kin
+                )
                 if owner is None and sentence.lstrip().startswith("[image"):
                     owner = m.speaker  # a photo someone shares is usually of their own life
                 units.append(Unit(sentence.strip(), owner, h, rank))
@@ -282,7 +323,8 @@ def extractive_answer(
     if person and person.casefold() not in {n.casefold() for n in names}:
         names = [*names, person]
     if verify:
-        wrong = verify_speaker(question, evidence_units(hits, people), names, weights)
+        units = evidence_units(hits, people, by_kin=not mentions_kin(question))
+        wrong = verify_speaker(question, units, names, weights)
         if wrong is not None:
             return replace(wrong, context_tokens=_tokens(hits[:k]))
     top = list(hits[:k])
@@ -290,7 +332,10 @@ def extractive_answer(
     if not top:
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
     at = at or max(h.message.timestamp for h in top)
-    owner = lambda text, m: sentence_owner(text, m.speaker, m.addressees, people)  # noqa: E731
+    kin, by_kin = evidence_kin(top), not mentions_kin(question)
+    owner = lambda text, m: owner_and_subject(  # noqa: E731
+        text, m.speaker, m.addressees, people, kin=kin, by_kin=by_kin
+    )
     sentences = message_sentences(top, claims or {}, at, owner)
     if not sentences:
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
@@ -307,7 +352,8 @@ def extractive_answer(
         return replace(abstain(question, reason), context_tokens=tokens)
     text, used, why = composed
     best = used[0]
-    if target and (theirs := someone_elses(best, target)):
+    asks_who = bool(re.match(r"\W*(?:with\s+)?(?:who|whom|whose)\b", question, re.I))
+    if target and (theirs := someone_elses(best, target, by_subject=not asks_who)):
         # the best evidence is another person's own statement: not this person's
         wrong = not_theirs(question, target, theirs, best.message, best.text, best.relevance)
         return replace(wrong, context_tokens=tokens)
@@ -503,7 +549,8 @@ def answer_from(
     if ev.person and person_key(ev.person) not in {person_key(n) for n in names}:
         names = [*names, ev.person]
     top = list(ev.hits)
-    wrong = verify_speaker(question, evidence_units(ev.verify_hits, people), names, ev.weights)
+    units = evidence_units(ev.verify_hits, people, by_kin=not mentions_kin(question))
+    wrong = verify_speaker(question, units, names, ev.weights)
     if wrong is not None:
         return replace(wrong, context_tokens=_tokens(top))
     model = (llm if llm is not None else core.llm) if use_llm else None

@@ -20,7 +20,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
@@ -363,6 +363,14 @@ def gather(
     }
 
 
+_UNTIL = re.compile(r"\buntil (\d{4}-\d{2}-\d{2})\b")  # key info's "(since …, until 2024-09-20)"
+
+
+def _until(day: str) -> datetime:
+    """The end of a snapshot's "until" day: it holds through that day."""
+    return datetime.fromisoformat(day).replace(tzinfo=UTC) + timedelta(days=1)
+
+
 _REPLACED = re.compile(r"\b(?:instead\s+of|rather\s+than)\b[^,.;!?]*", re.I)
 
 
@@ -375,6 +383,7 @@ class Bygones:
     values: tuple[
         tuple[str, str, datetime], ...
     ] = ()  # (old value, new value or "" for an ending, since)
+    at: datetime | None = None  # the time read at: a snapshot's "until" date before it expired
 
     def since(self, sentence: str, own: Iterable[str] = ()) -> datetime | None:
         """When what the sentence states stopped holding, if it states a claim that did
@@ -386,6 +395,9 @@ class Bygones:
         """
         low = sentence.casefold()
         own = {o.casefold() for o in own}
+        dated = [_until(m.group(1)) for m in _UNTIL.finditer(sentence)]
+        if dated and self.at is not None and max(dated) <= self.at:
+            return max(dated)  # a snapshot's "(since …, until 2024-09-20)", read later
         ends = [
             when
             for old, new, when in self.values
@@ -407,7 +419,7 @@ class Bygones:
             ended = endings(part)  # read once: what the sentence says ended, and where
             since = (
                 self.since(part, (thing for thing, _ in ended))
-                if self.claims or self.values
+                if self.claims or self.values or self.at
                 else None
             )
             if since is not None:
@@ -458,7 +470,7 @@ def bygones(store: Store, convs: Sequence[str], at: datetime, hits: Sequence[Hit
                 if len(old.split()) > 1 and first[:1].isupper() and len(first) >= 4:
                     # "Nakamura" of "Nakamura Logistics"
                     values.append((first.casefold(), new, k.new_time))
-    return Bygones(tuple(claims), tuple(values))
+    return Bygones(tuple(claims), tuple(values), at)
 
 
 def _is_past(store: Store, convs: Sequence[str], at: datetime) -> bool:

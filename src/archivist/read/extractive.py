@@ -240,14 +240,18 @@ class Sentence:
     when: datetime | None = None  # when its event happened, if a claim or the text says
     relevance: float = 0.0
     score: float = 0.0
+    subject: bool = False  # the owner is the sentence's subject (read/subject.py)
 
 
-def someone_elses(s: Sentence, person: str) -> str | None:
-    """The owner of a first-person sentence that is not ``person``'s and does not name
-    them ("Landed in Lisbon!" said by Fatima, asked of Yusuf): else None."""
+def someone_elses(s: Sentence, person: str, *, by_subject: bool = True) -> str | None:
+    """The owner of a sentence that is not ``person``'s and does not name them: the
+    speaker's own ("Landed in Lisbon!" said by Fatima, asked of Yusuf) or another's
+    by its subject ("My brother Kofi just started…", asked of Amara); else None.
+    ``by_subject`` False for "Who…?" questions, which another person answers."""
     if s.owner is None or s.owner.casefold() == person.casefold():
         return None
-    if s.owner != s.message.speaker or person.casefold() in s.text.casefold():
+    theirs = (s.subject and by_subject) or s.owner == s.message.speaker
+    if not theirs or person.casefold() in s.text.casefold():
         return None
     return s.owner
 
@@ -556,14 +560,16 @@ def message_sentences(
             ended = ended_at(mine, at)
             if ended is None and (end := window_end(text, m.timestamp)) is not None and end <= at:
                 ended = end  # "on night shifts until the end of July", asked in August
+            owner, subject = owner_of(text, m)
             out.append(
                 Sentence(
                     text=text,
                     message=m,
-                    owner=owner_of(text, m),
+                    owner=owner,
                     rank=rank,
                     ended=ended,
                     when=min(starts) if starts else None,
+                    subject=subject,
                 )
             )
     return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..model import Claim, content_hash
@@ -186,8 +186,9 @@ def key_facts(
 
 def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
     """The facts that fit in ``cap``, each a sentence dated in brackets ("since", or "on"
-    for an event) with who reported it when not the person, each group's first one
-    headed by the group ("Home: Zainab lives in Leyton (since 2024-06-27).")."""
+    for an event; "until" when it expires) with who reported it when not the person,
+    each group's first one headed by the group ("Home: Zainab lives in Leyton (since
+    2024-06-27).")."""
     heads, pieces, said = [], [], set()
     for group, e in facts:
         body = sentence(e.text).rstrip(".!?")
@@ -195,6 +196,9 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
             continue
         said.add(normalised(body))
         when = f"{'on' if e.kind == 'event' else 'since'} {e.since:%Y-%m-%d}"
+        if e.until is not None and e.kind != "event":
+            # its last day (ends are exclusive): a reader at a later time sees it expired
+            when += f" until {e.until - timedelta(seconds=1):%Y-%m-%d}"
         who = "" if e.source == FIRST_HAND else f"; {e.source}"
         heads.append("" if group == "other" else f"{group.capitalize()}: ")
         pieces.append(f"{body} ({when}{who}).")

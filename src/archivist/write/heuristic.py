@@ -251,14 +251,17 @@ def _source(text: str, m: Message, subject: str, how: str) -> str:
 
 
 def _is_past_action(text: str, known: set[str]) -> bool:
-    """A past-tense action verb: a common irregular, or an -ed word right after its doer."""
+    """A past-tense action verb: a common irregular, or an -ed word right after its doer
+    or opening the sentence."""
     tokens = _TOKEN.findall(text)
     for i, token in enumerate(tokens):
         t = token.lower()
         if t in _IRREGULAR:
             return True
-        if i and len(t) > 4 and t.endswith("ed") and not t.endswith("eed") and t not in _NOT_PAST:
-            prev = tokens[i - 1]
+        if len(t) > 4 and t.endswith("ed") and not t.endswith("eed") and t not in _NOT_PAST:
+            if i == 0 and len(tokens) > 1:
+                return True  # "Landed in Lisbon!": a chat drops the "I"
+            prev = tokens[i - 1] if i else ""
             if prev.lower() in _DOERS or prev in known:
                 return True
     return False
