@@ -280,3 +280,36 @@ def test_a_window_in_key_info_is_dated_and_read_as_history_once_it_has_passed(
     line = "Ana is at her parents' (since 2024-09-16 until 2024-09-20)."
     assert HISTORY_MARK in Bygones(at=said + timedelta(days=8)).mark(line)
     assert HISTORY_MARK not in Bygones(at=said + timedelta(days=4)).mark(line)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "stage"),
+    [
+        (
+            "Kenji's fiancée Aiko and Kenji are choosing a venue.",
+            "We got married on Saturday!",
+            "relationship",
+        ),
+        (
+            "Zainab: Landlord put the rent up again.",
+            "Zainab completed on the flat in Leyton.",
+            "home",
+        ),
+        (
+            "Chidi and Ada are expecting a baby in March.",
+            "Our son was born on Tuesday!",
+            "pregnancy",
+        ),
+        ("Mo is job-hunting since the layoffs.", "Mo accepted a new job at the council.", "work"),
+        ("Kenji's girlfriend Aiko loves hiking.", "Kenji's sister got married in June.", None),
+        ("Kenji's girlfriend Aiko loves hiking.", "We're not married yet, no rush.", None),
+        ("Kenji's girlfriend Aiko loves hiking.", "Kenji is going to a wedding on Saturday.", None),
+    ],
+)
+def test_a_later_stage_of_a_life_ends_the_earlier_one(
+    old: str, new: str, stage: str | None
+) -> None:
+    from archivist.write.reconcile import moved_on
+
+    found = moved_on(claim(new, days=30), claim(old))
+    assert (found[0] if found else None) == stage

@@ -84,6 +84,16 @@ _EDGE = "\"'“”‘’()[]{}<>,;:!?."
 _POSSESSIVE = ("'s", "’s", "s'", "s’")
 
 
+# People one's sentences are often about instead of oneself. Not roles that act on
+# the speaker ("Landlord put the rent up", "Doctor says no driving" are the speaker's).
+KIN = frozenset(
+    """mum mom mother dad father parents brother sister sibling son daughter kid kids child
+    children baby wife husband partner boyfriend girlfriend fiance fiancee fiancé fiancée
+    flatmate roommate housemate friend colleague coworker cousin aunt uncle grandma grandpa
+    grandmother grandfather nan gran niece nephew neighbour neighbor""".split()
+)
+
+
 def fold(word: str) -> str:
     """Lower case with typographic apostrophes made plain ("I’m" -> "i'm")."""
     return word.lower().replace("’", "'")

@@ -22,16 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..text import fold, words
+from ..text import KIN, fold, words
 
-# People one's sentences are often about instead of oneself.
-KIN = frozenset(
-    """mum mom mother dad father parents brother sister sibling son daughter kid kids child
-    children baby wife husband partner boyfriend girlfriend fiance fiancee fiancé fiancée
-    flatmate roommate housemate friend boss manager colleague coworker cousin aunt uncle
-    grandma grandpa grandmother grandfather nan gran niece nephew neighbour neighbor
-    landlord landlady teacher doctor""".split()
-)
 _ADJ = frozenset(
     "new old best little big older younger eldest oldest youngest elder twin ex other late".split()
 )

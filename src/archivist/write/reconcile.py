@@ -30,6 +30,7 @@ import numpy as np
 from ..model import Claim, ClaimEvent, Conflict
 from ..text import (
     ENDING,
+    KIN,
     TOPIC_STOPWORDS,
     change_clauses,
     ended_objects,
@@ -336,6 +337,65 @@ def ended_in(new: Claim, old: Claim) -> str | None:
     return None
 
 
+# Stages of a life that follow one another: a claim at a later stage ends the same
+# speaker's state at an earlier one with no change cue ("We got married on Saturday"
+# ends "My fiancée Aiko and I…"). Each: (aspect, earlier stage, later stage), as patterns;
+# a relative named before the later stage makes it theirs ("my sister got married"),
+# except for a birth ("our son was born" ends "we're expecting").
+STAGES: tuple[tuple[str, str, str], ...] = (
+    (
+        "relationship",
+        r"fianc[ée]e?|engaged|girlfriend|boyfriend",
+        r"married|wedding day|my (?:wife|husband)|newlyweds?",
+    ),
+    (
+        "home",
+        r"renting|rented|rent(?: is| went| up)|my landlord|tenancy|lease",
+        r"(?:bought|completed on|own) (?:a|the|our|my) (?:\w+ )?(?:flat|house|home|apartment"
+        r"|place|front door)|mortgage|homeowners?",
+    ),
+    ("pregnancy", r"pregnant|expecting (?:a|our|twins)|due date", r"was born|gave birth|newborn"),
+    ("study", r"studying for|my (?:degree|thesis|dissertation)|at uni\b", r"graduated|graduation"),
+    (
+        "work",
+        r"unemployed|job[- ]hunting|looking for (?:a )?(?:new )?(?:job|work)|between jobs",
+        r"(?:got|landed|accepted|starting|started) (?:a|the|my) (?:new )?(?:job|role|position)"
+        r"|hired",
+    ),
+)
+_STAGES = tuple(
+    (aspect, re.compile(rf"\b(?:{a})\b", re.I), re.compile(rf"\b(?:{b})\b", re.I))
+    for aspect, a, b in STAGES
+)
+_NEGATED_BEFORE = re.compile(r"\b(?:not|never|no|n't|yet to)\W+(?:\w+\W+){0,2}$", re.I)
+# "My sister got married" is the sister's stage, not the speaker's
+_RELATIVE_BEFORE = re.compile(
+    rf"\b(?:my|our|his|her|their|\w+['’]s)\s+(?:\w+\s+)?(?:{'|'.join(sorted(KIN))})\b[^.;!?]*$",
+    re.I,
+)
+
+
+def moved_on(new: Claim, old: Claim) -> tuple[str, str, str] | None:
+    """(aspect, earlier word, later word) when ``new`` is at a later stage (STAGES) than
+    ``old``, a state of the same speaker said before it; else None. "Not married
+    yet" and "my sister got married" are no later stage of the speaker's; an ``old``
+    that already names the later stage is not earlier ("my fiancée, soon my wife")."""
+    if old.kind not in ("fact", "preference", "foresight") or new.kind == "question":
+        return None
+    if old.said_at > new.said_at:
+        return None
+    for aspect, earlier, later in _STAGES:
+        was, now = earlier.search(old.text), later.search(new.text)
+        if was is None or now is None or later.search(old.text):
+            continue
+        before = new.text[: now.start()]
+        theirs = aspect != "pregnancy" and _RELATIVE_BEFORE.search(before)
+        if _NEGATED_BEFORE.search(before) or theirs:
+            continue
+        return aspect, was.group(0), now.group(0)
+    return None
+
+
 def _by_change(s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig) -> bool:
     """Conflicts with current states ``c`` says changed (see ``changed_aspect``), and
     with the same speaker's current states naming what ``c`` says ended (``ended_in``):
@@ -349,6 +409,9 @@ def _by_change(s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig) -> 
         aspect = changed_aspect(c, old)
         if aspect is not None:
             _conflict(s, out, old, c, aspect, old.text, c.text, "evolution", cfg, "heuristic")
+            decided = True
+        elif (stage := moved_on(c, old)) is not None:
+            _conflict(s, out, old, c, *stage, "evolution", cfg, "heuristic")
             decided = True
     if decided or not ENDING.search(c.text):
         return decided
