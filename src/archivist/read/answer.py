@@ -342,7 +342,7 @@ def extractive_answer(
     shape = shape_of(question, asks_when=asks_when(question))
     wanted = asked_stems(question, names, shape.before)
     texts = [s.text for s in sentences]
-    lexical = lexical_scores(texts, wanted, aspect_stems(question), weights)
+    lexical = lexical_scores(texts, wanted, aspect_stems(question), weights, question)
     meaning = _meaning(embedder, meaning_text(question, names), [s.text for s in sentences])
     target = person or (as_written(names[0], question) if len(names) == 1 else None)
     ranked = rank_sentences(sentences, shape, lexical, meaning, target)

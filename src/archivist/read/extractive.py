@@ -289,18 +289,30 @@ def coverage(
     return found / total if total else 0.0
 
 
+# "Where…?" / "Which city…?" is answered by a named place: "First week in Berlin done"
+_ASKS_PLACE = re.compile(
+    r"^\W*(?:where|which\s+(?:city|town|country|place|neighbou?rhood))\b", re.I
+)
+_NAMES_PLACE = re.compile(r"\b(?:in|to|at|from|near)\s+(?:the\s+)?[A-Z][\w'’-]+")
+
+
 def lexical_scores(
     texts: Sequence[str],
     wanted: Sequence[str],
     aspects: frozenset[str],
     weights: Mapping[str, float] | None,
+    question: str = "",
 ) -> list[float]:
     """Word overlap per text: the question's stems, plus ASPECT_CUE when the text
-    uses a word of the aspect the question names (capped at 1)."""
+    uses a word of the aspect the question names, or names a place when the
+    question asks where (capped at 1)."""
     out = []
+    place = bool(_ASKS_PLACE.match(question))
     for text in texts:
         cov = coverage(text, wanted, weights)
-        if aspects and coverage(text, sorted(aspects)) > 0:
+        if (aspects and coverage(text, sorted(aspects)) > 0) or (
+            place and _NAMES_PLACE.search(text)
+        ):
             cov += ASPECT_CUE
         out.append(min(1.0, cov))
     return out
@@ -505,9 +517,11 @@ def compose(
     question: str, shape: Shape, ranked: Sequence[Sentence], wanted: Sequence[str] = ()
 ) -> tuple[str, list[Sentence], str] | None:
     """The answer text, the sentences it rests on and why; None to abstain."""
-    best = ranked[0]
     floor = MIN_YES_NO if shape.form == "yes_no" else MIN_RELEVANCE
-    if best.relevance < floor:
+    # the best scored sentence that is relevant at all: a weak but recent one on top
+    # ("Nope. August I'm back on days") does not hide "on night shifts until July"
+    best = next((s for s in ranked if s.relevance >= floor), None)
+    if best is None:
         return None
     why = f"best evidence relevance {best.relevance:.2f}"
     current = shape.now and not shape.before
@@ -525,10 +539,10 @@ def compose(
     if shape.plural:
         # items of a list are told at different times: relevance decides, not the
         # recency that picked the best; what no longer holds stays out of "now"
-        for s in ranked[1:]:
+        for s in ranked:
             if len(chosen) == MAX_LIST:
                 break
-            if (
+            if s is not best and (
                 s.relevance >= max(floor, LIST_SHARE * best.relevance)
                 and not (current and s.ended is not None)
                 and not s.text.rstrip().endswith("?")
