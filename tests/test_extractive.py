@@ -81,3 +81,31 @@ def test_a_change_said_later_does_not_reach_back(memory: MemoryService) -> None:
     assert memory.ask("Is Priya pescatarian?", person="Priya").answer.startswith("No:")
     shown = memory.context("What does Priya eat?", person="Priya", at=then).text
     assert "pescatarian" in shown and "[history]" not in shown
+
+
+def test_a_window_that_closed_still_answers_whether_it_holds(tmp_path: Path) -> None:
+    """The newest sentence of a chat outranks an older one on recency; when it is too
+    weak to answer, the relevant older one does ("on night shifts until July"),
+    read as no longer holding."""
+    chat = (
+        (
+            ("Mateo", "Heads up, I'm on night shifts at the hospital until the end of July."),
+            ("Vale", "Brutal."),
+            ("Mateo", "Nope. August I'm back on days and all yours."),
+        ),
+    )
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("shifts", chat, people=("Mateo", "Vale"), start=T0))
+        got = m.ask("Is Mateo still on night shifts?", person="Mateo", at=T0 + timedelta(days=120))
+    assert not got.abstain and got.answer.startswith("No:") and "night shifts" in got.answer
+
+
+def test_where_is_answered_by_a_sentence_naming_a_place(tmp_path: Path) -> None:
+    chat = (
+        (("Esteban", "Everyone cycles everywhere here."), ("Nadia", "Lucky you.")),
+        (("Esteban", "First week in Berlin done."), ("Nadia", "Come back soon.")),
+    )
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("move", chat, people=("Esteban", "Nadia")))
+        got = m.ask("Where is Esteban now?", person="Esteban")
+    assert "Berlin" in got.answer
