@@ -145,7 +145,7 @@ def test_answer_prompt_renders_dates_claims_and_aliases() -> None:
         "Caroline",
         T0,
         "I went to the support group yesterday.",
-        (("Caroline went to the support group.", T0 - timedelta(days=1)),),
+        (("Caroline went to the support group.", T0 - timedelta(days=1), None),),
     )
     messages = prompt.build("When did Caroline go?", [snippet], T0)
     user = messages[-1]["content"]

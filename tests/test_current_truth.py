@@ -313,3 +313,35 @@ def test_a_later_stage_of_a_life_ends_the_earlier_one(
 
     found = moved_on(claim(new, days=30), claim(old))
     assert (found[0] if found else None) == stage
+
+
+def test_the_answer_model_sees_what_no_longer_holds_marked_as_history(tmp_path: Path) -> None:
+    """With an LLM, the snippets of a replaced diet carry [history] and its date; the
+    current one does not, so the model can tell what holds from what came before."""
+    from archivist.read.answer import answer_from, retrieve
+    from archivist.testing import FakeLLM
+
+    diet = make_conversation(
+        "diet",
+        [
+            [("Priya", "I am pescatarian these days, fish but no meat."), ("Ava", "Ok!")],
+            [("Priya", "I went fully vegan this month, no fish anymore."), ("Ava", "Wow.")],
+        ],
+    )
+    llm = FakeLLM({"answer": "vegan", "evidence": [1], "abstain": False})
+    with MemoryService(
+        tmp_path / "m.db",
+        settings=Settings(consolidate_mode="inline"),
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(),
+    ) as mem:
+        mem.add(diet)
+        now = T0 + timedelta(days=30)
+        q = "What did Priya eat before she went vegan?"  # the old diet is in view
+        answer_from(mem.core, q, retrieve(mem.core, q, person="Priya", at=now), at=now, llm=llm)
+    lines = llm.calls[0]["messages"][-1]["content"].splitlines()
+    old = [line for line in lines if "pescatarian" in line and line.startswith("[")]
+    new = [line for line in lines if "vegan" in line and line.startswith("[")]
+    assert old and all("[history: no longer holds from" in line for line in old)
+    assert new and not any("[history" in line for line in new)
+    assert "[history] no longer holds" in llm.calls[0]["messages"][0]["content"]

@@ -9,7 +9,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 NAME = "answer_question"
-VERSION = "1"
+VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,9 @@ class Snippet:
     speaker: str
     said_at: datetime
     text: str
-    claims: tuple[tuple[str, datetime | None], ...] = ()  # (claim text, valid_from)
+    # (claim text, valid_from, when it stopped holding as of the current time or None)
+    claims: tuple[tuple[str, datetime | None, datetime | None], ...] = ()
+    ended: datetime | None = None  # what the message states no longer holds, since then
 
 
 class AnswerOut(BaseModel):
@@ -41,19 +43,26 @@ Rules:
 - Check who did or said what: if the question attributes to one person something the snippets
   attribute to someone else, set abstain to true and name the real person in speaker.
 - If the snippets do not contain the answer, set abstain to true and answer "".
+- A snippet or claim marked [history] no longer holds at the current time: a newer one
+  replaced it or its window passed. Answer a question about now from what still holds
+  (never from history); use history only for questions about the past or what came before.
 - Time: answer with when something happened, not when it was mentioned. Resolve relative
   dates ("yesterday", "last week", "next month") against the date of the snippet that says
   them, and write dates like "7 May 2023", months like "May 2023", years like "2022".
 Reply with JSON only."""
 
 
+def _history(ended: datetime | None) -> str:
+    return f" [history: no longer holds from {ended:%d %B %Y}]" if ended else ""
+
+
 def _render(snippets: Sequence[Snippet]) -> str:
     lines = []
     for i, s in enumerate(snippets, start=1):
-        lines.append(f"[{i}] ({s.said_at:%d %B %Y}) {s.speaker}: {s.text}")
-        for text, valid_from in s.claims:
+        lines.append(f"[{i}] ({s.said_at:%d %B %Y}) {s.speaker}: {s.text}{_history(s.ended)}")
+        for text, valid_from, ended in s.claims:
             when = f" (happened {valid_from:%d %B %Y})" if valid_from else ""
-            lines.append(f"    claim: {text}{when}")
+            lines.append(f"    claim: {text}{when}{'' if s.ended else _history(ended)}")
     return "\n".join(lines)
 
 

@@ -28,6 +28,7 @@ from .extractive import (
     aspect_stems,
     compose,
     coverage,
+    ended_at,
     lexical_scores,
     meaning_text,
     message_sentences,
@@ -388,19 +389,37 @@ def _meaning(embedder: Embedder | None, question: str, texts: Sequence[str]) -> 
 # -- LLM answers -----------------------------------------------------------------------
 
 
-def snippets_for(hits: Sequence[Hit], *, with_claims: bool = True) -> list:
-    """The hits as numbered prompt snippets (the prompt shows aliases, never message ids)."""
+def snippets_for(
+    hits: Sequence[Hit],
+    *,
+    with_claims: bool = True,
+    known: Mapping[tuple[str, str], Sequence[Claim]] | None = None,
+    now: datetime | None = None,
+) -> list:
+    """The hits as numbered prompt snippets (the prompt shows aliases, never message ids).
+
+    ``known`` (message key -> its claims as known at ``now``, links.as_known_by)
+    marks what no longer holds at ``now`` as history, so the model answers a
+    question about now from what still holds.
+    """
     from ..prompts.answer import Snippet
 
-    return [
-        Snippet(
-            speaker=h.message.speaker,
-            said_at=h.message.timestamp,
-            text=h.message.indexed_text(),
-            claims=tuple((c.text, c.valid_from) for c in h.claims) if with_claims else (),
+    out = []
+    for h in hits:
+        claims = (known or {}).get((h.message.conversation, h.message.id), h.claims)
+        ended = lambda c: c.valid_to if now and c.valid_to and not c.holds_at(now) else None  # noqa: E731
+        out.append(
+            Snippet(
+                speaker=h.message.speaker,
+                said_at=h.message.timestamp,
+                text=h.message.indexed_text(),
+                claims=tuple((c.text, c.valid_from, ended(c)) for c in claims)
+                if with_claims
+                else (),
+                ended=ended_at(claims, now) if now and known is not None else None,
+            )
         )
-        for h in hits
-    ]
+    return out
 
 
 def call_model(core: Core, llm, prompt, messages: list[dict], output_type):
@@ -414,7 +433,9 @@ def llm_answer(
     """The model's answer from numbered snippets; cited aliases out of range are dropped."""
     from ..prompts import answer as prompt
 
-    snippets = snippets_for(hits, with_claims=with_claims)
+    keys = {(h.message.conversation, h.message.id) for h in hits}
+    known = as_known_by(core.store, core.store.claims_for_message_ids(keys), now)
+    snippets = snippets_for(hits, with_claims=with_claims, known=known, now=now)
     messages = prompt.build(question, snippets, now)
     tokens = len(messages[-1]["content"].split())
     out = call_model(core, llm, prompt, messages, prompt.AnswerOut)
