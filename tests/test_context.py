@@ -229,3 +229,20 @@ def test_cli_context_json(mem, tmp_path: Path) -> None:
     assert data["items"][0]["kind"] == "key_info"
     plain = CliRunner().invoke(cli, [*args, *opts, "--at", "2023-06-06T00:00+00:00"])
     assert "## Key info" in plain.stdout and "items, ~" in plain.stdout
+
+
+def test_context_for_someone_only_talked_about_finds_what_was_said_of_them(
+    tmp_path: Path,
+) -> None:
+    """Ingrid never speaks; her brother tells of her. A context asked for her finds
+    those messages by her name instead of a speaker filter that matches nothing."""
+    from archivist.service import MemoryService
+    from archivist.testing import FakeEmbedder
+
+    chat = [
+        [("Lars", "My sister Ingrid drove us up to the cabin in her old Volvo."), ("Ana", "Fun")]
+    ]
+    with MemoryService(tmp_path / "c.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("cabin", chat, people=("Lars", "Ana")))
+        shown = m.context("What did Ingrid drive?", person="Ingrid")
+    assert "Volvo" in shown.text

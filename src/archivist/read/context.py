@@ -495,6 +495,12 @@ def _hits(
 ) -> list[Hit]:
     if not query.strip():
         return []
+    if person is not None and person_key(person) not in {person_key(p) for p in core.people()}:
+        # someone only talked about (a sister, a flatmate) is in no message as speaker
+        # or addressee: a search scoped to them finds nothing, their name finds them
+        if person_key(person) not in person_key(query):
+            query = f"{query} {person}"
+        person = None
     return search_memory(
         core, query, person=person, conversation=conversation, until=at, k=config.search_k
     )
@@ -574,9 +580,11 @@ def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candida
 
 
 def claim_line(c: Claim) -> str:
-    """``[2023-05-08] Ana (plan, reported): text (until 2023-06-01)``."""
+    """``[2023-05-08] Ana (plan, reported): text (until 2023-05-31)``: a window's last
+    day (its stored end is exclusive), as key info writes it."""
     tags = ", ".join(t for t in (c.kind, "" if c.source == "first_hand" else c.source) if t)
-    until = f" (until {c.valid_to:%Y-%m-%d})" if c.kind == "foresight" and c.valid_to else ""
+    last = c.valid_to - timedelta(seconds=1) if c.valid_to else None
+    until = f" (until {last:%Y-%m-%d})" if c.kind == "foresight" and last else ""
     return f"[{c.said_at:%Y-%m-%d}] {c.speaker} ({tags}): {c.text}{until}"
 
 
