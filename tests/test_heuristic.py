@@ -179,6 +179,23 @@ def test_kind_cues(text: str, kind: str) -> None:
     assert c.kind == kind
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("I went fully vegan this month, can you suggest some recipes?", "went fully vegan"),
+        ("I moved to Porto last week so could you update my address?", "moved to Porto"),
+        ("Just started Japanese classes on Thursdays - any tips?", "Japanese classes"),
+    ],
+)
+def test_a_statement_before_a_request_is_a_claim(text: str, said: str) -> None:
+    (c,) = heuristic_claims([msg(0, "Ana", text)])
+    assert said in c.text and "?" not in c.text and c.kind != "question"
+
+
+def test_a_request_alone_is_no_claim() -> None:
+    assert heuristic_claims([msg(0, "Ana", "Can you help me write an email to my boss?")]) == []
+
+
 def test_dates_grounded_against_the_message(claims: list[Claim]) -> None:
     gym = claim_from(claims, "D1:2", "climbing")
     assert gym.valid_from == datetime(2023, 5, 7, tzinfo=UTC)

@@ -54,6 +54,12 @@ _AS_SAID = re.compile(r"^(?:like|as)\s+[\w'’]+\s+(?:said|says|mentioned|sugges
 # What follows a name used to address someone: "Remember Jon, ...", "... great Jon!".
 _VOCATIVE_AFTER = re.compile(r"\s*(?:[,!?.]|$|you\b|your\b)", re.I)
 # A question about the speaker's own situation: "Should I ...?", "What do I ...?", "Is my ...?"
+# A request tacked onto a statement: the statement before it is still a claim.
+_REQUEST = re.compile(
+    r"\s*(?:[,;:–—-]|\bso\b|\band\b)\s*(?:so\s+)?(?:can|could|would|will)\s+you\b[^.!]*\?+$"
+    r"|\s*[,;:–—-]\s*(?:any|got\s+any)\s+(?:tips|ideas|suggestions|advice|recommendations)\b[^.!]*\?+$",
+    re.I,
+)
 _OWN_QUESTION = re.compile(
     r"^(?:[\w'’]+\s+){0,3}?(?:should|could|can|would|will|do|did|am|was|have|shall|may|might|"
     r"must)\s+I\b|^(?:is|was|does|did|should|would|will|can|are|were)\s+my\b",
@@ -345,6 +351,8 @@ def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
     core = _clean(sentence, known)
     if not core or _GREETING.match(core):
         return None
+    if core.endswith("?") and (said := _REQUEST.sub("", core)) != core:
+        core = said.rstrip(" ,;:-–—") + "."  # "I'm vegan now, can you suggest a recipe?"
     words = len(_content_words(core))
     if words < 4 and not (
         (words == 3 and find_times(core, m.timestamp)) or (words >= 2 and ended_objects(core))
