@@ -45,6 +45,7 @@ def test_until_a_weekday_holds_from_when_said_through_that_day() -> None:
     # said on Monday 8 May: Friday is the 12th, the window closes at the 13th's start
     assert ground("I'm here until Friday, flying back Saturday", AT) == (AT, day(2023, 5, 13))
     assert ground("Staying at my parents' till March", AT) == (AT, day(2024, 4, 1))
+    assert ground("On night shifts until the end of May", AT) == (AT, day(2023, 6, 1))
     assert only("off work since Monday").start == day(2023, 5, 8)
     assert only("on nights from Monday").start == day(2023, 5, 15)
 

@@ -453,7 +453,8 @@ def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
         return ref.start, None
     head = ref.text.lower().split()[0]
     if head in _UNTIL_WORDS or re.search(
-        r"\b(?:until|till|through)\s+(?:the\s+end\s+of\s+)?$", text[:pos], re.I
+        r"\b(?:until|till|through)\s+(?:the\s+end(?:\s+of)?\s+)?$", text[:pos], re.I
     ):
-        return min(at, ref.start), ref.end  # "here until Friday": from now to Friday's end
+        # "here until Friday": from when said to Friday's end (a past window: X's span)
+        return (at if ref.end is not None and ref.end > at else ref.start), ref.end
     return ref.start, ref.end

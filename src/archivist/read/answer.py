@@ -404,10 +404,13 @@ def snippets_for(
     """
     from ..prompts.answer import Snippet
 
+    def ended(c: Claim) -> datetime | None:
+        stopped = now is not None and c.valid_to is not None and c.valid_to <= now
+        return c.valid_to if stopped and not c.holds_at(now) else None  # type: ignore[arg-type]
+
     out = []
     for h in hits:
         claims = (known or {}).get((h.message.conversation, h.message.id), h.claims)
-        ended = lambda c: c.valid_to if now and c.valid_to and not c.holds_at(now) else None  # noqa: E731
         out.append(
             Snippet(
                 speaker=h.message.speaker,
