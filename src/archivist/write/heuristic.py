@@ -53,13 +53,13 @@ _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
 _AS_SAID = re.compile(r"^(?:like|as)\s+[\w'’]+\s+(?:said|says|mentioned|suggested)\s*,\s*", re.I)
 # What follows a name used to address someone: "Remember Jon, ...", "... great Jon!".
 _VOCATIVE_AFTER = re.compile(r"\s*(?:[,!?.]|$|you\b|your\b)", re.I)
-# A question about the speaker's own situation: "Should I ...?", "What do I ...?", "Is my ...?"
 # A request tacked onto a statement: the statement before it is still a claim.
 _REQUEST = re.compile(
     r"\s*(?:[,;:–—-]|\bso\b|\band\b)\s*(?:so\s+)?(?:can|could|would|will)\s+you\b[^.!]*\?+$"
     r"|\s*[,;:–—-]\s*(?:any|got\s+any)\s+(?:tips|ideas|suggestions|advice|recommendations)\b[^.!]*\?+$",
     re.I,
 )
+# A question about the speaker's own situation: "Should I ...?", "What do I ...?", "Is my ...?"
 _OWN_QUESTION = re.compile(
     r"^(?:[\w'’]+\s+){0,3}?(?:should|could|can|would|will|do|did|am|was|have|shall|may|might|"
     r"must)\s+I\b|^(?:is|was|does|did|should|would|will|can|are|were)\s+my\b",

@@ -301,6 +301,16 @@ def _aspects(text: str, c: Claim) -> set[str]:
     }
 
 
+def _may_end(new: Claim, old: Claim) -> bool:
+    """Whether ``new`` can end ``old`` at all: ``old`` is a state (a fact, preference or
+    foresight: an event stays true as history) said no later, ``new`` no question."""
+    return (
+        old.kind in ("fact", "preference", "foresight")
+        and new.kind != "question"
+        and old.said_at <= new.said_at
+    )
+
+
 def changed_aspect(new: Claim, old: Claim) -> str | None:
     """The aspect word over which ``new`` says ``old`` no longer holds, or None.
 
@@ -311,9 +321,7 @@ def changed_aspect(new: Claim, old: Claim) -> str | None:
     subject (the caller's grouping). The shared word must be in the clause of the
     cue: "I left the choir, the band keeps me busy" changed the choir, not the band.
     """
-    if old.kind not in ("fact", "preference", "foresight") or new.kind == "question":
-        return None
-    if old.said_at > new.said_at or _ADDITION.search(new.text):
+    if not _may_end(new, old) or _ADDITION.search(new.text):
         return None
     changed = change_clauses(new.text)
     if not changed:
@@ -327,9 +335,7 @@ def changed_aspect(new: Claim, old: Claim) -> str | None:
 def ended_in(new: Claim, old: Claim) -> str | None:
     """What ``new`` says ended that ``old``, a state said before it, names: "Cancelled
     PureGym" ends "I go to PureGym on Mondays" (``text.ended_objects``), or None."""
-    if old.kind not in ("fact", "preference", "foresight") or new.kind == "question":
-        return None
-    if old.said_at > new.said_at:
+    if not _may_end(new, old):
         return None
     for thing in ended_objects(new.text):
         if re.search(rf"(?<!\w){re.escape(thing)}(?!\w)", old.text, re.I):
@@ -380,9 +386,7 @@ def moved_on(new: Claim, old: Claim) -> tuple[str, str, str] | None:
     ``old``, a state of the same speaker said before it; else None. "Not married
     yet" and "my sister got married" are no later stage of the speaker's; an ``old``
     that already names the later stage is not earlier ("my fiancée, soon my wife")."""
-    if old.kind not in ("fact", "preference", "foresight") or new.kind == "question":
-        return None
-    if old.said_at > new.said_at:
+    if not _may_end(new, old):
         return None
     for aspect, earlier, later in _STAGES:
         was, now = earlier.search(old.text), later.search(new.text)
