@@ -30,6 +30,7 @@ from .llm.cache import StoreResponseCache
 from .llm.structured import call_structured
 from .store.base import Store
 from .store.registry import open_store
+from .text import person_key
 
 Progress = Callable[[int], None]
 EMBED_STEP = 512  # texts per embed_batch call: the embedder sorts each by length, so fewer pad
@@ -93,6 +94,12 @@ class Core:
         if "people" not in self._names:
             self._names["people"] = [p for p, _ in self.store.people()]
         return self._names["people"]
+
+    def takes_part(self, name: str) -> bool:
+        """Whether ``name`` sent or received a stored message, rather than being only
+        talked about (a sister, a flatmate): a search scoped to them finds nothing."""
+        key = person_key(name)
+        return any(person_key(p) == key for p in self.people())
 
     def forget_people(self) -> None:
         """Messages were added or deleted: read the names again next time."""

@@ -527,7 +527,7 @@ def retrieve(
     if isinstance(person, str) and (problem := text_problem(person)):
         raise InputError(f"person {problem}")
     asked = person
-    if person is not None and person_key(person) not in {person_key(p) for p in core.people()}:
+    if person is not None and not core.takes_part(person):
         # someone only talked about (Ingrid, whose brother tells her news) is in no
         # message as speaker or addressee: the question's words find them instead
         person = None

@@ -495,7 +495,7 @@ def _hits(
 ) -> list[Hit]:
     if not query.strip():
         return []
-    if person is not None and person_key(person) not in {person_key(p) for p in core.people()}:
+    if person is not None and not core.takes_part(person):
         # someone only talked about (a sister, a flatmate) is in no message as speaker
         # or addressee: a search scoped to them finds nothing, their name finds them
         if person_key(person) not in person_key(query):
