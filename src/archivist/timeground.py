@@ -427,6 +427,11 @@ def is_forward_duration(text: str) -> bool:
     return any(not backward for _, backward in _durations(text))
 
 
+def last_day(end: datetime) -> date:
+    """The last day a window holds: ends are exclusive (a day runs to the next 00:00)."""
+    return (end - timedelta(seconds=1)).date()
+
+
 _UNTIL_WORDS = ("until", "till")
 
 

@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
 from ..text import ended_objects, endings, person_key, query_terms
+from ..timeground import last_day
 from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
 from .links import as_known, as_known_by
 from .recall import search_memory
@@ -583,7 +584,7 @@ def claim_line(c: Claim) -> str:
     """``[2023-05-08] Ana (plan, reported): text (until 2023-05-31)``: a window's last
     day (its stored end is exclusive), as key info writes it."""
     tags = ", ".join(t for t in (c.kind, "" if c.source == "first_hand" else c.source) if t)
-    last = c.valid_to - timedelta(seconds=1) if c.valid_to else None
+    last = last_day(c.valid_to) if c.valid_to else None
     until = f" (until {last:%Y-%m-%d})" if c.kind == "foresight" and last else ""
     return f"[{c.said_at:%Y-%m-%d}] {c.speaker} ({tags}): {c.text}{until}"
 

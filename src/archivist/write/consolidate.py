@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..model import Claim, content_hash
@@ -28,6 +28,7 @@ from ..prompts import dossier as dossier_prompt
 from ..prompts import key_info as key_info_prompt
 from ..prompts import usefulness as usefulness_prompt
 from ..text import normalised, query_terms
+from ..timeground import last_day
 from .attributes import attribute_of
 from .condense import (
     Asker,
@@ -198,7 +199,7 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
         when = f"{'on' if e.kind == 'event' else 'since'} {e.since:%Y-%m-%d}"
         if e.until is not None and e.kind != "event":
             # its last day (ends are exclusive): a reader at a later time sees it expired
-            when += f" until {e.until - timedelta(seconds=1):%Y-%m-%d}"
+            when += f" until {last_day(e.until):%Y-%m-%d}"
         who = "" if e.source == FIRST_HAND else f"; {e.source}"
         heads.append("" if group == "other" else f"{group.capitalize()}: ")
         pieces.append(f"{body} ({when}{who}).")
