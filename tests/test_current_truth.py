@@ -301,6 +301,16 @@ def test_a_window_in_key_info_is_dated_and_read_as_history_once_it_has_passed(
             "pregnancy",
         ),
         ("Mo is job-hunting since the layoffs.", "Mo accepted a new job at the council.", "work"),
+        (
+            "Marta's mum Halina still lives alone in her house in Gdańsk.",
+            "Mum finally agreed to move into a care home in Sopot.",
+            "home",
+        ),
+        ("Esteban lives in Madrid with two cats.", "Esteban moved to Berlin in June.", "home"),
+        ("Esteban lives in Berlin now.", "Esteban moved to Berlin in June.", None),  # recalled
+        ("Esteban lives in Madrid.", "Esteban moved to the garden for drinks.", None),
+        ("Must be tough living in the city.", "Audrey is moving to a new house.", None),
+        ("Esteban lives in Madrid.", "Esteban is moving to the Berlin office.", None),
         ("Kenji's girlfriend Aiko loves hiking.", "Kenji's sister got married in June.", None),
         ("Kenji's girlfriend Aiko loves hiking.", "We're not married yet, no rush.", None),
         ("Kenji's girlfriend Aiko loves hiking.", "Kenji is going to a wedding on Saturday.", None),

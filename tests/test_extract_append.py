@@ -266,7 +266,7 @@ def test_an_append_another_process_made_first_is_not_made_twice(tmp_path: Path) 
     class Racing(HeuristicArchivist):
         """Reads the tail while another process extracts and saves the same tail."""
 
-        def process_session(self, messages, participants, context=()):
+        def process_session(self, messages, participants, context=(), kin=None):
             first.extract([CID])
             return super().process_session(messages, participants, context)
 

@@ -134,6 +134,26 @@ def test_subjects(claims: list[Claim]) -> None:
     assert claim_from(claims, "D1:9", "brother works").subject == "Lee"  # a named person
 
 
+def test_a_sentence_about_a_relative_is_the_relative_s(claims: list[Claim]) -> None:
+    """"My sister Maya adopted a puppy" is Maya's; the speaker's own word, so first-hand."""
+    puppy = claim_from(claims, "D1:7", "adopted a puppy")
+    assert (puppy.subject, puppy.speaker, puppy.source) == ("Maya", "Ana", "first_hand")
+    later = msg(0, "Ana", "Mum had a fall and moved into a care home.", session=2)
+    named = heuristic_claims([later], kin={("ana", "mum"): "Halina"})
+    unnamed = heuristic_claims([later])
+    assert [c.subject for c in named] == ["Halina"]  # named in an earlier session
+    assert [c.subject for c in unnamed] == ["Ana's mum"]
+    # in one batch the introduction is read too; "my kids and I" stays the speaker's
+    both = heuristic_claims(
+        [
+            msg(0, "Ana", "My mum Halina still lives alone in Gdansk."),
+            msg(1, "Ana", "Mum had a fall and moved into a care home."),
+            msg(2, "Ana", "My kids and I went camping at the lake."),
+        ]
+    )
+    assert [c.subject for c in both] == ["Halina", "Halina", "Ana"]
+
+
 def test_sources(claims: list[Claim]) -> None:
     assert claim_from(claims, "D1:2", "climbing").source == "first_hand"
     assert claim_from(claims, "D1:4", "Okafor told").source == "reported"

@@ -1,9 +1,9 @@
-"""Whose a sentence is, by its subject (read/subject.py) and in answers."""
+"""Whose a sentence is, by its subject (archivist/subject.py) and in answers."""
 
 from __future__ import annotations
 
 from archivist.read.answer import sentence_owner
-from archivist.read.subject import clause_subject, kin_names, mentions_kin
+from archivist.subject import clause_subject, kin_names, mentions_kin
 
 PEOPLE = ("Amara", "Lars", "Sofia")
 
@@ -18,6 +18,9 @@ def test_an_unnamed_relative_is_the_speakers_relative_or_the_name_given_elsewher
     kin = kin_names([("Marta", "My mum Halina still lives alone in Gdańsk.")])
     assert kin == {("marta", "mum"): "Halina"}
     assert clause_subject("Mum had a fall in January.", "Marta", kin=kin) == "Halina"
+    # a name is never read past the kin word's sentence; a plural opening is people at large
+    assert kin_names([("Mel", "I love my kids. How are yours?")]) == {}
+    assert clause_subject("Kids are amazingly resilient.", "Caroline") is None
 
 
 def test_the_speaker_stays_the_subject_of_their_own_sentences() -> None:

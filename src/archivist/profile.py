@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from .model import Claim, ClaimEvent, Conflict
 from .store.sql import Filters
-from .text import person_key
+from .text import KIN, person_key
 
 if TYPE_CHECKING:
     from .store.base import Store
@@ -281,7 +281,9 @@ def assemble(
         if c.id is not None and c.said_at <= at
     }
     about = {
-        i: c for i, c in stood.items() if person_key(c.subject) == key and c.kind != "question"
+        i: c
+        for i, c in stood.items()
+        if (person_key(c.subject) == key or _of_own_family(c, key)) and c.kind != "question"
     }
     replaced = {
         i
@@ -324,6 +326,18 @@ def assemble(
         )
         grouped[group_of(c, attribute.get(i), read_attribute)].append(entry)
     return Profile(person, at, tuple((g, tuple(grouped[g])) for g in GROUPS))
+
+
+def _of_own_family(c: Claim, key: str) -> bool:
+    """A claim the person said of their own relative ("Ana's daughter Sofia started
+    school", filed under Sofia): part of the person's family as well."""
+    if person_key(c.speaker) != key or person_key(c.subject) == key:
+        return False
+    own = re.escape(c.speaker)
+    return re.search(rf"\b{own}['’]s\s+(?:\w+\s+)?(?:{_KIN_WORDS})\b", c.text, re.I) is not None
+
+
+_KIN_WORDS = "|".join(sorted(KIN, key=len, reverse=True))
 
 
 def _shown_replacer(i: int, stood: Mapping[int, Claim], shown: Mapping[int, Claim]) -> int | None:

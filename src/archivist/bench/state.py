@@ -10,21 +10,23 @@ and a ``kind``: current, history, temporal, attribution or multi.
 Each scenario gets a fresh SQLite store in a temp dir: its messages are added
 (with extraction), consolidation runs until its queue is empty, then every
 probe is put to ``ask`` and to ``context`` (within ``budget`` tokens). Three
-figures per probe, all by case-insensitive substring:
+figures per probe, all by case-insensitive match of whole words ("no" is not
+found in "now", "yes" not in "yesterday"):
 
 - answer: a normal probe's answer does not abstain, names some ``expect``
   (all of ``expect_all`` when given) and no ``stale``; an abstain probe's
   answer abstains and, when ``expect`` is given, names one of them.
 - coverage: some ``expect`` (else ``expect_all``) string is in the context
   text; abstain probes with neither are not scored.
-- stale-as-current: a ``stale`` string is on a context line that is not
-  marked as history. A line is marked as history when it holds, exactly
-  (case-sensitive), the marker the context renderer puts on superseded or
-  expired facts: ``archivist.read.context.HISTORY_MARK`` (a string or a tuple
-  of strings) when that module defines it, else ``"[history]"``. Nothing else
-  counts ("was", "until", a past date): a stale value shown without the
-  marker reads as current to the assistant. The rate is over probes that
-  list stale strings.
+- stale-as-current: a ``stale`` value is on a context line that is not
+  marked as history (a bare "yes" or "no" judges the answer only). A line
+  is marked as history when it holds, exactly (case-sensitive), the marker
+  the context renderer puts on superseded or expired facts:
+  ``archivist.read.context.HISTORY_MARK`` (a string or a tuple of strings)
+  when that module defines it, else ``"[history]"``. Nothing else counts
+  ("was", "until", a past date): a stale value shown without the marker
+  reads as current to the assistant. The rate is over probes that list
+  stale values.
 
 Scoring is pure (``check_answer``, ``covers``, ``stale_as_current``,
 ``score_probe``, ``summarise``); ``run_state`` does the I/O.
@@ -205,7 +207,15 @@ def history_marks() -> tuple[str, ...]:
 
 
 def _has(text: str, needle: str) -> bool:
-    return needle.casefold() in text.casefold()
+    """``needle`` in ``text`` as whole words, any case: "no" is not in "now" or "know",
+    "yes" not in "yesterday"."""
+    pattern = rf"(?<!\w){re.escape(needle.casefold())}(?!\w)"
+    return re.search(pattern, text.casefold()) is not None
+
+
+# A yes/no probe's stale answer word judges the answer only: "Yes please, Mondays and
+# Wednesdays" in the context states no stale value.
+ANSWER_WORDS = frozenset({"yes", "no"})
 
 
 def check_answer(probe: Probe, text: str, abstained: bool) -> str | None:
@@ -236,12 +246,18 @@ def covers(probe: Probe, context_text: str) -> bool | None:
     return any(_has(context_text, e) for e in wanted)
 
 
+def stale_values(stale: Sequence[str]) -> list[str]:
+    """The stale strings a context can show as current: all but a bare yes or no."""
+    return [s for s in stale if s.casefold().strip() not in ANSWER_WORDS]
+
+
 def stale_lines(stale: Sequence[str], context_text: str, marks: Sequence[str]) -> list[str]:
-    """Context lines naming a stale string without carrying a history marker."""
+    """Context lines naming a stale value (not a bare yes or no) without a history marker."""
+    values = stale_values(stale)
     return [
         line
         for line in context_text.splitlines()
-        if any(_has(line, s) for s in stale) and not any(m in line for m in marks)
+        if any(_has(line, s) for s in values) and not any(m in line for m in marks)
     ]
 
 
@@ -285,7 +301,7 @@ def _figures(rows: Sequence[ProbeResult]) -> dict:
     correct = sum(r.answer_ok for r in rows)
     scored = [r for r in rows if r.covered is not None]
     hits = sum(bool(r.covered) for r in scored)
-    with_stale = sum(1 for r in rows if r.probe.stale)
+    with_stale = sum(1 for r in rows if stale_values(r.probe.stale))
     stale = sum(r.stale_current for r in rows)
     return {
         "probes": len(rows),

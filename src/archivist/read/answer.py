@@ -21,6 +21,7 @@ from ..core import Core
 from ..embed.base import Embedder
 from ..errors import InputError
 from ..model import Claim, Hit, Message, text_problem
+from ..subject import clause_subject, kin_names, mentions_kin
 from ..text import fold, is_stopword, person_key, stem, words
 from .extractive import (
     SENTENCE_BREAK,
@@ -40,7 +41,6 @@ from .links import as_known_by
 from .query import asks_when, names_in
 from .recall import search_memory
 from .search import SearchTrace, get_preset
-from .subject import clause_subject, kin_names, mentions_kin
 
 # Speaker verification: the best evidence owned by someone else must cover at least
 # OTHER_COVERAGE of the (IDF-weighted) content words, and the named person's best

@@ -44,6 +44,7 @@ class Archivist(Protocol):
         messages: Sequence[Message],
         participants: Sequence[str],
         context: Sequence[Message] = (),
+        kin: Mapping[tuple[str, str], str] | None = None,
     ) -> SessionResult: ...
 
 
@@ -127,9 +128,11 @@ class HeuristicArchivist:
         messages: Sequence[Message],
         participants: Sequence[str],
         context: Sequence[Message] = (),
+        kin: Mapping[tuple[str, str], str] | None = None,
     ) -> SessionResult:
         """Episodes and claims of ``messages``. ``context`` is not needed: each sentence's
-        pronouns resolve from its own message's speaker and addressees."""
+        pronouns resolve from its own message's speaker and addressees; ``kin`` names
+        the speakers' relatives ("Mum" is Halina)."""
         from .heuristic import heuristic_claims, heuristic_episode
         from .segment_fallback import segment_fixed
 
@@ -138,7 +141,7 @@ class HeuristicArchivist:
         result.episodes = [heuristic_episode(chunk) for chunk in chunks if chunk]
         attach_claims(
             result.episodes,
-            heuristic_claims(list(messages), participants),
+            heuristic_claims(list(messages), participants, kin),
             participants,
             result,
             {m.id: m.speaker for m in messages},

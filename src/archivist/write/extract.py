@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
 
 from ..core import Core, Progress
 from ..errors import StaleExtraction
 from ..llm.structured import run_parallel
 from ..model import Message, date_in_range
 from ..store.base import IndexedClaim, IndexedEpisode
+from ..subject import kin_names
 from .archivist import Archivist, HeuristicArchivist, SessionResult
 from .extract_plan import ExtractReport, SessionPlan, plan_session, waits
 from .index_text import (
@@ -128,6 +131,7 @@ def _plans(
     # not read: nothing said then can be grounded. `stats` counts such messages.
     msgs = [m for m in msgs if date_in_range(m.timestamp)]
     people = sorted({m.speaker for m in msgs} | {a for m in msgs for a in m.addressees})
+    kin = conversation_kin(msgs)
     todo: list[SessionPlan] = []
     for session, group in _by_session(msgs).items():
         plan = plan_session(cid, session, group, people, marks.get(session), method)
@@ -138,8 +142,19 @@ def _plans(
         ):
             report.sessions_waiting += 1
         else:
-            todo.append(plan)
+            todo.append(replace(plan, kin=kin) if kin else plan)
     return todo
+
+
+@lru_cache(maxsize=1 << 16)
+def _kin_of(speaker: str, text: str) -> tuple[tuple[tuple[str, str], str], ...]:
+    return tuple(kin_names([(speaker, text)]).items())
+
+
+def conversation_kin(msgs: Sequence[Message]) -> dict[tuple[str, str], str]:
+    """Each speaker's relatives by name over the conversation ("my mum Halina"); a
+    later introduction wins. Read on every extraction, so each message is read once."""
+    return {k: name for m in msgs for k, name in _kin_of(m.speaker, m.text)}
 
 
 def _extract_sessions(
@@ -154,7 +169,9 @@ def _extract_sessions(
     for i in range(0, len(todo), step):
         batch = todo[i : i + step]
         results = run_parallel(
-            lambda p: archivist.process_session(p.messages, p.participants, context=p.context),
+            lambda p: archivist.process_session(
+                p.messages, p.participants, context=p.context, kin=p.kin
+            ),
             batch,
             max(1, width),
         )

@@ -12,8 +12,8 @@ and replaces what it gave (replace).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..model import Message
@@ -35,6 +35,9 @@ class SessionPlan:
     n_messages: int  # the session's size, recorded with the extraction
     append_after: ExtractionMark | None  # the mark to append after; None: replace
     replaces: bool  # an earlier extraction of the session is replaced
+    # the conversation's relatives by name, ("marta", "mum") -> "Halina": "Mum had a
+    # fall" in March is Halina's when November said "my mum Halina"
+    kin: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def last_message(self) -> str:

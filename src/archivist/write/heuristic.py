@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from ..model import Attachment, Claim, EntityMention, Episode, Message
+from ..subject import kin_names, relative_subject
 from ..text import CALENDAR_WORDS, ENDING, TOPIC_STOPWORDS, ended_objects
 from ..timeground import find_times, ground, is_forward_duration, tense
 from .index_text import resolve_pronouns
@@ -229,10 +230,19 @@ def _resolve(text: str, speaker: str, addressee: str | None) -> str:
 
 # -- attribution --------------------------------------------------------------------------
 
+# (speaker, kin word) -> the relative's name: ("marta", "mum") -> "Halina"
+Kin = Mapping[tuple[str, str], str]
 
-def _subject(text: str, speaker: str, addressee: str | None, known: set[str]) -> tuple[str, str]:
-    """(subject, how): the first person, "you" or known name among the first six words."""
+
+def _subject(
+    text: str, speaker: str, addressee: str | None, known: set[str], kin: Kin
+) -> tuple[str, str]:
+    """(subject, how): the speaker's relative the clause opens with ("My mum Halina
+    still lives alone", "Mum had a fall"), else the first person, "you" or known
+    name among the first six words."""
     text = _AS_SAID.sub("", text)
+    if relative := relative_subject(text, speaker, kin):
+        return relative, "kin"
     for m in list(_TOKEN.finditer(text))[:6]:
         base = re.split(r"['’]", m[0])[0]
         if base.lower() in _FIRST_BASES:
@@ -249,10 +259,12 @@ def _source(text: str, m: Message, subject: str, how: str) -> str:
     if m.role == "assistant":
         return "assistant_suggested"
     rep = _REPORTED.search(text)
-    if rep and rep[1] != m.speaker and how != "first":
+    if rep and rep[1] != m.speaker and how not in ("first", "kin"):
         return "reported"
     if how == "name" and subject != m.speaker:
-        return "reported"
+        return (
+            "reported"  # "kin" stays first-hand: "my mum lives in Gdańsk" is the speaker's own word
+        )
     return "first_hand"
 
 
@@ -341,7 +353,7 @@ def _scores(text: str, kind: str, timed: bool, n_entities: int) -> tuple[int, in
 _WINDOW = re.compile(r"\b(?:until|till|through|for\s+(?:the\s+next\s+)?\w+\s+\w+)\b", re.I)
 
 
-def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
+def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Claim | None:
     """One claim from one sentence, or None for greetings, fillers and others' questions.
 
     A sentence needs four words besides interjections, or three and a time expression,
@@ -362,7 +374,7 @@ def _sentence_claim(sentence: str, m: Message, known: set[str]) -> Claim | None:
     if question and not _OWN_QUESTION.search(core):
         return None
     addressee = m.addressees[0] if len(m.addressees) == 1 else None
-    subject, how = _subject(core, m.speaker, addressee, known)
+    subject, how = _subject(core, m.speaker, addressee, known, kin)
     valid_from, valid_to = ground(core, m.timestamp)
     kind = "question" if question else _kind(core, m, known)
     if kind in ("fact", "preference", "event") and valid_to and not _WINDOW.search(core):
@@ -411,9 +423,17 @@ def _caption_claim(m: Message, attachment: Attachment) -> Claim:
     )
 
 
-def heuristic_claims(messages: list[Message], known_people: Iterable[str] = ()) -> list[Claim]:
-    """Speaker-attributed claims from every informative sentence; system messages are skipped."""
+def heuristic_claims(
+    messages: list[Message], known_people: Iterable[str] = (), kin: Kin | None = None
+) -> list[Claim]:
+    """Speaker-attributed claims from every informative sentence; system messages are skipped.
+
+    ``kin``: who each speaker's relatives are by name (``subject.kin_names`` over the
+    conversation so far), so "Mum had a fall" in March is Halina's when November
+    said "my mum Halina"; the messages' own introductions are always read.
+    """
     known = set(known_people)
+    kin = {**kin_names((m.speaker, m.text) for m in messages), **(kin or {})}
     for m in messages:
         known.add(m.speaker)
         known.update(m.addressees)
@@ -422,7 +442,7 @@ def heuristic_claims(messages: list[Message], known_people: Iterable[str] = ()) 
         if m.role == "system" or not m.speaker:
             continue
         for sentence in split_sentences(m.text):
-            claim = _sentence_claim(sentence, m, known)
+            claim = _sentence_claim(sentence, m, known, kin)
             if claim is not None:
                 claims.append(claim)
         claims.extend(_caption_claim(m, a) for a in m.attachments if a.caption.strip())

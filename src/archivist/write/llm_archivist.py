@@ -9,7 +9,7 @@ episode and is counted. The message log is never touched here.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, time
 
 from ..llm.accounting import Accounting
@@ -152,6 +152,7 @@ class LLMArchivist:
         messages: Sequence[Message],
         participants: Sequence[str],
         context: Sequence[Message] = (),
+        kin: Mapping[tuple[str, str], str] | None = None,
     ) -> SessionResult:
         """Episodes and claims of ``messages``; the first episode's prompt also shows
         ``context`` (the messages before them), without aliases, so it cannot be cited."""
@@ -171,7 +172,7 @@ class LLMArchivist:
                 result.fallbacks += 1
                 result.notes.append(f"episode {chunk[0].id}: heuristic after {type(out).__name__}")
                 result.episodes.append(heuristic_episode(chunk))
-                claims += heuristic_claims(chunk, participants)
+                claims += heuristic_claims(chunk, participants, kin)
                 continue
             result.episodes.append(
                 Episode(

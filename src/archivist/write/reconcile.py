@@ -360,6 +360,17 @@ STAGES: tuple[tuple[str, str, str], ...] = (
         r"(?:bought|completed on|own) (?:a|the|our|my) (?:\w+ )?(?:flat|house|home|apartment"
         r"|place|front door)|mortgage|homeowners?",
     ),
+    (
+        # a move ends where one lived: "moved into a care home in Sopot" ends "lives alone
+        # in her house in Gdańsk"; only a named place or a home on either side counts
+        # ("must be tough living in the city" is no home, "moved to the garden" no move)
+        "home",
+        r"(?:lives?|living)(?: \w+)? in (?:(?-i:[A-Z])\w+|(?:my|our|her|his|their) (?:\w+ )?"
+        r"(?:flat|house|apartment|home))|(?:my|our|her|his|their) (?:\w+ )?(?:flat|house"
+        r"|apartment) in (?-i:[A-Z])\w+",
+        r"(?:moved|moving|move|relocated|relocating) (?:in)?to (?:(?:(?:a|an|the|my|our|her|his"
+        r"|their) )?(?:\w+ )?(?:flat|house|home|apartment|place)|(?-i:[A-Z])\w+(?! office))",
+    ),
     ("pregnancy", r"pregnant|expecting (?:a|our|twins)|due date", r"was born|gave birth|newborn"),
     ("study", r"studying for|my (?:degree|thesis|dissertation)|at uni\b", r"graduated|graduation"),
     (
@@ -392,6 +403,8 @@ def moved_on(new: Claim, old: Claim) -> tuple[str, str, str] | None:
         was, now = earlier.search(old.text), later.search(new.text)
         if was is None or now is None or later.search(old.text):
             continue
+        if any(place in old.text for place in re.findall(r"\b[A-Z]\w+", now.group(0)[1:])):
+            continue  # "moved to Berlin" said after "I live in Berlin" recalls how it began
         before = new.text[: now.start()]
         theirs = aspect != "pregnancy" and _RELATIVE_BEFORE.search(before)
         if _NEGATED_BEFORE.search(before) or theirs:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..text import KIN, fold, words
+from .text import KIN, fold, words
 
 _ADJ = frozenset(
     "new old best little big older younger eldest oldest youngest elder twin ex other late".split()
@@ -43,6 +43,8 @@ _REPORTS = frozenset(
     "says said thinks thought reckons told tells wants wanted asked asks suggested "
     "recommended prescribed".split()
 )
+# "Kids are resilient": a plural opening a sentence speaks of people in general
+_GENERIC = frozenset("kids children parents siblings friends colleagues coworkers".split())
 _CLAUSE = re.compile(r"^(?:[^:]{1,60}):\s+(?=\S+\s+\S)")  # "Big news from Ingrid: she …"
 _NAME = re.compile(r"[A-ZÀ-Þ][\w'’-]*")
 
@@ -73,7 +75,10 @@ def kin_names(texts: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
 
 
 def _named_after(toks: Sequence[str], j: int) -> str | None:
-    """The name right after a kin word: "my mum Halina", "my flatmate is Carla"."""
+    """The name right after a kin word: "my mum Halina", "my flatmate is Carla"; none
+    past the kin word's sentence ("… my kids. How are yours?")."""
+    if 0 < j <= len(toks) and toks[j - 1][-1:] in ".!?;:,":
+        return None
     if j < len(toks) and fold(toks[j]) == "is":
         j += 1
     if j < len(toks) and (m := _NAME.fullmatch(toks[j].strip(",.!?;:"))):
@@ -111,7 +116,7 @@ def clause_subject(
         return speaker
     if first in ("my", "our"):
         return _possessed(toks, i + 1, speaker, kin or {}) if by_kin else speaker
-    if by_kin and i == 0 and (k := _kin(toks[i])) and toks[i][:1].isupper():
+    if by_kin and i == 0 and (k := _kin(toks[i])) and toks[i][:1].isupper() and k not in _GENERIC:
         if _reports(toks, i + 1):
             return None
         return _relative(speaker, k, kin or {})  # "Mum had a fall in January"
@@ -158,6 +163,19 @@ def _names(text: str, known: Sequence[str]) -> list[str]:
 
 def _past(word: str) -> bool:
     return word in _IRREGULAR or (len(word) > 4 and word.endswith("ed"))
+
+
+def relative_subject(
+    sentence: str, speaker: str, kin: Mapping[tuple[str, str], str] | None = None
+) -> str | None:
+    """The speaker's relative or housemate the sentence is about, by its subject:
+    "My mum Halina still lives alone" → Halina, "Mum had a fall" → Halina (or
+    "Marta's mum" when no message named her); None when the subject is the
+    speaker, someone else, or unclear. Extraction files such a claim under the
+    relative, so a later "she moved into a care home" ends the relative's home,
+    not the speaker's."""
+    who = clause_subject(sentence, speaker, (), kin)
+    return who if who is not None and fold(who) != fold(speaker) else None
 
 
 def mentions_kin(question: str) -> bool:
