@@ -135,7 +135,7 @@ def test_subjects(claims: list[Claim]) -> None:
 
 
 def test_a_sentence_about_a_relative_is_the_relative_s(claims: list[Claim]) -> None:
-    """"My sister Maya adopted a puppy" is Maya's; the speaker's own word, so first-hand."""
+    """ "My sister Maya adopted a puppy" is Maya's; the speaker's own word, so first-hand."""
     puppy = claim_from(claims, "D1:7", "adopted a puppy")
     assert (puppy.subject, puppy.speaker, puppy.source) == ("Maya", "Ana", "first_hand")
     later = msg(0, "Ana", "Mum had a fall and moved into a care home.", session=2)

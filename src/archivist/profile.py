@@ -313,6 +313,7 @@ def assemble(
             earlier.setdefault(holder, []).append(Replaced(i, c.text, value, start, c.valid_to))
     grouped: dict[str, list[Entry]] = {g: [] for g in GROUPS}
     for i, c in sorted(shown.items(), key=lambda ic: (ic[1].valid_from or ic[1].said_at, ic[0])):
+        own_family = _of_own_family(c, key)  # "Ana's sister Maya lives in Porto": no home of Ana's
         entry = Entry(
             claim=i,
             text=c.text,
@@ -320,11 +321,12 @@ def assemble(
             since=c.valid_from or c.said_at,
             until=c.valid_to,
             speaker=c.speaker,
-            source=source_of(c, roles.get(i)),
+            source=FIRST_HAND if own_family else source_of(c, roles.get(i)),
             evidence=tuple((c.conversation, m) for m in c.evidence),
             replaced=tuple(sorted(earlier.get(i, []), key=lambda r: (r.since, r.claim))),
         )
-        grouped[group_of(c, attribute.get(i), read_attribute)].append(entry)
+        group = "family" if own_family else group_of(c, attribute.get(i), read_attribute)
+        grouped[group].append(entry)
     return Profile(person, at, tuple((g, tuple(grouped[g])) for g in GROUPS))
 
 

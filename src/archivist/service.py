@@ -354,11 +354,14 @@ class MemoryService(MemoryViews):
         budget_tokens: int = 1500,
         previous: Sequence = (),
         at: datetime | None = None,
+        request: Sequence[Message] = (),
     ):
         """Memory context for an assistant turn within ``budget_tokens`` (read.context).
 
         Returns a Context: its text and the items shown; pass
         ``ctx.records()`` and the reply to ``record_context`` afterwards.
+        ``request``: the messages the assistant already has in front of it (a chat
+        request's history); nothing of theirs is shown again.
         """
         from .read.context import assemble_context
 
@@ -370,6 +373,7 @@ class MemoryService(MemoryViews):
             budget_tokens=budget_tokens,
             previous=previous,
             at=at,
+            request=request,
         )
 
     # -- answers with provenance (issue 5) -----------------------------------------------

@@ -145,6 +145,9 @@ class Candidate:
     body: str = ""  # the content words judged against summaries (default: ``text``)
     pinned: bool = False  # taken first in its section (the conversation's last turns)
     covers: frozenset[int] = field(default_factory=frozenset)  # summaries: sessions spanned
+    # the messages it stands for, (conversation, message id): a claim's evidence, a
+    # message itself; two items with the same evidence say one thing
+    evidence: frozenset[tuple[str, str]] = field(default_factory=frozenset)
 
 
 def estimate_tokens(text: str, per_word: float = DEFAULT_CONTEXT.tokens_per_word) -> int:
@@ -215,6 +218,23 @@ def _already_said(c: Candidate, said: Mapping[str, set[str]], config: ContextCon
     return len(words & known) / len(words) >= config.covered_share
 
 
+def _said_by_other_items(
+    c: Candidate,
+    pinned: set[tuple[str, str]],
+    claimed: Mapping[tuple[str, str], set[str]],
+    config: ContextConfig,
+) -> bool:
+    """A claim whose evidence is all last turns, or a message whose content words its
+    shown claims hold (``covered_share`` of them): it would say again what is shown."""
+    if c.kind == "claim":
+        return bool(c.evidence) and c.evidence <= pinned
+    if c.kind != "message" or c.pinned or len(c.evidence) != 1:
+        return False
+    words = set(query_terms(c.body or c.text))
+    known = claimed.get(next(iter(c.evidence)), set())
+    return bool(words) and len(words & known) / len(words) >= config.covered_share
+
+
 def _allowances(budget: int, config: ContextConfig) -> dict[str, float]:
     caps = {k: share * budget for k, share in config.caps}
     caps["early"] = budget * (1 - config.reserve_claims - config.reserve_messages)
@@ -241,10 +261,17 @@ def pack(
     then their best-scoring ones first (ties: the newer); key info and
     summaries keep the order they were given. A summary whose sessions shown
     summaries already span is skipped, and so is a skippable claim or message
-    whose words a shown summary already holds.
+    whose words a shown summary already holds. Nothing is shown twice: an item
+    with the words of a shown one is skipped, and so are a claim of one of the
+    conversation's last turns (shown anyway) and a message whose words its shown
+    claims already hold.
     """
     caps = _allowances(budget, config)
     used = early_used = 0
+    shown_texts: set[str] = set()
+    # a last turn is shown whatever else is: its claims would say it twice
+    pinned = {e for c in sections.get("message", ()) if c.pinned for e in c.evidence}
+    claimed: dict[tuple[str, str], set[str]] = {}  # a message's words its shown claims say
     said: dict[str, set[str]] = {}
     spanned: dict[str, set[int]] = {}
     blocks: list[str] = []
@@ -267,12 +294,18 @@ def pack(
                 continue
             if _already_said(c, said, config):
                 continue
+            text = same_text(c.body or c.text)
+            if text in shown_texts or _said_by_other_items(c, pinned, claimed, config):
+                continue
             line = _fit(f"- {c.text}", int(room - spent), config)
             if line is None:
                 continue
             cost = estimate_tokens(line, config.tokens_per_word)
             chosen.append((c, s, line, cost))
             spent += cost
+            shown_texts.add(text)
+            if c.kind == "claim" and len(c.evidence) == 1:
+                claimed.setdefault(next(iter(c.evidence)), set()).update(query_terms(c.text))
             if kind == "summary":
                 spanned.setdefault(c.conversation, set()).update(c.covers)
                 said.setdefault(c.conversation, set()).update(query_terms(line))
@@ -302,6 +335,7 @@ def assemble_context(
     previous: Sequence[ContextItem | Sequence] = (),
     at: datetime | None = None,
     config: ContextConfig = DEFAULT_CONTEXT,
+    request: Sequence[Message] = (),
 ) -> Context:
     """The context an assistant should see before answering ``question_or_turn``.
 
@@ -309,6 +343,11 @@ def assemble_context(
     foresights that ended by then are left out. ``previous`` is last turn's
     items; they win ties (continuity). Pass ``Context.records()`` and the reply
     to ``record_context`` so usefulness scoring learns what helped.
+
+    ``request``: the messages already in front of the assistant (a chat
+    request's own history). None of them is shown again, whether stored under
+    the same conversation and id or with the same words elsewhere, nor a claim
+    whose only evidence they are: the context adds what the chat does not hold.
     """
     if not isinstance(budget_tokens, int) or budget_tokens < 1:
         raise InputError(f"budget_tokens must be a positive integer; got {budget_tokens!r}")
@@ -324,7 +363,67 @@ def assemble_context(
     at = at or core.clock()
     prev = previous_keys(previous)
     sections = gather(core, question_or_turn or "", person, conversation, at, prev, config)
+    if request:
+        sections = without(sections, request, config)
     return pack(sections, budget_tokens, at, prev, config)
+
+
+def same_text(text: str) -> str:
+    """``text`` in the form two sayings of one thing share: case and spacing folded."""
+    return " ".join(text.casefold().split())
+
+
+def without(
+    sections: Mapping[str, Sequence[Candidate]],
+    request: Sequence[Message],
+    config: ContextConfig = DEFAULT_CONTEXT,
+) -> dict[str, list[Candidate]]:
+    """The sections less what only repeats the ``request``'s messages.
+
+    A message of the request (same conversation and id, or the same words stored
+    elsewhere) and a claim whose evidence is only such messages are left out; so
+    is each sentence of key info, a summary or an entity whose content words the
+    request holds (``covered_share`` of them), and an item with nothing else left.
+    """
+    keys = {(m.conversation, m.id) for m in request}
+    texts = {same_text(m.indexed_text()) for m in request if m.indexed_text().strip()}
+    for c in sections.get("message", ()):
+        if same_text(c.body or c.text) in texts:
+            keys |= c.evidence  # the same words stored under another id
+    said = " ".join(f"{m.speaker} {' '.join(m.addressees)} {m.indexed_text()}" for m in request)
+    words = set(query_terms(said))  # who said it is in front of the assistant too
+    out: dict[str, list[Candidate]] = {}
+    for kind, cands in sections.items():
+        if kind in ("message", "claim"):
+            out[kind] = [c for c in cands if not (c.evidence and c.evidence <= keys)]
+            continue
+        out[kind] = []
+        for c in cands:
+            text = _unsaid(c.text, words, config.covered_share)
+            if text:
+                body = _unsaid(c.body, words, config.covered_share) if c.body else ""
+                out[kind].append(replace(c, text=text, body=body))
+    return out
+
+
+_NOTE = re.compile(r"\([^()]*\)")  # "(since 2024-03-11; reported by Ana)": no content
+
+
+def _unsaid(text: str, words: set[str], share: float) -> str:
+    """``text`` without the sentences whose content words are mostly in ``words``; its
+    head ("Ana: ", "2024-03-04 to 2024-03-11: ") is kept while a sentence remains."""
+    head, sep, body = text.partition(": ")
+    if not sep:
+        head, body = "", text
+    kept = []
+    for sentence in SENTENCE_BREAK.split(body):
+        terms = set(query_terms(_NOTE.sub(" ", sentence)))
+        if not terms or len(terms & words) / len(terms) < share:
+            kept.append(sentence)
+    if not any(query_terms(k) for k in kept):
+        return ""
+    rest = " ".join(kept)
+    return f"{head}{sep}{rest}" if sep else rest
 
 
 def gather(
@@ -666,6 +765,7 @@ def _claims(
             conversation=c.conversation,
             skippable=True,
             body=c.text,
+            evidence=frozenset((c.conversation, e) for e in c.evidence),
         )
         for c in as_known(store, found.values(), at)
         if c.holds_at(at) and c.status != "duplicate"  # its older original says it
@@ -731,7 +831,7 @@ def _entities(
 
 def _entity_text(cand: Candidate, e: Entity, text: str) -> Candidate:
     head = f"{e.name} ({e.kind}, as {e.owner} tells it)"
-    return replace(cand, text=f"{head}: {text}")
+    return replace(cand, text=f"{head}: {text}", body=text)  # two entities, one story: once
 
 
 def _messages(
@@ -766,6 +866,7 @@ def _messages(
             skippable=(cid, mid) not in last,
             body=m.indexed_text(),
             pinned=(cid, mid) in last,
+            evidence=frozenset({(cid, mid)}),
         )
         for (cid, mid), m in msgs.items()
     ]

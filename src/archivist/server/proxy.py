@@ -366,7 +366,9 @@ def prepare(
     ctx = None
     if settings.context_budget and last.strip():
         try:
-            ctx = tenant.context(last, person=user, budget_tokens=settings.context_budget)
+            ctx = tenant.context(
+                last, person=user, budget_tokens=settings.context_budget, request=conv.messages
+            )
         except Exception as e:  # noqa: BLE001 - no context this turn; the turn is still stored
             note_failure(tenant, "context", cid, e)
     tenant.counters["turns"] += 1
