@@ -422,3 +422,22 @@ def test_segment_edge_cases() -> None:
 def test_llm_boundaries_only_for_long_sessions() -> None:
     assert not should_use_llm_boundaries(turns(10))
     assert should_use_llm_boundaries(turns(11))
+
+
+def test_an_assistant_echo_adds_no_claim() -> None:
+    """ "Noted (2): my sister Maya lives in Porto" repeats the user: no claim, and never the
+    assistant's sister; a reply that says something new is still the assistant's claim."""
+    told = msg(0, "Ana", "My sister Maya lives in Porto and teaches chemistry.", to=("assistant",))
+    echo = msg(
+        1, "assistant", "Noted (2): My sister Maya lives in Porto and teaches chemistry.",
+        role="assistant", to=("Ana",),
+    )  # fmt: skip
+    advice = msg(
+        2, "assistant", "You could bring Maya to the new lentil place near the river.",
+        role="assistant", to=("Ana",),
+    )  # fmt: skip
+    claims = heuristic_claims([told, echo, advice])
+    assert [c.speaker for c in claims] == ["Ana", "assistant"]
+    assert "lentil" in claims[1].text
+    # the turn before an appended tail counts as heard
+    assert heuristic_claims([echo], earlier=[told]) == []

@@ -79,6 +79,7 @@ class ContextConfig:
     max_briefs: int = 6
     dossier_relevance: float = 0.5  # below this an entity gets a brief, not a dossier
     covered_share: float = 0.8  # an item whose words a shown summary holds this much is skipped
+    echo_share: float = 0.6  # an assistant's reply whose words the context shows this much
     min_fit_words: int = 12  # a longer item is cut to fit only if this many words fit
 
     def weight(self, name: str) -> float:
@@ -144,6 +145,7 @@ class Candidate:
     skippable: bool = False  # may be dropped when a shown summary already says it
     body: str = ""  # the content words judged against summaries (default: ``text``)
     pinned: bool = False  # taken first in its section (the conversation's last turns)
+    reply: bool = False  # an assistant's message: often an echo of what it was told
     covers: frozenset[int] = field(default_factory=frozenset)  # summaries: sessions spanned
     # the messages it stands for, (conversation, message id): a claim's evidence, a
     # message itself; two items with the same evidence say one thing
@@ -209,13 +211,22 @@ def _fit(line: str, room: int, config: ContextConfig) -> str | None:
     return None
 
 
-def _already_said(c: Candidate, said: Mapping[str, set[str]], config: ContextConfig) -> bool:
-    """Are ``c``'s content words mostly in a shown summary of its conversation?"""
+def _already_said(
+    c: Candidate,
+    said: Mapping[str, set[str]],
+    config: ContextConfig,
+    shown: set[str] = frozenset(),  # type: ignore[assignment]
+) -> bool:
+    """Are ``c``'s content words mostly in a shown summary of its conversation, or (a
+    message: an assistant's "Noted: you're vegan now") in what the context shows?"""
     words = set(query_terms(c.body or c.text))
-    known = said.get(c.conversation)
+    known = said.get(c.conversation, set())
+    if c.kind == "message":
+        known = known | shown
     if not c.skippable or not words or not known:
         return False
-    return len(words & known) / len(words) >= config.covered_share
+    share = config.echo_share if c.reply else config.covered_share
+    return len(words & known) / len(words) >= share
 
 
 def _said_by_other_items(
@@ -269,6 +280,7 @@ def pack(
     caps = _allowances(budget, config)
     used = early_used = 0
     shown_texts: set[str] = set()
+    shown_words: set[str] = set()
     # a last turn is shown whatever else is: its claims would say it twice
     pinned = {e for c in sections.get("message", ()) if c.pinned for e in c.evidence}
     claimed: dict[tuple[str, str], set[str]] = {}  # a message's words its shown claims say
@@ -292,7 +304,7 @@ def pack(
         for c, s in cands:
             if kind == "summary" and c.covers and c.covers <= spanned.get(c.conversation, set()):
                 continue
-            if _already_said(c, said, config):
+            if _already_said(c, said, config, shown_words):
                 continue
             text = same_text(c.body or c.text)
             if text in shown_texts or _said_by_other_items(c, pinned, claimed, config):
@@ -304,6 +316,7 @@ def pack(
             chosen.append((c, s, line, cost))
             spent += cost
             shown_texts.add(text)
+            shown_words.update(query_terms(line))
             if c.kind == "claim" and len(c.evidence) == 1:
                 claimed.setdefault(next(iter(c.evidence)), set()).update(query_terms(c.text))
             if kind == "summary":
@@ -867,6 +880,7 @@ def _messages(
             body=m.indexed_text(),
             pinned=(cid, mid) in last,
             evidence=frozenset({(cid, mid)}),
+            reply=m.role == "assistant",
         )
         for (cid, mid), m in msgs.items()
     ]

@@ -130,9 +130,9 @@ class HeuristicArchivist:
         context: Sequence[Message] = (),
         kin: Mapping[tuple[str, str], str] | None = None,
     ) -> SessionResult:
-        """Episodes and claims of ``messages``. ``context`` is not needed: each sentence's
-        pronouns resolve from its own message's speaker and addressees; ``kin`` names
-        the speakers' relatives ("Mum" is Halina)."""
+        """Episodes and claims of ``messages``. Each sentence's pronouns resolve from its
+        own message's speaker and addressees; ``kin`` names the speakers' relatives
+        ("Mum" is Halina); ``context`` (the turns before) is what an assistant may echo."""
         from .heuristic import heuristic_claims, heuristic_episode
         from .segment_fallback import segment_fixed
 
@@ -141,7 +141,7 @@ class HeuristicArchivist:
         result.episodes = [heuristic_episode(chunk) for chunk in chunks if chunk]
         attach_claims(
             result.episodes,
-            heuristic_claims(list(messages), participants, kin),
+            heuristic_claims(list(messages), participants, kin, context),
             participants,
             result,
             {m.id: m.speaker for m in messages},

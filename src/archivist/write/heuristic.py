@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..model import Attachment, Claim, EntityMention, Episode, Message
 from ..subject import kin_names, relative_subject
-from ..text import CALENDAR_WORDS, ENDING, TOPIC_STOPWORDS, ended_objects
+from ..text import CALENDAR_WORDS, ENDING, TOPIC_STOPWORDS, ended_objects, query_terms
 from ..timeground import find_times, ground, is_forward_duration, tense
 from .index_text import resolve_pronouns
 
@@ -424,13 +424,17 @@ def _caption_claim(m: Message, attachment: Attachment) -> Claim:
 
 
 def heuristic_claims(
-    messages: list[Message], known_people: Iterable[str] = (), kin: Kin | None = None
+    messages: list[Message],
+    known_people: Iterable[str] = (),
+    kin: Kin | None = None,
+    earlier: Iterable[Message] = (),
 ) -> list[Claim]:
     """Speaker-attributed claims from every informative sentence; system messages are skipped.
 
     ``kin``: who each speaker's relatives are by name (``subject.kin_names`` over the
     conversation so far), so "Mum had a fall" in March is Halina's when November
     said "my mum Halina"; the messages' own introductions are always read.
+    ``earlier``: the turns just before ``messages``, which an assistant may echo.
     """
     known = set(known_people)
     kin = {**kin_names((m.speaker, m.text) for m in messages), **(kin or {})}
@@ -438,15 +442,33 @@ def heuristic_claims(
         known.add(m.speaker)
         known.update(m.addressees)
     claims: list[Claim] = []
+    # what the others said so far: an assistant's echo of it adds nothing
+    heard = {t for m in earlier if m.role != "assistant" for t in query_terms(m.text)}
     for m in messages:
         if m.role == "system" or not m.speaker:
             continue
         for sentence in split_sentences(m.text):
+            if m.role == "assistant" and echoes(sentence, heard):
+                continue
             claim = _sentence_claim(sentence, m, known, kin)
             if claim is not None:
                 claims.append(claim)
         claims.extend(_caption_claim(m, a) for a in m.attachments if a.caption.strip())
+        if m.role != "assistant":
+            heard.update(query_terms(m.text))
     return claims
+
+
+ECHO_SHARE = 0.6  # of a sentence's content words said before by someone else
+
+
+def echoes(sentence: str, heard: set[str]) -> bool:
+    """Whether an assistant's sentence only repeats what was said to it ("Noted (2): my
+    sister Maya lives in Porto"): at least three of its content words, and three in
+    five, were heard before; "Noted", a count or "sure" is all it adds."""
+    terms = set(query_terms(sentence))
+    same = len(terms & heard)
+    return same >= 3 and same / len(terms) >= ECHO_SHARE
 
 
 # -- episodes -----------------------------------------------------------------------------
