@@ -210,6 +210,71 @@ def run_locomo(
     ``extra``: more search configs (ablations, see ``plus``), each scored and
     timed the way archivist is; a store that already holds the file is reused as is.
     """
+    questions, head = _prepare(memory, path, progress)
+    reports = head.pop("_reports")
+    per_retriever, timed = _run_questions(
+        memory, questions, max(ks), retrievers, progress, {c.name: c for c in extra}
+    )
+    return {
+        "benchmark": "locomo",
+        **head,
+        "retrieval": _recall(per_retriever, questions, ks),
+        **reports,
+        "search_latency_ms": {
+            "retriever": "archivist (full path, query embedding included)",
+            **_latency(timed["archivist"]),
+        },
+        "latency_ms": {name: _latency(xs) for name, xs in timed.items()},
+        "embedder": memory.embedder.name,
+        "store": memory.stats().get("path"),
+        "llm": memory.llm_summary(),
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+    }
+
+
+def run_locomo_context(
+    memory: MemoryService,
+    path: str | Path,
+    budgets: Sequence[int],
+    limit: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
+    """Ingest the file (idempotent) and score the context each system would inject
+    (bench/context_recall.py) at each budget; ``limit``: first N questions per
+    conversation."""
+    from .context_recall import run_context_recall
+
+    questions, head = _prepare(memory, path, progress)
+    reports = head.pop("_reports")
+    if limit is not None:
+        taken: dict[str, int] = {}
+        kept = []
+        for cid, q in questions:
+            taken[cid] = taken.get(cid, 0) + 1
+            if taken[cid] <= limit:
+                kept.append((cid, q))
+        questions = kept
+        head["questions_scored"] = len(questions)
+    found = run_context_recall(memory, questions, budgets, progress)
+    return {
+        "benchmark": "locomo-context",
+        **head,
+        "budgets": found["budgets"],
+        "counting": found["counting"],
+        "context": found["recall"],
+        "tokens_used": found["tokens_used"],
+        "assembly_ms": found["assembly_ms"],
+        **reports,
+        "embedder": memory.embedder.name,
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+    }
+
+
+def _prepare(
+    memory: MemoryService, path: str | Path, progress: Callable[[str, int, int], None] | None
+) -> tuple[list[tuple[str, dict]], dict]:
+    """Ingest, extract and consolidate the file; the questions with evidence of categories
+    1-4, and the report's head (its "_reports" key: ingest, extraction, consolidation)."""
     from ..load import load_file
     from ..load.locomo import load_qa
 
@@ -242,36 +307,25 @@ def run_locomo(
         for q in items
         if q["category"] in RECALL_CATEGORIES and not q["evidence"]
     )
-    per_retriever, timed = _run_questions(
-        memory, questions, max(ks), retrievers, progress, {c.name: c for c in extra}
-    )
-    return {
-        "benchmark": "locomo",
+    head = {
         "file": str(path),
         "conversations": len(convs),
         "messages": total,
         "questions_scored": len(questions),
         "questions_excluded": {"category_5_adversarial": skipped_adv, "no_evidence": no_evidence},
         "categories": {str(c): CATEGORY_NAMES[c] for c in RECALL_CATEGORIES},
-        "retrieval": _recall(per_retriever, questions, ks),
-        "ingest": {
-            "messages_added": added,
-            "seconds": round(ingest_s, 3),
-            "messages_per_s": round(added / ingest_s, 1) if added and ingest_s else None,
-            "note": None if added else "store already held the data: nothing was re-embedded",
+        "_reports": {
+            "ingest": {
+                "messages_added": added,
+                "seconds": round(ingest_s, 3),
+                "messages_per_s": round(added / ingest_s, 1) if added and ingest_s else None,
+                "note": None if added else "store already held the data: nothing was re-embedded",
+            },
+            "extraction": extraction_report,
+            "consolidation": consolidation_report,
         },
-        "extraction": extraction_report,
-        "consolidation": consolidation_report,
-        "search_latency_ms": {
-            "retriever": "archivist (full path, query embedding included)",
-            **_latency(timed["archivist"]),
-        },
-        "latency_ms": {name: _latency(xs) for name, xs in timed.items()},
-        "embedder": memory.embedder.name,
-        "store": memory.stats().get("path"),
-        "llm": memory.llm_summary(),
-        "machine": {"python": platform.python_version(), "platform": platform.platform()},
     }
+    return questions, head
 
 
 def _recall(

@@ -142,3 +142,30 @@ def locomo_qa_table(r: dict) -> str:
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
+
+
+def locomo_context_table(r: dict) -> str:
+    """Context evidence recall per system and budget, by category; tokens and latency."""
+    cats = ["overall", *sorted(r["categories"])]
+    head = f"{'system':<10} {'budget':>6} {'tokens':>7} " + " ".join(
+        f"{(c if c == 'overall' else c + ' ' + r['categories'][c]):>15}" for c in cats
+    )
+    lines = [
+        f"LoCoMo context evidence recall: {r['conversations']} conversations, "
+        f"{r['questions_scored']} questions (categories 1-4). Counted: {r['counting']}.",
+        head,
+        "-" * len(head),
+    ]
+    for system, by_budget in r["context"].items():
+        for budget, row in by_budget.items():
+            used = r["tokens_used"][system][budget]
+            lines.append(
+                f"{system:<10} {budget:>6} {used:>7.0f} "
+                + " ".join(f"{row.get(c, 0.0):>15.3f}" for c in cats)
+            )
+    lines.append("")
+    lines += [
+        f"archivist assembly at {b} tokens: p50 {x['p50']} ms, p95 {x['p95']} ms"
+        for b, x in r["assembly_ms"].items()
+    ]
+    return "\n".join(lines)

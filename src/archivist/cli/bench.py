@@ -31,7 +31,21 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 @click.option("--no-llm", is_flag=True, help="Use the heuristic archivist even if an LLM is set.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
 @click.option("--qa", is_flag=True, help="Question answering (F1, BLEU-1, J) instead of recall.")
-@click.option("--limit", type=click.IntRange(1), help="--qa: first N questions per conversation.")
+@click.option(
+    "--context",
+    "context_mode",
+    is_flag=True,
+    help="Evidence recall of the injected context at token budgets, against baselines.",
+)
+@click.option(
+    "--budgets",
+    default="250,500,1000,1500",
+    show_default=True,
+    help="--context: comma-separated token budgets.",
+)
+@click.option(
+    "--limit", type=click.IntRange(1), help="--qa/--context: first N questions per conversation."
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="--qa: results dir.")
 @click.option("--answer-model", help="--qa: answer model name on the configured LLM endpoint.")
 @click.option("--judge-model", help="--qa: judge model name (default: the answer model).")
@@ -50,6 +64,8 @@ def locomo(
     no_llm: bool,
     as_json: bool,
     qa: bool,
+    context_mode: bool,
+    budgets: str,
     limit: int | None,
     out: Path | None,
     answer_model: str | None,
@@ -66,11 +82,16 @@ def locomo(
         extra = [plus([r.strip() for r in p.split(",") if r.strip()]) for p in plus_rankers]
     except ConfigError as e:
         raise click.BadParameter(str(e), param_hint="--plus") from None
+    if qa and context_mode:
+        raise click.UsageError("--qa and --context are separate runs: choose one")
     if qa:
         _locomo_qa(ctx, path, no_llm, as_json, limit, out, answer_model, judge_model)
         return
     if no_llm:
         ctx.settings = ctx.settings.with_(llm="none")
+    if context_mode:
+        _locomo_context(ctx, path, _parse_ks(budgets), limit, as_json)
+        return
     with StagedProgress(enabled=not as_json) as progress:
         result = run_locomo(ctx.memory, path, kvals, progress=progress, extra=extra)
     if as_json:
@@ -123,6 +144,20 @@ def state(
         emit_json(result)
     else:
         click.echo(state_table(result))
+
+
+def _locomo_context(
+    ctx: Context, path: Path, budgets: tuple[int, ...], limit: int | None, as_json: bool
+) -> None:
+    from ..bench.locomo import run_locomo_context
+    from ..bench.report import locomo_context_table
+
+    with StagedProgress(enabled=not as_json) as progress:
+        result = run_locomo_context(ctx.memory, path, budgets, limit=limit, progress=progress)
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(locomo_context_table(result))
 
 
 def register(cli: click.Group) -> None:
