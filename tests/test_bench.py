@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from click.testing import CliRunner
 
+from archivist.bench.context_recall import _key, packed, recent
 from archivist.cli.main import cli
+from archivist.model import Message
+from archivist.read.context import HISTORY_MARK
 
 TURNS = [
     ("Ana", "I adopted a grey cat called Pixel yesterday."),
@@ -101,3 +105,43 @@ def test_bench_scale_grows_the_store(tmp_path: Path) -> None:
     for s in r["sizes"]:
         for scope in ("one conversation", "whole store"):
             assert s["search_ms"][scope]["p95"] >= s["search_ms"][scope]["p50"] > 0
+
+
+def test_bench_locomo_context_scores_every_system_at_every_budget(tmp_path: Path) -> None:
+    args = ["--db", str(tmp_path / "c.db"), "--embedder", "fake", "bench", "locomo"]
+    path = str(locomo_file(tmp_path))
+    result = CliRunner().invoke(cli, [*args, path, "--context", "--budgets", "40,400", "--json"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert set(r["context"]) == {"archivist", "plain-rag", "hits", "recent"}
+    for system, by_budget in r["context"].items():
+        assert set(by_budget) == {"40", "400"}
+        assert set(by_budget["400"]) == {"overall", "1", "2", "4"}
+        for budget, row in by_budget.items():
+            assert all(0.0 <= v <= 1.0 for v in row.values())
+            assert r["tokens_used"][system][budget] <= int(budget)
+    # 8 short messages fit in 400 tokens: every message-packing system holds all evidence
+    assert r["context"]["plain-rag"]["400"]["overall"] == 1.0
+    assert r["context"]["recent"]["400"]["overall"] == 1.0
+    assert r["context"]["recent"]["40"]["overall"] < 1.0  # the last turn or two only
+    assert r["assembly_ms"]["400"]["p95"] >= r["assembly_ms"]["400"]["p50"] > 0
+    table = CliRunner().invoke(cli, [*args, path, "--context", "--budgets", "400"])
+    assert table.exit_code == 0 and "plain-rag" in table.stdout and "assembly" in table.stdout
+    both = CliRunner().invoke(cli, [*args, path, "--context", "--qa"])
+    assert both.exit_code != 0
+
+
+def test_context_evidence_counts_provenance_not_word_overlap() -> None:
+    # a claim's text inside key info, with its notes and a history mark, is that claim
+    line = f"Ana adopted a grey cat called Pixel {HISTORY_MARK} (since 2023-05-07)."
+    assert _key(line) == _key("Ana adopted a grey cat called Pixel.")
+    assert _key("Ana: Ana adopted a grey cat called Pixel.") == _key(line)
+    assert _key("Ana adopted a cat called Pixel.") != _key(line)  # a paraphrase is not
+    msgs = [
+        Message(f"D1:{i}", "c", 1, "Ana", " ".join(["word"] * n), datetime(2023, 5, 8, tzinfo=UTC))
+        for i, n in enumerate((5, 50, 5), start=1)
+    ]
+    kept, used = packed(msgs, 40)
+    assert [m.id for m in kept] == ["D1:1", "D1:3"] and used <= 40  # the long one skipped
+    tail, _ = recent(msgs, 40)
+    assert [m.id for m in tail] == ["D1:3"]  # contiguous from the end: stops at the long one
