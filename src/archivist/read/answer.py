@@ -175,7 +175,7 @@ def owner_and_subject(
     kin: Mapping[tuple[str, str], str] | None = None,
     by_kin: bool = True,
 ) -> tuple[str | None, bool]:
-    """Whose a sentence is, and whether its subject said so (read/subject.py).
+    """Whose a sentence is, and whether its subject said so (archivist/subject.py).
 
     Failing a subject: "I/my" anywhere → the speaker, "you/your" → the one
     addressee, a named person, else nobody (None: "That race sounds great!"

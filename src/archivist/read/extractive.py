@@ -240,7 +240,7 @@ class Sentence:
     when: datetime | None = None  # when its event happened, if a claim or the text says
     relevance: float = 0.0
     score: float = 0.0
-    subject: bool = False  # the owner is the sentence's subject (read/subject.py)
+    subject: bool = False  # the owner is the sentence's subject (archivist/subject.py)
 
 
 def someone_elses(s: Sentence, person: str, *, by_subject: bool = True) -> str | None:
