@@ -340,3 +340,23 @@ async def test_mcp_profile_tool(mem: MemoryService, anyio_backend: str) -> None:
         ]
         missing = await client.call_tool("profile", {"person": "Nobody"})
         assert missing.is_error and "no person 'Nobody'" in missing.content[0].text
+
+
+def test_key_info_heads_every_group_so_nothing_reads_as_the_group_before() -> None:
+    from archivist.profile import Entry
+    from archivist.write.consolidate import key_info_text
+
+    def entry(i: int, text: str) -> Entry:
+        return Entry(
+            i, text, "fact", datetime(2024, 3, i, tzinfo=UTC), None, "Ana", "first-hand", ()
+        )
+
+    text = key_info_text(
+        [("family", entry(1, "Ana's sister Maya lives in Porto.")),
+         ("other", entry(2, "Ana takes a taxi to the airport at six."))],
+        500,
+    )  # fmt: skip
+    assert text == (
+        "Family: Ana's sister Maya lives in Porto (since 2024-03-01). "
+        "Other: Ana takes a taxi to the airport at six (since 2024-03-02)."
+    )

@@ -201,7 +201,7 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
             # its last day (ends are exclusive): a reader at a later time sees it expired
             when += f" until {last_day(e.until):%Y-%m-%d}"
         who = "" if e.source == FIRST_HAND else f"; {e.source}"
-        heads.append("" if group == "other" else f"{group.capitalize()}: ")
+        heads.append(f"{group.capitalize()}: ")  # "other" too: never read as the last group's
         pieces.append(f"{body} ({when}{who}).")
     # packed as if each had its head, so the heads of the kept ones always fit
     keep = sorted(pack_texts([h + p for h, p in zip(heads, pieces, strict=True)], cap))
