@@ -148,7 +148,7 @@ class Candidate:
     reply: bool = False  # an assistant's message: often an echo of what it was told
     covers: frozenset[int] = field(default_factory=frozenset)  # summaries: sessions spanned
     # the messages it stands for, (conversation, message id): a claim's evidence, a
-    # message itself; two items with the same evidence say one thing
+    # message itself; what the request already holds, or a last turn, is not said again
     evidence: frozenset[tuple[str, str]] = field(default_factory=frozenset)
 
 
