@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from archivist.bench.context_recall import _key, packed, recent
 from archivist.cli.main import cli
 from archivist.model import Message
-from archivist.read.context import HISTORY_MARK
+from archivist.read.history import HISTORY_MARK
 
 TURNS = [
     ("Ana", "I adopted a grey cat called Pixel yesterday."),

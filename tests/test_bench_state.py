@@ -127,12 +127,12 @@ def test_stale_counts_only_on_lines_without_the_history_marker() -> None:
     assert stale_as_current(p, "[history]\n- Priya: pescatarian", MARKS) is True
 
 
-def test_history_marker_comes_from_the_context_module(monkeypatch) -> None:
-    from archivist.read import context
+def test_history_marker_comes_from_the_renderer_s_history_module(monkeypatch) -> None:
+    from archivist.read import history
 
-    monkeypatch.setattr(context, "HISTORY_MARK", "(superseded)", raising=False)
+    monkeypatch.setattr(history, "HISTORY_MARK", "(superseded)", raising=False)
     assert state.history_marks() == ("(superseded)",)
-    monkeypatch.delattr(context, "HISTORY_MARK")
+    monkeypatch.delattr(history, "HISTORY_MARK")
     assert state.history_marks() == ("[history]",)
 
 

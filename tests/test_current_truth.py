@@ -10,7 +10,7 @@ import pytest
 
 from archivist.config import Settings
 from archivist.model import Claim
-from archivist.read.context import HISTORY_MARK, Bygones
+from archivist.read.history import HISTORY_MARK, Bygones
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.text import ended_objects

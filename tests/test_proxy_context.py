@@ -19,7 +19,8 @@ openai = pytest.importorskip("openai")
 
 from archivist.bench.load import FakeUpstream  # noqa: E402
 from archivist.config import Settings  # noqa: E402
-from archivist.read.context import HISTORY_MARK, estimate_tokens  # noqa: E402
+from archivist.read.context import estimate_tokens  # noqa: E402
+from archivist.read.history import HISTORY_MARK  # noqa: E402
 from archivist.server import proxy  # noqa: E402
 from archivist.server.app import ServerSettings, create_app  # noqa: E402
 from archivist.service import MemoryService  # noqa: E402

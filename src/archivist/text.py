@@ -107,6 +107,16 @@ def is_stopword(word: str) -> bool:
 # -- search terms and FTS quoting -------------------------------------------------------
 
 
+def share_in(words: set[str], known: set[str]) -> float:
+    """The share of ``words`` that ``known`` holds (0.0 for no words)."""
+    return len(words & known) / len(words) if words else 0.0
+
+
+# An assistant's sentence with this share of its content words already said (to it, or
+# in the context shown) repeats them: "Noted (2): my sister Maya lives in Porto".
+ECHO_SHARE = 0.6
+
+
 def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """Lower-cased word tokens of ``text`` (stopwords dropped), in order, deduplicated.
 

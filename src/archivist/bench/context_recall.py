@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from ..model import Hit, Message
-from ..read.context import HISTORY_MARK, estimate_tokens, message_line, same_text
+from ..read.context import NOTE, estimate_tokens, message_line, same_text
 from ..read.extractive import SENTENCE_BREAK
+from ..read.history import HISTORY_MARK
 from ..read.search import PRESETS, SearchTrace, search
 from ..service import MemoryService
 from ..store.sql import Filters
@@ -39,13 +40,12 @@ from .metrics import by_category, mean, percentile
 DEFAULT_BUDGETS = (250, 500, 1000, 1500)
 SYSTEMS = ("archivist", "plain-rag", "hits", "recent")
 SEARCH_K = 120  # enough messages to fill the largest budget
-_NOTE = re.compile(r"\([^()]*\)")
 _SPEAKER = re.compile(r"^[A-Z][\w'’ -]{0,40}:\s+")
 
 
 def _key(sentence: str) -> str:
     """A sentence in the form a claim's text and its copies in other lines share."""
-    text = _NOTE.sub(" ", sentence.replace(HISTORY_MARK, " "))
+    text = NOTE.sub(" ", sentence.replace(HISTORY_MARK, " "))
     return same_text(_SPEAKER.sub("", text.strip())).rstrip(" .!?…")
 
 

@@ -22,7 +22,7 @@ found in "now", "yes" not in "yesterday"):
   marked as history (a bare "yes" or "no" judges the answer only). A line
   is marked as history when it holds, exactly (case-sensitive), the marker
   the context renderer puts on superseded or expired facts:
-  ``archivist.read.context.HISTORY_MARK`` (a string or a tuple of strings)
+  ``archivist.read.history.HISTORY_MARK`` (a string or a tuple of strings)
   when that module defines it, else ``"[history]"``. Nothing else counts
   ("was", "until", a past date): a stale value shown without the marker
   reads as current to the assistant. The rate is over probes that list
@@ -200,9 +200,9 @@ def _when(value: Any, where: str) -> datetime | None:
 
 def history_marks() -> tuple[str, ...]:
     """The context renderer's history marker(s), read now: the renderer is still changing."""
-    from ..read import context as context_module
+    from ..read import history
 
-    mark = getattr(context_module, "HISTORY_MARK", DEFAULT_HISTORY_MARK)
+    mark = getattr(history, "HISTORY_MARK", DEFAULT_HISTORY_MARK)
     return (mark,) if isinstance(mark, str) else tuple(mark)
 
 

@@ -20,15 +20,16 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import ended_objects, endings, person_key, query_terms
+from ..text import ECHO_SHARE, person_key, query_terms, share_in
 from ..timeground import last_day
-from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
+from .extractive import SENTENCE_BREAK
+from .history import bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import search_memory
 
@@ -79,7 +80,7 @@ class ContextConfig:
     max_briefs: int = 6
     dossier_relevance: float = 0.5  # below this an entity gets a brief, not a dossier
     covered_share: float = 0.8  # an item whose words a shown summary holds this much is skipped
-    echo_share: float = 0.6  # an assistant's reply whose words the context shows this much
+    echo_share: float = ECHO_SHARE  # an assistant's reply whose words the context shows
     min_fit_words: int = 12  # a longer item is cut to fit only if this many words fit
 
     def weight(self, name: str) -> float:
@@ -211,39 +212,35 @@ def _fit(line: str, room: int, config: ContextConfig) -> str | None:
     return None
 
 
-def _already_said(
+def _says_again(
     c: Candidate,
+    words: set[str],
     said: Mapping[str, set[str]],
-    config: ContextConfig,
-    shown: set[str] = frozenset(),  # type: ignore[assignment]
-) -> bool:
-    """Are ``c``'s content words mostly in a shown summary of its conversation, or (a
-    message: an assistant's "Noted: you're vegan now") in what the context shows?"""
-    words = set(query_terms(c.body or c.text))
-    known = said.get(c.conversation, set())
-    if c.kind == "message":
-        known = known | shown
-    if not c.skippable or not words or not known:
-        return False
-    share = config.echo_share if c.reply else config.covered_share
-    return len(words & known) / len(words) >= share
-
-
-def _said_by_other_items(
-    c: Candidate,
+    shown: set[str],
     pinned: set[tuple[str, str]],
     claimed: Mapping[tuple[str, str], set[str]],
     config: ContextConfig,
 ) -> bool:
-    """A claim whose evidence is all last turns, or a message whose content words its
-    shown claims hold (``covered_share`` of them): it would say again what is shown."""
-    if c.kind == "claim":
-        return bool(c.evidence) and c.evidence <= pinned
+    """Would ``c`` (its content ``words``) say again what the context shows?
+
+    A claim of one of the conversation's last turns (``pinned``: shown anyway); a
+    skippable item whose words are mostly (``covered_share``) in a shown summary of
+    its conversation, or, a message, in anything shown (an assistant's "Noted:
+    you're vegan now" at the lower ``echo_share``); a message whose words its shown
+    claims (``claimed``) already hold.
+    """
+    if c.kind == "claim" and c.evidence and c.evidence <= pinned:
+        return True
+    if c.skippable:
+        known = said.get(c.conversation, set())
+        if c.kind == "message":
+            known = known | shown
+        share = config.echo_share if c.reply else config.covered_share
+        if known and share_in(words, known) >= share:
+            return True
     if c.kind != "message" or c.pinned or len(c.evidence) != 1:
         return False
-    words = set(query_terms(c.body or c.text))
-    known = claimed.get(next(iter(c.evidence)), set())
-    return bool(words) and len(words & known) / len(words) >= config.covered_share
+    return share_in(words, claimed.get(next(iter(c.evidence)), set())) >= config.covered_share
 
 
 def _allowances(budget: int, config: ContextConfig) -> dict[str, float]:
@@ -304,10 +301,11 @@ def pack(
         for c, s in cands:
             if kind == "summary" and c.covers and c.covers <= spanned.get(c.conversation, set()):
                 continue
-            if _already_said(c, said, config, shown_words):
-                continue
             text = same_text(c.body or c.text)
-            if text in shown_texts or _said_by_other_items(c, pinned, claimed, config):
+            words = set(query_terms(c.body or c.text))
+            if text in shown_texts or _says_again(
+                c, words, said, shown_words, pinned, claimed, config
+            ):
                 continue
             line = _fit(f"- {c.text}", int(room - spent), config)
             if line is None:
@@ -399,7 +397,7 @@ def without(
     request holds (``covered_share`` of them), and an item with nothing else left.
     """
     keys = {(m.conversation, m.id) for m in request}
-    texts = {same_text(m.indexed_text()) for m in request if m.indexed_text().strip()}
+    texts = {t for m in request if (t := same_text(m.indexed_text()))}
     for c in sections.get("message", ()):
         if same_text(c.body or c.text) in texts:
             keys |= c.evidence  # the same words stored under another id
@@ -419,7 +417,7 @@ def without(
     return out
 
 
-_NOTE = re.compile(r"\([^()]*\)")  # "(since 2024-03-11; reported by Ana)": no content
+NOTE = re.compile(r"\([^()]*\)")  # "(since 2024-03-11; reported by Ana)": no content
 
 
 def _unsaid(text: str, words: set[str], share: float) -> str:
@@ -430,8 +428,8 @@ def _unsaid(text: str, words: set[str], share: float) -> str:
         head, body = "", text
     kept = []
     for sentence in SENTENCE_BREAK.split(body):
-        terms = set(query_terms(_NOTE.sub(" ", sentence)))
-        if not terms or len(terms & words) / len(terms) < share:
+        terms = set(query_terms(NOTE.sub(" ", sentence)))
+        if not terms or share_in(terms, words) < share:
             kept.append(sentence)
     if not any(query_terms(k) for k in kept):
         return ""
@@ -474,116 +472,6 @@ def gather(
         kind: _with_usefulness(store, kind, [replace(c, text=past.mark(c.text)) for c in cands])
         for kind, cands in sections.items()
     }
-
-
-_UNTIL = re.compile(r"\buntil (\d{4}-\d{2}-\d{2})\b")  # key info's "(since …, until 2024-09-20)"
-
-
-def _until(day: str) -> datetime:
-    """The end of a snapshot's "until" day: it holds through that day."""
-    return datetime.fromisoformat(day).replace(tzinfo=UTC) + timedelta(days=1)
-
-
-_REPLACED = re.compile(r"\b(?:instead\s+of|rather\s+than)\b[^,.;!?]*", re.I)
-
-
-@dataclass(frozen=True)
-class Bygones:
-    """What no longer holds at a time, in a scope: the claims that stopped holding and
-    the short values conflicts replaced ("Lyon", "operations coordinator")."""
-
-    claims: tuple[Claim, ...] = ()
-    values: tuple[
-        tuple[str, str, datetime], ...
-    ] = ()  # (old value, new value or "" for an ending, since)
-    at: datetime | None = None  # the time read at: a snapshot's "until" date before it expired
-
-    def since(self, sentence: str, own: Iterable[str] = ()) -> datetime | None:
-        """When what the sentence states stopped holding, if it states a claim that did
-        or names a replaced value; else None.
-
-        A sentence saying that something ended (``own``: what it says ended) is not
-        marked for that alone: "I left the choir, I play bass in a band now" tells
-        what holds now (``mark`` marks its ending clause in place).
-        """
-        low = sentence.casefold()
-        own = {o.casefold() for o in own}
-        dated = [_until(m.group(1)) for m in _UNTIL.finditer(sentence)]
-        if dated and self.at is not None and max(dated) <= self.at:
-            return max(dated)  # a snapshot's "(since …, until 2024-09-20)", read later
-        ends = [
-            when
-            for old, new, when in self.values
-            if old in low and not (new and new in low) and old not in own
-        ]
-        ends += [c.valid_to for c in sentence_claims(sentence, self.claims) if c.valid_to]
-        return min(ends, default=None)
-
-    def mark(self, text: str) -> str:
-        """``text`` with each sentence that says what no longer holds marked as history
-        where it stands, with the date, and "instead of the ThinkPad" marked inside its
-        sentence. A line its renderer already marked as a whole is left as it is."""
-        if HISTORY_MARK in text:
-            return text
-        # sentences at even places, the whitespace between them (kept as it was) at odd
-        parts = re.split(f"({SENTENCE_BREAK.pattern})", text)
-        for i in range(0, len(parts), 2):
-            part = parts[i]
-            ended = endings(part)  # read once: what the sentence says ended, and where
-            since = (
-                self.since(part, (thing for thing, _ in ended))
-                if self.claims or self.values or self.at
-                else None
-            )
-            if since is not None:
-                parts[i] = history_line(part.rstrip(), since)
-            elif _REPLACED.search(part):  # "instead of the ThinkPad": marked inside
-                parts[i] = _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
-            else:
-                parts[i] = _mark_endings(part, ended)
-        return "".join(parts)
-
-
-def _mark_endings(sentence: str, ended: Sequence[tuple[str, int]]) -> str:
-    """``sentence`` with each clause that says something ended ("Lucía and I split
-    up", "Cancelled PureGym"; ``ended``: ``text.endings`` of it) marked as history
-    where it ends: what it names is over, whatever else the sentence says may hold
-    ("…, I play bass in a band now")."""
-    for end in sorted({end for _, end in ended}, reverse=True):
-        sentence = f"{sentence[:end]} {HISTORY_MARK}{sentence[end:]}"
-    return sentence
-
-
-def bygones(store: Store, convs: Sequence[str], at: datetime, hits: Sequence[Hit] = ()) -> Bygones:
-    """The claims of ``convs`` that no longer hold at ``at``, the values replaced by
-    then, and what the found messages say ended ("Last day at Nakamura today": a
-    thing that ended with no older claim about it to close)."""
-    claims: list[Claim] = []
-    values: list[tuple[str, str, datetime]] = [
-        (thing.casefold(), "", h.message.timestamp)
-        for h in hits
-        if h.message.timestamp <= at
-        for thing in ended_objects(h.message.text)
-    ]
-    for cid in convs:
-        ending = as_known(store, store.ending_claims(cid), at)
-        claims += [c for c in _facts(ending, at) if not c.holds_at(at)]
-        conflicts = store.list_conflicts(cid)
-        # known by ``at`` only if the newer claim was said by then (its start may be earlier)
-        said = {
-            c.id: c.said_at for c in store.claims_by_id({k.new_claim for k in conflicts}).values()
-        }
-        for k in conflicts:
-            old, new = k.old_value.casefold().strip(), k.new_value.casefold().strip()
-            ended = old in {o.casefold() for o in ended_objects(k.new_value)}
-            known = k.new_time <= at and said.get(k.new_claim, k.new_time) <= at
-            if known and old and len(old.split()) <= 4 and (ended or old not in new):
-                values.append((old, new, k.new_time))
-                first = k.old_value.split()[0]
-                if len(old.split()) > 1 and first[:1].isupper() and len(first) >= 4:
-                    # "Nakamura" of "Nakamura Logistics"
-                    values.append((first.casefold(), new, k.new_time))
-    return Bygones(tuple(claims), tuple(values), at)
 
 
 def _is_past(store: Store, convs: Sequence[str], at: datetime) -> bool:
@@ -701,31 +589,6 @@ def claim_line(c: Claim) -> str:
     return f"[{c.said_at:%Y-%m-%d}] {c.speaker} ({tags}): {c.text}{until}"
 
 
-# The mark on a line whose facts no longer hold at the context's time: what was said,
-# kept because it may answer "what did she eat before?", never to be read as current.
-HISTORY_MARK = "[history]"
-
-
-def _facts(claims: Iterable[Claim], at: datetime) -> list[Claim]:
-    """The claims said by ``at`` that speak for themselves (a duplicate's original does)."""
-    return [c for c in claims if c.status != "duplicate" and c.said_at <= at]
-
-
-def no_longer_holds(claims: Sequence[Claim], at: datetime) -> datetime | None:
-    """When the facts of a message stopped holding, if every one of them has by ``at``.
-
-    None when the message states nothing (no claims), or something still holds
-    (an event always does: it stays true as history). Duplicates are left out:
-    their older original speaks for them.
-    """
-    return ended_at(_facts(claims, at), at)
-
-
-def history_line(line: str, since: datetime) -> str:
-    """``line`` marked as history: ``… [history] (no longer holds from 2024-08-05)``."""
-    return f"{line} {HISTORY_MARK} (no longer holds from {since:%Y-%m-%d})"
-
-
 def message_line(m: Message) -> str:
     """``[2023-05-08 14:01] Ana → Lee: text``."""
     to = f" → {', '.join(m.addressees)}" if m.addressees else ""
@@ -735,9 +598,7 @@ def message_line(m: Message) -> str:
 
 def _overlap(query_words: set[str], text: str) -> float:
     """Share of the query's content words that ``text`` holds."""
-    if not query_words:
-        return 0.0
-    return len(query_words & set(query_terms(text))) / len(query_words)
+    return share_in(query_words, set(query_terms(text)))
 
 
 def _claims(

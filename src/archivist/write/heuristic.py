@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..model import Attachment, Claim, EntityMention, Episode, Message
 from ..subject import kin_names, relative_subject
-from ..text import CALENDAR_WORDS, ENDING, TOPIC_STOPWORDS, ended_objects, query_terms
+from ..text import (
+    CALENDAR_WORDS,
+    ECHO_SHARE,
+    ENDING,
+    TOPIC_STOPWORDS,
+    ended_objects,
+    query_terms,
+    share_in,
+)
 from ..timeground import find_times, ground, is_forward_duration, tense
 from .index_text import resolve_pronouns
 
@@ -459,16 +467,12 @@ def heuristic_claims(
     return claims
 
 
-ECHO_SHARE = 0.6  # of a sentence's content words said before by someone else
-
-
 def echoes(sentence: str, heard: set[str]) -> bool:
     """Whether an assistant's sentence only repeats what was said to it ("Noted (2): my
     sister Maya lives in Porto"): at least three of its content words, and three in
     five, were heard before; "Noted", a count or "sure" is all it adds."""
     terms = set(query_terms(sentence))
-    same = len(terms & heard)
-    return same >= 3 and same / len(terms) >= ECHO_SHARE
+    return len(terms & heard) >= 3 and share_in(terms, heard) >= ECHO_SHARE
 
 
 # -- episodes -----------------------------------------------------------------------------

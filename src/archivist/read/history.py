@@ -1,0 +1,160 @@
+"""What no longer holds at a time, marked where a context line says it.
+
+A context shows what was said, old and new; a superseded or expired fact is
+kept (it answers "what did she eat before?") but never reads as current: the
+sentence that states it carries ``HISTORY_MARK`` and the date it stopped
+holding. ``bygones`` gathers, for a scope and a time, the claims that stopped
+holding and the short values conflicts replaced; ``Bygones.mark`` marks a
+line's sentences; ``no_longer_holds`` / ``history_line`` mark a message whose
+every claim has ended.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from ..model import Claim, Hit
+from ..text import ended_objects, endings
+from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
+from .links import as_known
+
+if TYPE_CHECKING:
+    from ..store.base import Store
+
+# The mark on a line whose facts no longer hold at the context's time: what was said,
+# kept because it may answer "what did she eat before?", never to be read as current.
+HISTORY_MARK = "[history]"
+
+
+def _facts(claims: Iterable[Claim], at: datetime) -> list[Claim]:
+    """The claims said by ``at`` that speak for themselves (a duplicate's original does)."""
+    return [c for c in claims if c.status != "duplicate" and c.said_at <= at]
+
+
+def no_longer_holds(claims: Sequence[Claim], at: datetime) -> datetime | None:
+    """When the facts of a message stopped holding, if every one of them has by ``at``.
+
+    None when the message states nothing (no claims), or something still holds
+    (an event always does: it stays true as history). Duplicates are left out:
+    their older original speaks for them.
+    """
+    return ended_at(_facts(claims, at), at)
+
+
+def history_line(line: str, since: datetime) -> str:
+    """``line`` marked as history: ``… [history] (no longer holds from 2024-08-05)``."""
+    return f"{line} {HISTORY_MARK} (no longer holds from {since:%Y-%m-%d})"
+
+
+_UNTIL = re.compile(r"\buntil (\d{4}-\d{2}-\d{2})\b")  # key info's "(since …, until 2024-09-20)"
+
+
+def _until(day: str) -> datetime:
+    """The end of a snapshot's "until" day: it holds through that day."""
+    return datetime.fromisoformat(day).replace(tzinfo=UTC) + timedelta(days=1)
+
+
+_REPLACED = re.compile(r"\b(?:instead\s+of|rather\s+than)\b[^,.;!?]*", re.I)
+
+
+@dataclass(frozen=True)
+class Bygones:
+    """What no longer holds at a time, in a scope: the claims that stopped holding and
+    the short values conflicts replaced ("Lyon", "operations coordinator")."""
+
+    claims: tuple[Claim, ...] = ()
+    values: tuple[
+        tuple[str, str, datetime], ...
+    ] = ()  # (old value, new value or "" for an ending, since)
+    at: datetime | None = None  # the time read at: a snapshot's "until" date before it expired
+
+    def since(self, sentence: str, own: Iterable[str] = ()) -> datetime | None:
+        """When what the sentence states stopped holding, if it states a claim that did
+        or names a replaced value; else None.
+
+        A sentence saying that something ended (``own``: what it says ended) is not
+        marked for that alone: "I left the choir, I play bass in a band now" tells
+        what holds now (``mark`` marks its ending clause in place).
+        """
+        low = sentence.casefold()
+        own = {o.casefold() for o in own}
+        dated = [_until(m.group(1)) for m in _UNTIL.finditer(sentence)]
+        if dated and self.at is not None and max(dated) <= self.at:
+            return max(dated)  # a snapshot's "(since …, until 2024-09-20)", read later
+        ends = [
+            when
+            for old, new, when in self.values
+            if old in low and not (new and new in low) and old not in own
+        ]
+        ends += [c.valid_to for c in sentence_claims(sentence, self.claims) if c.valid_to]
+        return min(ends, default=None)
+
+    def mark(self, text: str) -> str:
+        """``text`` with each sentence that says what no longer holds marked as history
+        where it stands, with the date, and "instead of the ThinkPad" marked inside its
+        sentence. A line its renderer already marked as a whole is left as it is."""
+        if HISTORY_MARK in text:
+            return text
+        # sentences at even places, the whitespace between them (kept as it was) at odd
+        parts = re.split(f"({SENTENCE_BREAK.pattern})", text)
+        for i in range(0, len(parts), 2):
+            part = parts[i]
+            ended = endings(part)  # read once: what the sentence says ended, and where
+            since = (
+                self.since(part, (thing for thing, _ in ended))
+                if self.claims or self.values or self.at
+                else None
+            )
+            if since is not None:
+                parts[i] = history_line(part.rstrip(), since)
+            elif _REPLACED.search(part):  # "instead of the ThinkPad": marked inside
+                parts[i] = _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
+            else:
+                parts[i] = _mark_endings(part, ended)
+        return "".join(parts)
+
+
+def _mark_endings(sentence: str, ended: Sequence[tuple[str, int]]) -> str:
+    """``sentence`` with each clause that says something ended ("Lucía and I split
+    up", "Cancelled PureGym"; ``ended``: ``text.endings`` of it) marked as history
+    where it ends: what it names is over, whatever else the sentence says may hold
+    ("…, I play bass in a band now")."""
+    for end in sorted({end for _, end in ended}, reverse=True):
+        sentence = f"{sentence[:end]} {HISTORY_MARK}{sentence[end:]}"
+    return sentence
+
+
+def bygones(store: Store, convs: Sequence[str], at: datetime, hits: Sequence[Hit] = ()) -> Bygones:
+    """The claims of ``convs`` that no longer hold at ``at``, the values replaced by
+    then, and what the found messages say ended ("Last day at Nakamura today": a
+    thing that ended with no older claim about it to close)."""
+    claims: list[Claim] = []
+    values: list[tuple[str, str, datetime]] = [
+        (thing.casefold(), "", h.message.timestamp)
+        for h in hits
+        if h.message.timestamp <= at
+        for thing in ended_objects(h.message.text)
+    ]
+    for cid in convs:
+        ending = as_known(store, store.ending_claims(cid), at)
+        claims += [c for c in _facts(ending, at) if not c.holds_at(at)]
+        conflicts = store.list_conflicts(cid)
+        # known by ``at`` only if the newer claim was said by then (its start may be earlier)
+        said = {
+            c.id: c.said_at for c in store.claims_by_id({k.new_claim for k in conflicts}).values()
+        }
+        for k in conflicts:
+            old, new = k.old_value.casefold().strip(), k.new_value.casefold().strip()
+            ended = old in {o.casefold() for o in ended_objects(k.new_value)}
+            known = k.new_time <= at and said.get(k.new_claim, k.new_time) <= at
+            if known and old and len(old.split()) <= 4 and (ended or old not in new):
+                values.append((old, new, k.new_time))
+                first = k.old_value.split()[0]
+                if len(old.split()) > 1 and first[:1].isupper() and len(first) >= 4:
+                    # "Nakamura" of "Nakamura Logistics"
+                    values.append((first.casefold(), new, k.new_time))
+    return Bygones(tuple(claims), tuple(values), at)
