@@ -319,6 +319,15 @@ def memory_router():
         )
         return [h.to_dict() for h in hits]
 
+    _answer_routes(r)
+    _read_routes(r)
+    _admin_routes(r)
+    return r
+
+
+def _answer_routes(r) -> None:
+    """What reaches an assistant: answers, context for a turn, a person's profile."""
+
     @r.post("/ask")
     def ask(scoped: CallerDep, body: AskIn) -> dict:
         """An answer with evidence ids, speaker and confidence, or an abstention."""
@@ -362,10 +371,6 @@ def memory_router():
         convs = None if who.user is None else _conversations_of(tenant, who.user)
         found = tenant.call(tenant.memory.profile, person, at=when, conversations=convs)
         return found.to_dict()
-
-    _read_routes(r)
-    _admin_routes(r)
-    return r
 
 
 def _read_routes(r) -> None:
