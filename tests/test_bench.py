@@ -129,6 +129,8 @@ def test_bench_locomo_context_scores_every_system_at_every_budget(tmp_path: Path
     assert table.exit_code == 0 and "plain-rag" in table.stdout and "assembly" in table.stdout
     both = CliRunner().invoke(cli, [*args, path, "--context", "--qa"])
     assert both.exit_code != 0
+    bad = CliRunner().invoke(cli, [*args, path, "--context", "--budgets", "0,500"])
+    assert bad.exit_code == 2 and "Invalid value for --budgets" in bad.output
 
 
 def test_context_evidence_counts_provenance_not_word_overlap() -> None:

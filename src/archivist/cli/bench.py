@@ -15,13 +15,16 @@ def bench() -> None:
     """Benchmarks (LoCoMo retrieval, state tracking, store scale)."""
 
 
-def _parse_ks(value: str) -> tuple[int, ...]:
+def _parse_ks(value: str, option: str = "--k") -> tuple[int, ...]:
+    """Comma-separated positive integers, sorted and deduplicated; the error names ``option``."""
     try:
         ks = tuple(sorted({int(x) for x in value.split(",") if x.strip()}))
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {value!r}") from None
+        raise click.BadParameter(
+            f"expected comma-separated integers, got {value!r}", param_hint=option
+        ) from None
     if not ks or min(ks) < 1:
-        raise click.BadParameter("k values must be positive integers")
+        raise click.BadParameter("values must be positive integers", param_hint=option)
     return ks
 
 
@@ -90,7 +93,7 @@ def locomo(
     if no_llm:
         ctx.settings = ctx.settings.with_(llm="none")
     if context_mode:
-        _locomo_context(ctx, path, _parse_ks(budgets), limit, as_json)
+        _locomo_context(ctx, path, _parse_ks(budgets, "--budgets"), limit, as_json)
         return
     with StagedProgress(enabled=not as_json) as progress:
         result = run_locomo(ctx.memory, path, kvals, progress=progress, extra=extra)
@@ -242,7 +245,7 @@ def scale(ctx: Context, sizes: str, queries: int, as_json: bool) -> None:
     from ..bench.scale import run_scale
 
     with StagedProgress(enabled=not as_json) as progress:
-        result = run_scale(ctx.memory, _parse_ks(sizes), queries, progress=progress)
+        result = run_scale(ctx.memory, _parse_ks(sizes, "--sizes"), queries, progress=progress)
     if as_json:
         emit_json(result)
     else:
