@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,9 +14,11 @@ from archivist.cli.main import cli
 from archivist.config import Settings
 from archivist.errors import InputError
 from archivist.read.context import (
+    DEFAULT_CONTEXT,
     SECTIONS,
     Candidate,
     ContextItem,
+    assemble_context,
     estimate_tokens,
     pack,
 )
@@ -72,9 +75,36 @@ def raw(tmp_path: Path):
     m.close()
 
 
+# Every section shown, whatever the budget: this small chat would otherwise be shown
+# whole (it fits), and summaries and entities need a budget of 2,000 tokens.
+STRUCTURED = replace(DEFAULT_CONTEXT, whole_history=False, overview_from=0)
+
+
 def ctx_for(mem: MemoryService, budget: int = 1500, **kw):
     kw.setdefault("at", AFTER)
     return mem.context(QUESTION, person="Ana", conversation="c1", budget_tokens=budget, **kw)
+
+
+def structured(mem: MemoryService, question: str = QUESTION, budget: int = 1500, **kw):
+    kw.setdefault("at", AFTER)
+    kw.setdefault("conversation", "c1")
+    return assemble_context(
+        mem.core, question, person="Ana", budget_tokens=budget, config=STRUCTURED, **kw
+    )
+
+
+def test_a_history_that_fits_is_shown_whole_in_order(mem) -> None:
+    """Everything said fits the budget: the context is that history, dated, oldest
+    first, and no longer than it; nothing restates it (no key info, no claims)."""
+    ctx = ctx_for(mem, 1500)
+    assert {i.kind for i in ctx.items} == {"message"}
+    assert ctx.text.startswith("## Earlier messages, oldest first")
+    shown = [i.id for i in ctx.items]
+    said = [f"c1/{m.id}" for _, m in mem.store.conversation_messages("c1")]
+    assert shown == said
+    # too small a budget for all of it: the sections come back
+    small = ctx_for(mem, 120)
+    assert {i.kind for i in small.items} - {"message"}
 
 
 @pytest.mark.parametrize("budget", [20, 60, 150, 400, 1500])
@@ -86,7 +116,7 @@ def test_context_stays_within_its_budget(mem, budget: int) -> None:
 
 
 def test_sections_come_in_design_order(mem) -> None:
-    ctx = ctx_for(mem)
+    ctx = structured(mem)
     titles = [t for _, t in SECTIONS]
     shown = [line[3:] for line in ctx.text.splitlines() if line.startswith("## ")]
     assert shown == [t for t in titles if t in shown]
@@ -107,7 +137,7 @@ def test_items_match_the_text(mem) -> None:
 
 
 def test_summaries_run_from_the_longest_span_to_the_most_recent(mem) -> None:
-    ctx = ctx_for(mem)
+    ctx = structured(mem)
     by_id = {str(s.id): s for s in mem.summaries("c1")}
     shown = [by_id[i.id] for i in ctx.items if i.kind == "summary"]
     assert [s.level for s in shown] == [2, 1]  # sessions 1-4 rolled up, then session 5
@@ -115,21 +145,21 @@ def test_summaries_run_from_the_longest_span_to_the_most_recent(mem) -> None:
 
 
 def test_what_a_shown_summary_says_is_skipped(mem, raw) -> None:
-    ctx = ctx_for(mem)
+    ctx = structured(mem, "Did Ana adopt a cat?")
     summaries = " ".join(i.text for i in ctx.items if i.kind == "summary")
     assert "adopted a cat" in summaries
     assert not [i for i in ctx.items if i.kind == "claim" and "adopted a cat" in i.text]
     assert not [i for i in ctx.items if i.kind == "message" and "adopted a cat" in i.text]
     # with nothing summarised, the same claim is there to be shown
-    bare = raw.context("Did Ana adopt a cat?", person="Ana", conversation="c1", at=AFTER)
+    bare = structured(raw, "Did Ana adopt a cat?")
     assert [i for i in bare.items if i.kind == "claim" and "adopted a cat" in i.text]
 
 
 def test_key_info_dossiers_and_claims_carry_who_and_when(mem, raw) -> None:
-    ctx = ctx_for(mem)
+    ctx = structured(mem)
     assert any(i.kind == "key_info" and i.text.startswith("Ana: ") for i in ctx.items)
     assert any(i.kind == "dossier" and i.text.startswith("Azores") for i in ctx.items)
-    bare = raw.context(QUESTION, person="Ana", conversation="c1", at=AFTER)
+    bare = structured(raw)
     claim = next(i for i in bare.items if i.kind == "claim" and "Azores next month" in i.text)
     assert claim.text.startswith("[2023-05-22] Ana (foresight)")
     message = next(i for i in bare.items if i.kind == "message")
@@ -145,10 +175,16 @@ def test_the_last_turns_are_always_offered(mem) -> None:
 def test_expired_foresight_leaves_the_context(raw) -> None:
     q = "Can Ana drink alcohol?"
     # person only: no last turns pinned, which would show the message and not its claim
-    during = raw.context(q, person="Ana", at=datetime(2023, 6, 1, tzinfo=UTC))
-    later = raw.context(q, person="Ana", at=datetime(2023, 6, 20, tzinfo=UTC))
+    during = structured(raw, q, conversation=None, at=datetime(2023, 6, 1, tzinfo=UTC))
+    later = structured(raw, q, conversation=None, at=datetime(2023, 6, 20, tzinfo=UTC))
     assert any(i.kind == "claim" and "antibiotics" in i.text for i in during.items)
     assert not any(i.kind == "claim" and "antibiotics" in i.text for i in later.items)
+    # the whole history: the message stays, marked as history once the window is over
+    during = raw.context(q, person="Ana", at=datetime(2023, 6, 1, tzinfo=UTC))
+    later = raw.context(q, person="Ana", at=datetime(2023, 6, 20, tzinfo=UTC))
+    (now,) = [i.text for i in during.items if "antibiotics" in i.text]
+    (then,) = [i.text for i in later.items if "antibiotics" in i.text]
+    assert "[history]" not in now and "[history]" in then
 
 
 def test_nothing_said_after_the_turn_is_shown(mem) -> None:
@@ -191,7 +227,7 @@ def test_pack_skips_a_summary_spanned_by_a_shown_one_and_covered_claims() -> Non
     said = Candidate("claim", "1", "[x] Ana adopted Pixel.", conversation="c", skippable=True)
     said = Candidate(**{**said.__dict__, "body": "Ana adopted Pixel."})
     new = Candidate("claim", "2", "Ana plans a trip to Lisbon.", conversation="c", skippable=True)
-    ctx = pack({"summary": [big, small], "claim": [said, new]}, 500, AFTER)
+    ctx = pack({"summary": [big, small], "claim": [said, new]}, 500, AFTER, config=STRUCTURED)
     assert [(i.kind, i.id) for i in ctx.items] == [("summary", "9"), ("claim", "2")]
 
 
@@ -227,9 +263,9 @@ def test_cli_context_json(mem, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["tokens"] <= 200 and data["items"]
-    assert data["items"][0]["kind"] == "key_info"
+    assert {i["kind"] for i in data["items"]} <= {k for k, _ in SECTIONS} - {"log"}
     plain = CliRunner().invoke(cli, [*args, *opts, "--at", "2023-06-06T00:00+00:00"])
-    assert "## Key info" in plain.stdout and "items, ~" in plain.stdout
+    assert "## Claims" in plain.stdout and "items, ~" in plain.stdout
 
 
 def test_context_for_someone_only_talked_about_finds_what_was_said_of_them(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from archivist.config import Settings
 from archivist.model import Claim
+from archivist.read.context import DEFAULT_CONTEXT, assemble_context
 from archivist.read.history import HISTORY_MARK, Bygones
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
@@ -17,6 +19,9 @@ from archivist.text import ended_objects
 from archivist.write.archivist import HeuristicArchivist
 from archivist.write.reconcile import changed_aspect
 from conftest import make_conversation
+
+# every section, not the whole history these small chats fit in
+STRUCTURED = replace(DEFAULT_CONTEXT, whole_history=False, overview_from=0)
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -82,7 +87,9 @@ def test_a_quit_choir_is_history_in_context_and_the_band_is_current(tmp_path: Pa
         mem.add(conv)
         (c,) = mem.conflicts()
         assert c.attribute == "choi" and c.kind == "evolution"
-        ctx = mem.context("Is Ruth in a choir?", person="Ruth", conversation="ruth")
+        ctx = assemble_context(
+            mem.core, "Is Ruth in a choir?", person="Ruth", conversation="ruth", config=STRUCTURED
+        )
         lines = [line for line in ctx.text.splitlines() if "every Thursday" in line]
         assert lines and all(HISTORY_MARK in line for line in lines)
         # the ending clause is marked where it ends; the band, after it, reads as current
@@ -124,7 +131,9 @@ def test_a_summary_marks_only_its_sentences_that_no_longer_hold(tmp_path: Path) 
     with memory(tmp_path / "m.db") as mem:
         mem.add(make_conversation("ruth", [one_session]))
         mem.consolidate()
-        ctx = mem.context("Is Ruth in a choir?", person="Ruth", conversation="ruth")
+        ctx = assemble_context(
+            mem.core, "Is Ruth in a choir?", person="Ruth", conversation="ruth", config=STRUCTURED
+        )
         (line,) = [s for s in ctx.text.splitlines() if "every Thursday." in s and " to " in s]
         old, new = line.index("every Thursday."), line.index("band now")
         assert line.index(HISTORY_MARK) == old + len("every Thursday. ") < new
@@ -270,8 +279,10 @@ def test_a_window_in_key_info_is_dated_and_read_as_history_once_it_has_passed(
         (ana,) = [p for p in mem.persons() if p.name == "Ana"]
         assert "(since 2024-09-16 until 2024-09-20)" in mem.key_info(ana.id)
         assert "Landed in Lisbon for the conference (on 2024-09-16)" in mem.key_info(ana.id)
-        during = mem.context("Where is Ana?", person="Ana", at=said + timedelta(days=2))
-        after = mem.context("Where is Ana?", person="Ana", at=said + timedelta(days=8))
+        during, after = (
+            assemble_context(mem.core, "Where is Ana?", person="Ana", at=at, config=STRUCTURED)
+            for at in (said + timedelta(days=2), said + timedelta(days=8))
+        )
     key = [line for line in during.text.splitlines() if "until 2024-09-20" in line]
     assert key and HISTORY_MARK not in key[0]
     key = [line for line in after.text.splitlines() if "until 2024-09-20" in line]
@@ -355,3 +366,23 @@ def test_the_answer_model_sees_what_no_longer_holds_marked_as_history(tmp_path: 
     assert old and all("[history: no longer holds from" in line for line in old)
     assert new and not any("[history" in line for line in new)
     assert "[history] no longer holds" in llm.calls[0]["messages"][0]["content"]
+
+
+def test_a_promotion_ends_the_job_a_first_week_named(tmp_path: Path) -> None:
+    """ "First week as a junior analyst" names a job; "promoted to senior analyst"
+    replaces it. "Officially from the 1st of November" begins then and has no end:
+    not a one-day window that lapses the day after."""
+    conv = make_conversation(
+        "kwame",
+        [
+            [("Kwame", "First week as a junior analyst at the bank is done."), ("Efua", "Ha!")],
+            [("Kwame", "I got promoted to senior analyst!!! Officially from the 1st of November.")],
+        ],
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        assert [(c.old_value, c.new_value) for c in mem.conflicts()] == [
+            ("junior analyst", "senior analyst")
+        ]
+        (start,) = [c for c in mem.claims(conversation="kwame") if "1st of November" in c.text]
+        assert start.kind == "fact" and start.valid_from is not None and start.valid_to is None

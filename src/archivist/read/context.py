@@ -1,24 +1,33 @@
 """Context for one assistant turn, assembled within a token budget (DESIGN.md §1.8).
 
-Sections, in order: key info; message summaries from the longest span to the
-most recent; dossiers of relevant entities; briefs of less relevant ones; the
-most relevant current claims (facts, theories, open questions, plans); then
-recent messages. Gathering candidates reads the store (``gather``); ranking
-and packing them into the budget are pure functions (``score``, ``pack``).
+When everything said in scope (less what the request already holds) fits the
+budget, the context is that history: every message, dated, oldest first, with
+what no longer holds marked as history. It is never longer than the history it
+stands for, and a reply is never shown without what it answers.
+
+Otherwise, sections, in order: key info; message summaries from the longest
+span to the most recent; dossiers of relevant entities; briefs of less relevant
+ones; the most relevant current claims (facts, theories, open questions,
+plans); then recent messages. Gathering candidates reads the store
+(``gather``); ranking and packing them into the budget are pure functions
+(``score``, ``pack``).
 
 Tokens are estimated, not counted: ``ceil(words × 1.3)`` per line (English
 text averages about 1.3 tokens a word with common BPE vocabularies; no
 tokenizer dependency). Budget shares (``ContextConfig``): key info, summaries,
-dossiers and briefs each have a cap (15/25/15/5 %) and together may never use
+dossiers and briefs each have a cap (10/25/15/5 %) and together may never use
 the last 40 %, which stays for claims (20 % reserved) and recent messages
-(20 % reserved); what claims leave unused goes to messages.
+(20 % reserved); what claims leave unused goes to messages. Below 2,000 tokens
+summaries, dossiers and briefs get nothing, and key info only the sentences the
+turn bears on: measured on LoCoMo, they held fewer of the turns a question
+needs than the claims and messages they displaced (README, "Context").
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -26,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import ECHO_SHARE, person_key, query_terms, share_in
+from ..text import ECHO_SHARE, person_key, query_terms, share_in, stem
 from ..timeground import last_day
 from .extractive import SENTENCE_BREAK
 from .history import bygones, history_line, no_longer_holds
@@ -44,10 +53,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("brief", "Other entities"),
     ("claim", "Claims, theories, open questions and plans"),
     ("message", "Relevant and recent messages"),
+    ("log", "Earlier messages, oldest first"),  # the whole history, when it fits
 )
 EARLY = ("key_info", "summary", "dossier", "brief")  # capped, and never eat the reserves
 RANKED = ("dossier", "brief", "claim", "message")  # chosen by score, not by structure
-IN_TIME_ORDER = ("claim", "message")  # shown oldest first once chosen
+IN_TIME_ORDER = ("claim", "message", "log")  # shown oldest first once chosen
 
 
 @dataclass(frozen=True)
@@ -56,23 +66,32 @@ class ContextConfig:
 
     tokens_per_word: float = 1.3
     caps: tuple[tuple[str, float], ...] = (
-        ("key_info", 0.15),
+        ("key_info", 0.10),
         ("summary", 0.25),
         ("dossier", 0.15),
         ("brief", 0.05),
     )
+    # below this budget summaries, dossiers and briefs get no room: on LoCoMo, at every
+    # budget up to 1,500 tokens, each lowered the share of evidence turns a context holds
+    overview_from: int = 2000
     reserve_claims: float = 0.2
     reserve_messages: float = 0.2
+    # relevance first: a context answers this turn (LoCoMo evidence recall rose with its
+    # weight, from 0.45 to 0.8, at every budget)
     weights: tuple[tuple[str, float], ...] = (
-        ("relevance", 0.45),
-        ("usefulness", 0.15),
-        ("importance", 0.15),
-        ("salience", 0.10),
-        ("recency", 0.15),
+        ("relevance", 0.80),
+        ("usefulness", 0.05),
+        ("importance", 0.05),
+        ("salience", 0.0),
+        ("recency", 0.10),
     )
     continuity: float = 0.1  # bonus for an item shown in the previous turn's context
     half_life_days: float = 30.0  # recency halves every this many days before ``at``
-    search_k: int = 20
+    search_k: int = 20  # at least this many search hits ...
+    words_per_hit: int = 25  # ... and one per this many tokens of budget, to fill it
+    route: bool = True  # search routed (who, which conversation, which period) as ``ask``
+    early_relevance: bool = True  # key info and summaries: only sentences the turn bears on
+    whole_history: bool = True  # the scope's every message instead, when they all fit
     recent_messages: int = 12  # tail of the conversation offered as candidates
     keep_last: int = 4  # the last turns are never skipped as "already summarised"
     max_claims: int = 300  # claims of the conversation(s) offered besides search hits
@@ -82,6 +101,7 @@ class ContextConfig:
     covered_share: float = 0.8  # an item whose words a shown summary holds this much is skipped
     echo_share: float = ECHO_SHARE  # an assistant's reply whose words the context shows
     min_fit_words: int = 12  # a longer item is cut to fit only if this many words fit
+    min_line_tokens: int = 10  # a message line costs at least this (its date and speaker)
 
     def weight(self, name: str) -> float:
         return dict(self.weights)[name]
@@ -245,6 +265,8 @@ def _says_again(
 
 def _allowances(budget: int, config: ContextConfig) -> dict[str, float]:
     caps = {k: share * budget for k, share in config.caps}
+    if budget < config.overview_from:
+        caps |= {k: 0.0 for k in ("summary", "dossier", "brief")}
     caps["early"] = budget * (1 - config.reserve_claims - config.reserve_messages)
     caps["messages_reserve"] = budget * config.reserve_messages
     return caps
@@ -373,10 +395,22 @@ def assemble_context(
             raise InputError(f"{name} {problem}")
     at = at or core.clock()
     prev = previous_keys(previous)
-    sections = gather(core, question_or_turn or "", person, conversation, at, prev, config)
+    sections = gather(
+        core, question_or_turn or "", person, conversation, at, prev, config, budget_tokens
+    )
     if request:
         sections = without(sections, request, config)
+    log = sections.pop("log", None)
+    if log is not None and whole_cost(log, config) <= budget_tokens:
+        return pack({"log": log}, budget_tokens, at, prev, config)
     return pack(sections, budget_tokens, at, prev, config)
+
+
+def whole_cost(messages: Sequence[Candidate], config: ContextConfig = DEFAULT_CONTEXT) -> int:
+    """Tokens of ``messages`` shown whole, as the message section shows them."""
+    header = f"## {dict(SECTIONS)['log']}"
+    lines = [header, *(f"- {c.text}" for c in messages)]
+    return sum(estimate_tokens(line, config.tokens_per_word) for line in lines)
 
 
 def same_text(text: str) -> str:
@@ -398,14 +432,14 @@ def without(
     """
     keys = {(m.conversation, m.id) for m in request}
     texts = {t for m in request if (t := same_text(m.indexed_text()))}
-    for c in sections.get("message", ()):
+    for c in (*sections.get("message", ()), *sections.get("log", ())):
         if same_text(c.body or c.text) in texts:
             keys |= c.evidence  # the same words stored under another id
     said = " ".join(f"{m.speaker} {' '.join(m.addressees)} {m.indexed_text()}" for m in request)
     words = set(query_terms(said))  # who said it is in front of the assistant too
     out: dict[str, list[Candidate]] = {}
     for kind, cands in sections.items():
-        if kind in ("message", "claim"):
+        if kind in ("message", "claim", "log"):
             out[kind] = [c for c in cands if not (c.evidence and c.evidence <= keys)]
             continue
         out[kind] = []
@@ -421,16 +455,27 @@ NOTE = re.compile(r"\([^()]*\)")  # "(since 2024-03-11; reported by Ana)": no co
 
 
 def _unsaid(text: str, words: set[str], share: float) -> str:
-    """``text`` without the sentences whose content words are mostly in ``words``; its
-    head ("Ana: ", "2024-03-04 to 2024-03-11: ") is kept while a sentence remains."""
+    """``text`` without the sentences whose content words are mostly in ``words``."""
+    return _sentences_where(text, lambda terms: not terms or share_in(terms, words) < share)
+
+
+def _bearing(text: str, stems: set[str]) -> str:
+    """``text`` with only the sentences that share a content word (by stem) with the turn."""
+    return _sentences_where(text, lambda terms: bool(stems & {stem(t) for t in terms}))
+
+
+def _sentences_where(text: str, keep: Callable[[set[str]], bool]) -> str:
+    """``text`` with only the sentences whose content words (history and "(since …)"
+    notes aside) ``keep`` accepts; its head ("Ana: ", "2024-03-04 to 2024-03-11: ") is
+    kept while a sentence with content words remains, else ""."""
     head, sep, body = text.partition(": ")
     if not sep:
         head, body = "", text
-    kept = []
-    for sentence in SENTENCE_BREAK.split(body):
-        terms = set(query_terms(NOTE.sub(" ", sentence)))
-        if not terms or share_in(terms, words) < share:
-            kept.append(sentence)
+    kept = [
+        sentence
+        for sentence in SENTENCE_BREAK.split(body)
+        if keep(set(query_terms(NOTE.sub(" ", sentence))))
+    ]
     if not any(query_terms(k) for k in kept):
         return ""
     rest = " ".join(kept)
@@ -445,15 +490,20 @@ def gather(
     at: datetime,
     previous: frozenset[tuple[str, str]] = frozenset(),
     config: ContextConfig = DEFAULT_CONTEXT,
+    budget: int = 1500,
 ) -> dict[str, list[Candidate]]:
     """Every section's candidates with their ranking signals (usefulness from the store)."""
     store = core.store
-    hits = _hits(core, query, person, conversation, at, config)
+    k = max(config.search_k, budget // config.words_per_hit)
+    hits = _hits(core, query, person, conversation, at, config, k)
     persons = _persons(store, person, conversation)
     convs = _scope(conversation, persons, hits)
     claims = _claims(store, query, hits, person, convs, at, previous, config)
     dossiers, briefs = _entities(store, query, convs, claims, previous, at, config)
-    if _is_past(store, convs, at):  # snapshots may tell what was learned after ``at``
+    logs = {cid: [m for _, m in store.conversation_messages(cid)] for cid in convs}
+    if any(m.timestamp > at for log in logs.values() for m in log):
+        # a turn replayed from the past: key info, dossiers and briefs are current
+        # snapshots, not histories, and may tell what was learned after ``at``
         persons, dossiers, briefs = [], [], []
     past = bygones(store, convs, at, hits)
     sections = {
@@ -468,22 +518,43 @@ def gather(
         "claim": claims,
         "message": _messages(store, hits, conversation, at, config),
     }
+    if config.whole_history and _scope(conversation, persons, hits, cap=None) == convs:
+        whole = sorted(
+            (m for log in logs.values() for m in log if m.timestamp <= at),
+            key=lambda m: (m.timestamp, m.seq),
+        )
+        if len(whole) * config.min_line_tokens <= budget:  # else it cannot fit: not read
+            sections["log"] = _message_candidates(store, whole, hits, set(), at)
+    if config.early_relevance:
+        sections = _bearing_on(sections, query, core.people())
     return {
-        kind: _with_usefulness(store, kind, [replace(c, text=past.mark(c.text)) for c in cands])
+        kind: _with_usefulness(store, [replace(c, text=past.mark(c.text)) for c in cands])
         for kind, cands in sections.items()
     }
 
 
-def _is_past(store: Store, convs: Sequence[str], at: datetime) -> bool:
-    """Is ``at`` before the newest stored message of the scope (a turn replayed from the past)?
+def _bearing_on(
+    sections: dict[str, list[Candidate]], query: str, people: Sequence[str]
+) -> dict[str, list[Candidate]]:
+    """Key info and summaries cut to the sentences the turn bears on.
 
-    Key info, dossiers and briefs are current snapshots, not histories, so such
-    a turn leaves them out rather than leak what was said later.
+    Whole, they are a general portrait that spends the budget on what this turn
+    does not ask about (on LoCoMo, showing them whole lowered the share of
+    evidence turns a context holds at every budget). A sentence stays when it
+    shares a content word with the turn, people's names aside: naming Priya
+    makes every sentence about Priya share a word. A turn with no word but names
+    ("Where is Ana?", "Tell me about Ana") asks about the person: all of it stays.
     """
-    for cid in convs:
-        if any(m.timestamp > at for _, m in store.conversation_messages(cid)):
-            return True
-    return False
+    names = {stem(w) for p in people for w in query_terms(p)}
+    stems = {stem(w) for w in query_terms(query)} - names
+    if not stems:
+        return sections
+    out = dict(sections)
+    for kind in ("key_info", "summary"):
+        out[kind] = [
+            replace(c, text=text) for c in sections[kind] if (text := _bearing(c.text, stems))
+        ]
+    return out
 
 
 def _hits(
@@ -493,6 +564,7 @@ def _hits(
     conversation: str | None,
     at: datetime,
     config: ContextConfig,
+    k: int,
 ) -> list[Hit]:
     if not query.strip():
         return []
@@ -503,7 +575,7 @@ def _hits(
             query = f"{query} {person}"
         person = None
     return search_memory(
-        core, query, person=person, conversation=conversation, until=at, k=config.search_k
+        core, query, person=person, conversation=conversation, at=at, k=k, route=config.route
     )
 
 
@@ -522,13 +594,18 @@ def _persons(store: Store, person: str | None, conversation: str | None) -> list
     return []
 
 
-def _scope(conversation: str | None, persons: Sequence[Person], hits: Sequence[Hit]) -> list[str]:
-    """Conversations whose summaries, entities and claims count."""
+def _scope(
+    conversation: str | None,
+    persons: Sequence[Person],
+    hits: Sequence[Hit],
+    cap: int | None = 3,
+) -> list[str]:
+    """Conversations whose summaries, entities and claims count (the first ``cap``)."""
     if conversation is not None:
         return [conversation]
     convs = [c for p in persons for c, _ in p.identities]
     convs += [h.message.conversation for h in hits]
-    return list(dict.fromkeys(convs))[:3]
+    return list(dict.fromkeys(convs))[:cap]
 
 
 def _summary_sessions(summaries: Sequence[Summary]) -> dict[int, frozenset[int]]:
@@ -716,8 +793,6 @@ def _messages(
     config: ContextConfig,
 ) -> list[Candidate]:
     """The conversation's last turns (by ``at``) and the messages search found relevant."""
-    top = max((h.score for h in hits), default=0.0) or 1.0
-    rel = {(h.message.conversation, h.message.id): h.score / top for h in hits}
     msgs = {(h.message.conversation, h.message.id): h.message for h in hits}
     last: set[tuple[str, str]] = set()
     if conversation is not None:
@@ -725,6 +800,21 @@ def _messages(
         tail = sorted(tail, key=lambda m: m.seq)[-config.recent_messages :]
         msgs |= {(m.conversation, m.id): m for m in tail}
         last = {(m.conversation, m.id) for m in tail[-config.keep_last :]}
+    return _message_candidates(store, list(msgs.values()), hits, last, at)
+
+
+def _message_candidates(
+    store: Store,
+    messages: Sequence[Message],
+    hits: Sequence[Hit],
+    last: set[tuple[str, str]],
+    at: datetime,
+) -> list[Candidate]:
+    """``messages`` as candidates: relevance from ``hits``; a line whose claims all no
+    longer hold at ``at`` marked as history; the ``last`` turns pinned."""
+    top = max((h.score for h in hits), default=0.0) or 1.0
+    rel = {(h.message.conversation, h.message.id): h.score / top for h in hits}
+    msgs = {(m.conversation, m.id): m for m in messages}
     said = as_known_by(store, store.claims_for_message_ids(msgs), at)
     ended = {key: no_longer_holds(said.get(key, ()), at) for key in msgs}
     return [
@@ -747,11 +837,11 @@ def _messages(
     ]
 
 
-def _with_usefulness(store: Store, kind: str, cands: Sequence[Candidate]) -> list[Candidate]:
-    """The candidates with their usefulness scores (0.5 for items never scored)."""
+def _with_usefulness(store: Store, cands: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates (of one kind) with their usefulness scores (0.5 for items never scored)."""
     if not cands:
         return []
-    scores = usefulness(store, kind, [c.id for c in cands])
+    scores = usefulness(store, cands[0].kind, [c.id for c in cands])
     return [replace(c, usefulness=scores[c.id]) for c in cands]
 
 

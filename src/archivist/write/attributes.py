@@ -68,7 +68,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "job",
         re.compile(
-            rf"\b(?:works?|working|worked|job|career|employed|started|starting)\s+as\s+{ARTICLE}"
+            rf"\b(?:works?|working|worked|job|career|employed|started|starting|"
+            rf"(?:first|new)\s+(?:day|week|month|shift)|hired)\s+as\s+{ARTICLE}"
             rf"(?P<v>[\w -]{{2,40}}?){JOB_END}",
             re.I,
         ),

@@ -359,6 +359,15 @@ def _scores(text: str, kind: str, timed: bool, n_entities: int) -> tuple[int, in
 
 # A state said with a time holds from then on unless the sentence sets its end.
 _WINDOW = re.compile(r"\b(?:until|till|through|for\s+(?:the\s+next\s+)?\w+\s+\w+)\b", re.I)
+# "Officially from the 1st of November": a state that begins on a day, with no end
+_STARTS = re.compile(r"\b(?:from|starting|as\s+of|effective)\s+(?:on\s+)?(?:the\s+)?\w", re.I)
+_ENDS = re.compile(r"\b(?:to|until|till|through)\b|[-–]\s*\d", re.I)
+
+
+def _open_start(text: str) -> bool:
+    """Does ``text`` say when something begins ("from the 1st", "as of Monday") and no end?"""
+    start = _STARTS.search(text)
+    return start is not None and not _ENDS.search(text, start.end())
 
 
 def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Claim | None:
@@ -385,6 +394,8 @@ def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Cla
     subject, how = _subject(core, m.speaker, addressee, known, kin)
     valid_from, valid_to = ground(core, m.timestamp)
     kind = "question" if question else _kind(core, m, known)
+    if kind == "foresight" and valid_to and _open_start(core):
+        kind = "fact"  # "from the 1st of November": holds from that day on
     if kind in ("fact", "preference", "event") and valid_to and not _WINDOW.search(core):
         valid_to = None  # "promoted today": began or happened then, not over the next day
     entities = _entities(core, known)
