@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -161,9 +162,10 @@ def test_key_info_dossiers_and_claims_carry_who_and_when(mem, raw) -> None:
     assert any(i.kind == "dossier" and i.text.startswith("Azores") for i in ctx.items)
     bare = structured(raw)
     claim = next(i for i in bare.items if i.kind == "claim" and "Azores next month" in i.text)
-    assert claim.text.startswith("[2023-05-22] Ana (foresight)")
+    assert claim.text.startswith("[22 May 2023] Ana (foresight)")
+    assert "the Azores next month [June 2023]" in claim.text  # resolved where it stands
     message = next(i for i in bare.items if i.kind == "message")
-    assert message.text.startswith("[2023-") and "→" in message.text
+    assert re.match(r"\[\d{1,2} \w+ 2023\] \w+ → ", message.text)
 
 
 def test_the_last_turns_are_always_offered(mem) -> None:
@@ -283,3 +285,38 @@ def test_context_for_someone_only_talked_about_finds_what_was_said_of_them(
         m.add(make_conversation("cabin", chat, people=("Lars", "Ana")))
         shown = m.context("What did Ingrid drive?", person="Ingrid")
     assert "Volvo" in shown.text
+
+
+def test_a_short_reply_comes_with_its_question_or_not_at_all() -> None:
+    when = datetime(2023, 5, 8, 9, tzinfo=UTC)
+    ask = Candidate("message", "c/1", "[8 May 2023] Lee → Ana: How many cats do you have now?")
+    ask = replace(ask, when=when, body="How many cats do you have now?")
+    reply = Candidate("message", "c/2", "[8 May 2023] Ana → Lee: Two of them.", relevance=1.0)
+    reply = replace(reply, when=when.replace(hour=10), body="Two of them.", prompt=ask)
+    both = pack({"message": [reply]}, 100, AFTER)
+    assert [i.id for i in both.items] == ["c/1", "c/2"]  # the question first
+    # room for the reply alone: a bare "Two of them." is not shown
+    alone = estimate_tokens("## Relevant and recent messages") + estimate_tokens(f"- {reply.text}")
+    assert pack({"message": [reply]}, alone + 2, AFTER).items == ()
+
+
+def test_a_found_short_reply_brings_its_question(tmp_path: Path) -> None:
+    chat = make_conversation(
+        "cats",
+        [
+            [("Lee", "How many cats do you have now?"), ("Mei", "Two of them.")],
+            [("Mei", "The vet visit went fine, the grey one is healthy.")],
+        ],
+    )
+    with MemoryService(tmp_path / "m.db", embedder=FakeEmbedder()) as m:
+        m.add(chat)
+        found = m.search("Two of them", conversation="cats", k=1)
+        assert [h.message.text for h in found] == ["Two of them."]
+        hits_only = replace(STRUCTURED, search_k=1, words_per_hit=10**6, recent_messages=0)
+        ctx = assemble_context(
+            m.core, "Two of them", conversation="cats", budget_tokens=400, config=hits_only
+        )
+    texts = [i.text for i in ctx.items if i.kind == "message"]
+    assert any("Two of them." in t for t in texts)
+    reply = next(i for i, t in enumerate(texts) if "Two of them." in t)
+    assert reply > 0 and "How many cats" in texts[reply - 1]

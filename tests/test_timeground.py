@@ -253,3 +253,20 @@ def test_since_is_open_ended() -> None:
 
 def test_past_event_keeps_its_span() -> None:
     assert ground("I painted that lake last year", AT) == (day(2022, 1, 1), day(2023, 1, 1))
+
+
+def test_relative_times_are_resolved_where_they_stand() -> None:
+    from archivist.timeground import dated
+
+    at = datetime(2023, 5, 25, 14, tzinfo=UTC)  # a Thursday
+    assert dated("Ran a charity race last Saturday!", at) == (
+        "Ran a charity race last Saturday [20 May 2023]!"
+    )
+    assert (
+        dated("We went camping last week.", at) == "We went camping last week [15 to 21 May 2023]."
+    )
+    assert dated("Maybe this summer", at) == "Maybe this summer [June to August 2023]"
+    assert dated("See you tomorrow", at) == "See you tomorrow [26 May 2023]"
+    # a time that names its year is already absolute; no time, no change
+    assert dated("Moved on 5 May 2021.", at) == "Moved on 5 May 2021."
+    assert dated("Nothing dated here.", at) == "Nothing dated here."

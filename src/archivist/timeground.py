@@ -432,6 +432,48 @@ def last_day(end: datetime) -> date:
     return (end - timedelta(seconds=1)).date()
 
 
+def spoken_day(d: date | datetime) -> str:
+    """A day as people write it, "5 August 2024": a reader (a small model too) sees
+    the month by name, where "2024-08-05" leaves it to work out."""
+    return f"{d.day} {d:%B %Y}"
+
+
+def spoken_span(ref: TimeRef) -> str:
+    """What a resolved time expression stands for: "20 May 2023", "May 2023", "2023",
+    "15 to 21 May 2023", "June to August 2023"."""
+    if ref.end is None or ref.end - ref.start <= timedelta(days=1):
+        return spoken_day(ref.start)
+    if ref.granularity == "year":
+        return f"{ref.start:%Y}"
+    first, last = ref.start.date(), last_day(ref.end)
+    if ref.granularity in ("month", "season") and first.day == 1:
+        if (first.year, first.month) == (last.year, last.month):
+            return f"{first:%B %Y}"
+        head = f"{first:%B}" if first.year == last.year else f"{first:%B %Y}"
+        return f"{head} to {last:%B %Y}"
+    if (first.year, first.month) == (last.year, last.month):
+        return f"{first.day} to {spoken_day(last)}"
+    head = f"{first.day} {first:%B}" if first.year == last.year else spoken_day(first)
+    return f"{head} to {spoken_day(last)}"
+
+
+_HAS_YEAR = re.compile(r"\b\d{4}\b")
+
+
+def dated(text: str, at: datetime) -> str:
+    """``text`` with each time it names relative to ``at`` resolved after it, in
+    brackets: "ran a charity race last Saturday [20 May 2023]". A time that names its
+    year ("5 May 2023", "2023-05-05") is left as it is."""
+    out, end = [], 0
+    for pos, ref in _found(text, at):
+        if _HAS_YEAR.search(ref.text):
+            continue
+        stop = pos + len(ref.text)
+        out += [text[end:stop], f" [{spoken_span(ref)}]"]
+        end = stop
+    return "".join(out) + text[end:] if out else text
+
+
 _UNTIL_WORDS = ("until", "till")
 
 

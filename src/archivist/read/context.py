@@ -36,7 +36,7 @@ from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
 from ..text import ECHO_SHARE, person_key, query_terms, share_in, stem
-from ..timeground import last_day
+from ..timeground import dated, last_day, spoken_day
 from .extractive import SENTENCE_BREAK
 from .history import bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
@@ -167,6 +167,9 @@ class Candidate:
     body: str = ""  # the content words judged against summaries (default: ``text``)
     pinned: bool = False  # taken first in its section (the conversation's last turns)
     reply: bool = False  # an assistant's message: often an echo of what it was told
+    # the question a short reply answers ("Two of them." to "How many kids?"): the reply
+    # is shown with it or not at all
+    prompt: Candidate | None = None
     covers: frozenset[int] = field(default_factory=frozenset)  # summaries: sessions spanned
     # the messages it stands for, (conversation, message id): a claim's evidence, a
     # message itself; what the request already holds, or a last turn, is not said again
@@ -333,10 +336,18 @@ def pack(
             if line is None:
                 continue
             cost = estimate_tokens(line, config.tokens_per_word)
-            chosen.append((c, s, line, cost))
-            spent += cost
-            shown_texts.add(text)
-            shown_words.update(query_terms(line))
+            taken = [(c, line, cost)]
+            ask = c.prompt
+            if ask is not None and same_text(ask.body or ask.text) not in shown_texts:
+                asked = _fit(f"- {ask.text}", int(room - spent - cost), config)
+                if asked is None:
+                    continue  # a bare "Two of them." without its question misleads
+                taken.insert(0, (ask, asked, estimate_tokens(asked, config.tokens_per_word)))
+            for one, line, cost in taken:
+                chosen.append((one, s, line, cost))
+                spent += cost
+                shown_texts.add(same_text(one.body or one.text))
+                shown_words.update(query_terms(line))
             if c.kind == "claim" and len(c.evidence) == 1:
                 claimed.setdefault(next(iter(c.evidence)), set()).update(query_terms(c.text))
             if kind == "summary":
@@ -440,7 +451,11 @@ def without(
     out: dict[str, list[Candidate]] = {}
     for kind, cands in sections.items():
         if kind in ("message", "claim", "log"):
-            out[kind] = [c for c in cands if not (c.evidence and c.evidence <= keys)]
+            out[kind] = [
+                replace(c, prompt=None) if c.prompt and c.prompt.evidence <= keys else c
+                for c in cands
+                if not (c.evidence and c.evidence <= keys)
+            ]  # a reply's question in the request is in front of the assistant already
             continue
         out[kind] = []
         for c in cands:
@@ -466,7 +481,7 @@ def _bearing(text: str, stems: set[str]) -> str:
 
 def _sentences_where(text: str, keep: Callable[[set[str]], bool]) -> str:
     """``text`` with only the sentences whose content words (history and "(since …)"
-    notes aside) ``keep`` accepts; its head ("Ana: ", "2024-03-04 to 2024-03-11: ") is
+    notes aside) ``keep`` accepts; its head ("Ana: ", "4 March 2024 to 11 March 2024: ") is
     kept while a sentence with content words remains, else ""."""
     head, sep, body = text.partition(": ")
     if not sep:
@@ -643,7 +658,8 @@ def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candida
             continue
         spans = _summary_sessions(found)
         for s in sorted(found, key=lambda s: (-s.level, s.start, s.id or 0)):
-            line = f"{s.start:%Y-%m-%d} to {s.end:%Y-%m-%d}: {s.text}"
+            days = spoken_day(s.start), spoken_day(s.end)
+            line = f"{days[0] if days[0] == days[1] else ' to '.join(days)}: {s.text}"
             out.append(
                 Candidate(
                     "summary",
@@ -658,19 +674,22 @@ def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candida
 
 
 def claim_line(c: Claim) -> str:
-    """``[2023-05-08] Ana (plan, reported): text (until 2023-05-31)``: a window's last
-    day (its stored end is exclusive), as key info writes it."""
+    """``[8 May 2023] Ana (plan, reported): text (until 31 May 2023)``: a window's last
+    day (its stored end is exclusive), as key info writes it; a relative time in the
+    text resolved ("last Saturday [6 May 2023]")."""
     tags = ", ".join(t for t in (c.kind, "" if c.source == "first_hand" else c.source) if t)
     last = last_day(c.valid_to) if c.valid_to else None
-    until = f" (until {last:%Y-%m-%d})" if c.kind == "foresight" and last else ""
-    return f"[{c.said_at:%Y-%m-%d}] {c.speaker} ({tags}): {c.text}{until}"
+    until = f" (until {spoken_day(last)})" if c.kind == "foresight" and last else ""
+    return f"[{spoken_day(c.said_at)}] {c.speaker} ({tags}): {dated(c.text, c.said_at)}{until}"
 
 
 def message_line(m: Message) -> str:
-    """``[2023-05-08 14:01] Ana → Lee: text``."""
+    """``[8 May 2023] Ana → Lee: text``, a relative time in the text resolved ("see you
+    tomorrow [9 May 2023]"). The day, not the hour: the lines' order tells the rest."""
     to = f" → {', '.join(m.addressees)}" if m.addressees else ""
     role = " (system)" if m.role == "system" else ""
-    return f"[{m.timestamp:%Y-%m-%d %H:%M}] {m.speaker}{role}{to}: {m.indexed_text()}"
+    text = dated(m.indexed_text(), m.timestamp)
+    return f"[{spoken_day(m.timestamp)}] {m.speaker}{role}{to}: {text}"
 
 
 def _overlap(query_words: set[str], text: str) -> float:
@@ -797,10 +816,13 @@ def _messages(
     last: set[tuple[str, str]] = set()
     if conversation is not None:
         tail = [m for _, m in store.conversation_messages(conversation) if m.timestamp <= at]
-        tail = sorted(tail, key=lambda m: m.seq)[-config.recent_messages :]
+        tail = sorted(tail, key=lambda m: m.seq)[max(0, len(tail) - config.recent_messages) :]
         msgs |= {(m.conversation, m.id): m for m in tail}
-        last = {(m.conversation, m.id) for m in tail[-config.keep_last :]}
+        last = {(m.conversation, m.id) for m in tail[max(0, len(tail) - config.keep_last) :]}
     return _message_candidates(store, list(msgs.values()), hits, last, at)
+
+
+REPLY_WORDS = 8  # a reply this short may mean nothing without the question it answers
 
 
 def _message_candidates(
@@ -811,30 +833,53 @@ def _message_candidates(
     at: datetime,
 ) -> list[Candidate]:
     """``messages`` as candidates: relevance from ``hits``; a line whose claims all no
-    longer hold at ``at`` marked as history; the ``last`` turns pinned."""
+    longer hold at ``at`` marked as history; the ``last`` turns pinned; a short reply
+    carrying the question it answers."""
     top = max((h.score for h in hits), default=0.0) or 1.0
     rel = {(h.message.conversation, h.message.id): h.score / top for h in hits}
     msgs = {(m.conversation, m.id): m for m in messages}
-    said = as_known_by(store, store.claims_for_message_ids(msgs), at)
-    ended = {key: no_longer_holds(said.get(key, ()), at) for key in msgs}
-    return [
-        Candidate(
+    asked = _asked(store, messages)
+    every = msgs | {(q.conversation, q.id): q for q in asked.values()}
+    said = as_known_by(store, store.claims_for_message_ids(every), at)
+    ended = {key: no_longer_holds(said.get(key, ()), at) for key in every}
+
+    def candidate(m: Message) -> Candidate:
+        key = (m.conversation, m.id)
+        line = message_line(m)
+        return Candidate(
             "message",
-            f"{cid}/{mid}",
-            message_line(m)
-            if ended[cid, mid] is None
-            else history_line(message_line(m), ended[cid, mid]),
-            relevance=rel.get((cid, mid), 0.0),
+            f"{m.conversation}/{m.id}",
+            line if ended[key] is None else history_line(line, ended[key]),
+            relevance=rel.get(key, 0.0),
             when=m.timestamp,
-            conversation=cid,
-            skippable=(cid, mid) not in last,
+            conversation=m.conversation,
+            skippable=key not in last,
             body=m.indexed_text(),
-            pinned=(cid, mid) in last,
-            evidence=frozenset({(cid, mid)}),
+            pinned=key in last,
+            evidence=frozenset({key}),
             reply=m.role == "assistant",
         )
-        for (cid, mid), m in msgs.items()
+
+    return [
+        replace(candidate(m), prompt=candidate(asked[key]) if key in asked else None)
+        for key, m in msgs.items()
     ]
+
+
+def _asked(store: Store, messages: Sequence[Message]) -> dict[tuple[str, str], Message]:
+    """The question each short reply among ``messages`` answers: the message just
+    before it, by someone else, asking something ("How many kids?" → "Two of them.")."""
+    by_seq = {(m.conversation, m.seq): m for m in messages}
+    out: dict[tuple[str, str], Message] = {}
+    for m in messages:
+        if len(m.text.split()) > REPLY_WORDS:
+            continue
+        before = by_seq.get((m.conversation, m.seq - 1)) or store.message_before(
+            m.conversation, m.seq
+        )
+        if before is not None and before.speaker != m.speaker and "?" in before.text:
+            out[(m.conversation, m.id)] = before
+    return out
 
 
 def _with_usefulness(store: Store, cands: Sequence[Candidate]) -> list[Candidate]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Claim, Hit
 from ..text import ended_objects, endings
+from ..timeground import spoken_day
 from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
 from .links import as_known
 
@@ -46,8 +47,8 @@ def no_longer_holds(claims: Sequence[Claim], at: datetime) -> datetime | None:
 
 
 def history_line(line: str, since: datetime) -> str:
-    """``line`` marked as history: ``… [history] (no longer holds from 2024-08-05)``."""
-    return f"{line} {HISTORY_MARK} (no longer holds from {since:%Y-%m-%d})"
+    """``line`` marked as history: ``… [history] (no longer holds from 5 August 2024)``."""
+    return f"{line} {HISTORY_MARK} (no longer holds from {spoken_day(since)})"
 
 
 _UNTIL = re.compile(r"\buntil (\d{4}-\d{2}-\d{2})\b")  # key info's "(since …, until 2024-09-20)"

@@ -458,6 +458,15 @@ class MessageLog(Body):
         )
         return [row_to_message(r) for r in rows]
 
+    def message_before(self, conversation: str, seq: int) -> Message | None:
+        """The message said just before position ``seq`` of a conversation, if any."""
+        row = self._db.execute(
+            f"SELECT {MSG_COLS} FROM messages WHERE conversation = ? AND seq < ? "
+            "ORDER BY seq DESC LIMIT 1",
+            (conversation, int(seq)),
+        ).fetchone()
+        return row_to_message(row)[1] if row else None
+
     def get_message(self, conversation: str, msg_id: str) -> Message | None:
         row = self._db.execute(
             f"SELECT {MSG_COLS} FROM messages WHERE conversation = ? AND msg_id = ?",
