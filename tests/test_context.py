@@ -320,3 +320,9 @@ def test_a_found_short_reply_brings_its_question(tmp_path: Path) -> None:
     assert any("Two of them." in t for t in texts)
     reply = next(i for i, t in enumerate(texts) if "Two of them." in t)
     assert reply > 0 and "How many cats" in texts[reply - 1]
+
+
+def test_a_line_cut_to_fit_says_so() -> None:
+    long = _claim(1, " ".join(f"word{i}" for i in range(60)))
+    (item,) = pack({"claim": [long]}, 60, AFTER).items
+    assert item.text.endswith("… [cut]") and len(item.text.split()) < 60

@@ -220,7 +220,8 @@ def previous_keys(previous: Iterable[ContextItem | Sequence]) -> frozenset[tuple
 
 
 def _fit(line: str, room: int, config: ContextConfig) -> str | None:
-    """``line`` if it fits in ``room`` tokens, else cut to fit (or None if too little fits)."""
+    """``line`` if it fits in ``room`` tokens, else cut to fit and saying so ("… [cut]"),
+    or None if too little fits."""
     if estimate_tokens(line, config.tokens_per_word) <= room:
         return line
     words = line.split()
@@ -228,7 +229,7 @@ def _fit(line: str, room: int, config: ContextConfig) -> str | None:
     if n < config.min_fit_words:
         return None
     while n >= config.min_fit_words:
-        cut = " ".join(words[:n]) + " …"
+        cut = " ".join(words[:n]) + " … [cut]"
         if estimate_tokens(cut, config.tokens_per_word) <= room:
             return cut
         n -= 1
