@@ -270,3 +270,6 @@ def test_relative_times_are_resolved_where_they_stand() -> None:
     # a time that names its year is already absolute; no time, no change
     assert dated("Moved on 5 May 2021.", at) == "Moved on 5 May 2021."
     assert dated("Nothing dated here.", at) == "Nothing dated here."
+    # each sentence in its own tense: the dinner is the coming Saturday
+    invite = "Are you coming to dinner on Saturday? He booked a place."
+    assert dated(invite, at).startswith("Are you coming to dinner on Saturday [27 May 2023]?")

@@ -458,12 +458,15 @@ def spoken_span(ref: TimeRef) -> str:
 
 
 _HAS_YEAR = re.compile(r"\b\d{4}\b")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(\s+)")
 
 
 def dated(text: str, at: datetime) -> str:
     """``text`` with each time it names relative to ``at`` resolved after it, in
     brackets: "ran a charity race last Saturday [20 May 2023]". A time that names its
     year ("5 May 2023", "2023-05-05") is left as it is."""
+    if len(parts := _SENTENCE_END.split(text)) > 1:  # each read in its own tense
+        return "".join(dated(p, at) if i % 2 == 0 else p for i, p in enumerate(parts))
     out, end = [], 0
     for pos, ref in _found(text, at):
         if _HAS_YEAR.search(ref.text):
