@@ -312,7 +312,7 @@ def test_a_found_short_reply_brings_its_question(tmp_path: Path) -> None:
         m.add(chat)
         found = m.search("Two of them", conversation="cats", k=1)
         assert [h.message.text for h in found] == ["Two of them."]
-        hits_only = replace(STRUCTURED, search_k=1, words_per_hit=10**6, recent_messages=0)
+        hits_only = replace(STRUCTURED, search_k=1, tokens_per_hit=10**6, recent_messages=0)
         ctx = assemble_context(
             m.core, "Two of them", conversation="cats", budget_tokens=400, config=hits_only
         )

@@ -88,7 +88,7 @@ class ContextConfig:
     continuity: float = 0.1  # bonus for an item shown in the previous turn's context
     half_life_days: float = 30.0  # recency halves every this many days before ``at``
     search_k: int = 20  # at least this many search hits ...
-    words_per_hit: int = 25  # ... and one per this many tokens of budget, to fill it
+    tokens_per_hit: int = 25  # ... and one per this many tokens of budget, to fill it
     route: bool = True  # search routed (who, which conversation, which period) as ``ask``
     early_relevance: bool = True  # key info and summaries: only sentences the turn bears on
     whole_history: bool = True  # the scope's every message instead, when they all fit
@@ -510,7 +510,7 @@ def gather(
 ) -> dict[str, list[Candidate]]:
     """Every section's candidates with their ranking signals (usefulness from the store)."""
     store = core.store
-    k = max(config.search_k, budget // config.words_per_hit)
+    k = max(config.search_k, budget // config.tokens_per_hit)
     hits = _hits(core, query, person, conversation, at, config, k)
     persons = _persons(store, person, conversation)
     convs = _scope(conversation, persons, hits)
