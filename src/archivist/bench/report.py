@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 
+def _columns(r: dict) -> list[str]:
+    return ["overall", *sorted(r["categories"])]
+
+
+def _category_head(r: dict) -> str:
+    """The per-category column titles: "overall", then "1 multi-hop", "2 temporal", …"""
+    return " ".join(
+        f"{(c if c == 'overall' else c + ' ' + r['categories'][c]):>15}" for c in _columns(r)
+    )
+
+
+def _category_cells(r: dict, row: dict) -> str:
+    """One row's figures under ``_category_head``'s columns."""
+    return " ".join(f"{row.get(c, 0.0):>15.3f}" for c in _columns(r))
+
+
 def locomo_table(r: dict) -> str:
     """Recall@k per retriever and category, then ingest and latency lines."""
-    cats = ["overall", *sorted(r["categories"])]
     width = max(10, *(len(n) for n in r["retrieval"]))
-    head = f"{'retriever':<{width}} k    " + " ".join(
-        f"{(c if c == 'overall' else c + ' ' + r['categories'][c]):>15}" for c in cats
-    )
+    head = f"{'retriever':<{width}} k    " + _category_head(r)
     lines = [
         f"LoCoMo evidence recall: {r['conversations']} conversations, {r['messages']} messages, "
         f"{r['questions_scored']} questions (category 5 excluded: "
@@ -20,9 +33,7 @@ def locomo_table(r: dict) -> str:
     for name, by_k in r["retrieval"].items():
         for key, row in by_k.items():
             k = key.split("@", 1)[1]
-            lines.append(
-                f"{name:<{width}} {k:<4} " + " ".join(f"{row.get(c, 0.0):>15.3f}" for c in cats)
-            )
+            lines.append(f"{name:<{width}} {k:<4} " + _category_cells(r, row))
     ing = r["ingest"]
     rate = f"{ing['messages_per_s']} msg/s" if ing["messages_per_s"] else ing["note"]
     lat = r["search_latency_ms"]
@@ -146,10 +157,7 @@ def _pct(value: float | None) -> str:
 
 def locomo_context_table(r: dict) -> str:
     """Context evidence recall per system and budget, by category; tokens and latency."""
-    cats = ["overall", *sorted(r["categories"])]
-    head = f"{'system':<10} {'budget':>6} {'tokens':>7} " + " ".join(
-        f"{(c if c == 'overall' else c + ' ' + r['categories'][c]):>15}" for c in cats
-    )
+    head = f"{'system':<10} {'budget':>6} {'tokens':>7} " + _category_head(r)
     lines = [
         f"LoCoMo context evidence recall: {r['conversations']} conversations, "
         f"{r['questions_scored']} questions (categories 1-4). Counted: {r['counting']}.",
@@ -159,10 +167,7 @@ def locomo_context_table(r: dict) -> str:
     for system, by_budget in r["context"].items():
         for budget, row in by_budget.items():
             used = r["tokens_used"][system][budget]
-            lines.append(
-                f"{system:<10} {budget:>6} {used:>7.0f} "
-                + " ".join(f"{row.get(c, 0.0):>15.3f}" for c in cats)
-            )
+            lines.append(f"{system:<10} {budget:>6} {used:>7.0f} " + _category_cells(r, row))
     lines.append("")
     lines += [
         f"archivist assembly at {b} tokens: p50 {x['p50']} ms, p95 {x['p95']} ms"
