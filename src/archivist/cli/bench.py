@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -97,10 +98,7 @@ def locomo(
         return
     with StagedProgress(enabled=not as_json) as progress:
         result = run_locomo(ctx.memory, path, kvals, progress=progress, extra=extra)
-    if as_json:
-        emit_json(result)
-    else:
-        click.echo(locomo_table(result))
+    _print(result, as_json, locomo_table)
 
 
 @bench.command("state")
@@ -143,10 +141,7 @@ def state(
         result = run_state(
             scenarios, settings=ctx.settings, budget=budget, suite=path.name, progress=progress
         )
-    if as_json:
-        emit_json(result)
-    else:
-        click.echo(state_table(result))
+    _print(result, as_json, state_table)
 
 
 def _locomo_context(
@@ -157,10 +152,15 @@ def _locomo_context(
 
     with StagedProgress(enabled=not as_json) as progress:
         result = run_locomo_context(ctx.memory, path, budgets, limit=limit, progress=progress)
+    _print(result, as_json, locomo_context_table)
+
+
+def _print(result: dict, as_json: bool, table: Callable[[dict], str]) -> None:
+    """A benchmark's result: one JSON object to stdout, or its readable table."""
     if as_json:
         emit_json(result)
     else:
-        click.echo(locomo_context_table(result))
+        click.echo(table(result))
 
 
 def register(cli: click.Group) -> None:
@@ -246,10 +246,7 @@ def scale(ctx: Context, sizes: str, queries: int, as_json: bool) -> None:
 
     with StagedProgress(enabled=not as_json) as progress:
         result = run_scale(ctx.memory, _parse_ks(sizes, "--sizes"), queries, progress=progress)
-    if as_json:
-        emit_json(result)
-    else:
-        click.echo(scale_table(result))
+    _print(result, as_json, scale_table)
 
 
 @bench.command("add")
@@ -267,7 +264,4 @@ def add(ctx: Context, messages: int, adds: int, as_json: bool) -> None:
 
     with StagedProgress(enabled=not as_json) as progress:
         result = run_add(messages=messages, adds=adds, settings=ctx.settings, progress=progress)
-    if as_json:
-        emit_json(result)
-    else:
-        click.echo(add_table(result))
+    _print(result, as_json, add_table)
