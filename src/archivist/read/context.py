@@ -532,7 +532,7 @@ def gather(
         "dossier": dossiers,
         "brief": briefs,
         "claim": claims,
-        "message": _messages(store, hits, conversation, at, config),
+        "message": _messages(store, hits, logs.get(conversation or "", []), at, config),
     }
     if config.whole_history and _scope(conversation, persons, hits, cap=None) == convs:
         whole = sorted(
@@ -808,18 +808,17 @@ def _entity_text(cand: Candidate, e: Entity, text: str) -> Candidate:
 def _messages(
     store: Store,
     hits: Sequence[Hit],
-    conversation: str | None,
+    log: Sequence[Message],
     at: datetime,
     config: ContextConfig,
 ) -> list[Candidate]:
-    """The conversation's last turns (by ``at``) and the messages search found relevant."""
+    """The last turns (by ``at``) of the conversation asked in (``log``, in order; empty
+    without one) and the messages search found relevant."""
     msgs = {(h.message.conversation, h.message.id): h.message for h in hits}
-    last: set[tuple[str, str]] = set()
-    if conversation is not None:
-        tail = [m for _, m in store.conversation_messages(conversation) if m.timestamp <= at]
-        tail = sorted(tail, key=lambda m: m.seq)[max(0, len(tail) - config.recent_messages) :]
-        msgs |= {(m.conversation, m.id): m for m in tail}
-        last = {(m.conversation, m.id) for m in tail[max(0, len(tail) - config.keep_last) :]}
+    tail = [m for m in log if m.timestamp <= at]
+    tail = tail[max(0, len(tail) - config.recent_messages) :]
+    msgs |= {(m.conversation, m.id): m for m in tail}
+    last = {(m.conversation, m.id) for m in tail[max(0, len(tail) - config.keep_last) :]}
     return _message_candidates(store, list(msgs.values()), hits, last, at)
 
 

@@ -270,9 +270,8 @@ def _source(text: str, m: Message, subject: str, how: str) -> str:
     if rep and rep[1] != m.speaker and how not in ("first", "kin"):
         return "reported"
     if how == "name" and subject != m.speaker:
-        return (
-            "reported"  # "kin" stays first-hand: "my mum lives in Gdańsk" is the speaker's own word
-        )
+        return "reported"
+    # "kin" stays first-hand: "my mum lives in Gdańsk" is the speaker's own word
     return "first_hand"
 
 
