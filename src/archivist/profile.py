@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from .model import Claim, ClaimEvent, Conflict
 from .store.sql import Filters
-from .text import KIN, person_key
+from .text import KIN_WORDS, person_key
 
 if TYPE_CHECKING:
     from .store.base import Store
@@ -336,10 +336,7 @@ def _of_own_family(c: Claim, key: str) -> bool:
     if person_key(c.speaker) != key or person_key(c.subject) == key:
         return False
     own = re.escape(c.speaker)
-    return re.search(rf"\b{own}['’]s\s+(?:\w+\s+)?(?:{_KIN_WORDS})\b", c.text, re.I) is not None
-
-
-_KIN_WORDS = "|".join(sorted(KIN, key=len, reverse=True))
+    return re.search(rf"\b{own}['’]s\s+(?:\w+\s+)?(?:{KIN_WORDS})\b", c.text, re.I) is not None
 
 
 def _shown_replacer(i: int, stood: Mapping[int, Claim], shown: Mapping[int, Claim]) -> int | None:

@@ -92,6 +92,7 @@ KIN = frozenset(
     flatmate roommate housemate friend colleague coworker cousin aunt uncle grandma grandpa
     grandmother grandfather nan gran niece nephew neighbour neighbor""".split()
 )
+KIN_WORDS = "|".join(sorted(KIN, key=len, reverse=True))  # a regex alternation, longest first
 
 
 def fold(word: str) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 from ..model import Claim, ClaimEvent, Conflict
 from ..text import (
     ENDING,
-    KIN,
+    KIN_WORDS,
     TOPIC_STOPWORDS,
     change_clauses,
     ended_objects,
@@ -387,7 +387,7 @@ _STAGES = tuple(
 _NEGATED_BEFORE = re.compile(r"\b(?:not|never|no|n't|yet to)\W+(?:\w+\W+){0,2}$", re.I)
 # "My sister got married" is the sister's stage, not the speaker's
 _RELATIVE_BEFORE = re.compile(
-    rf"\b(?:my|our|his|her|their|\w+['’]s)\s+(?:\w+\s+)?(?:{'|'.join(sorted(KIN))})\b[^.;!?]*$",
+    rf"\b(?:my|our|his|her|their|\w+['’]s)\s+(?:\w+\s+)?(?:{KIN_WORDS})\b[^.;!?]*$",
     re.I,
 )
 
