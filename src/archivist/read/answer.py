@@ -323,8 +323,9 @@ def extractive_answer(
     names = names_in(question, people)
     if person and person.casefold() not in {n.casefold() for n in names}:
         names = [*names, person]
+    by_kin = not mentions_kin(question)  # "How is Marta's mum?" asks of the relative
     if verify:
-        units = evidence_units(hits, people, by_kin=not mentions_kin(question))
+        units = evidence_units(hits, people, by_kin=by_kin)
         wrong = verify_speaker(question, units, names, weights)
         if wrong is not None:
             return replace(wrong, context_tokens=_tokens(hits[:k]))
@@ -333,7 +334,7 @@ def extractive_answer(
     if not top:
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
     at = at or max(h.message.timestamp for h in top)
-    kin, by_kin = evidence_kin(top), not mentions_kin(question)
+    kin = evidence_kin(top)
     owner = lambda text, m: owner_and_subject(  # noqa: E731
         text, m.speaker, m.addressees, people, kin=kin, by_kin=by_kin
     )
