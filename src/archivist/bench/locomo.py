@@ -210,8 +210,7 @@ def run_locomo(
     ``extra``: more search configs (ablations, see ``plus``), each scored and
     timed the way archivist is; a store that already holds the file is reused as is.
     """
-    questions, head = _prepare(memory, path, progress)
-    reports = head.pop("_reports")
+    questions, head, reports = _prepare(memory, path, progress)
     per_retriever, timed = _run_questions(
         memory, questions, max(ks), retrievers, progress, {c.name: c for c in extra}
     )
@@ -244,8 +243,7 @@ def run_locomo_context(
     conversation."""
     from .context_recall import run_context_recall
 
-    questions, head = _prepare(memory, path, progress)
-    reports = head.pop("_reports")
+    questions, head, reports = _prepare(memory, path, progress)
     if limit is not None:
         taken: dict[str, int] = {}
         kept = []
@@ -272,9 +270,10 @@ def run_locomo_context(
 
 def _prepare(
     memory: MemoryService, path: str | Path, progress: Callable[[str, int, int], None] | None
-) -> tuple[list[tuple[str, dict]], dict]:
+) -> tuple[list[tuple[str, dict]], dict, dict]:
     """Ingest, extract and consolidate the file; the questions with evidence of categories
-    1-4, and the report's head (its "_reports" key: ingest, extraction, consolidation)."""
+    1-4, the report's head (the file and what was scored) and what the ingest, the
+    extraction and the consolidation reported."""
     from ..load import load_file
     from ..load.locomo import load_qa
 
@@ -314,18 +313,18 @@ def _prepare(
         "questions_scored": len(questions),
         "questions_excluded": {"category_5_adversarial": skipped_adv, "no_evidence": no_evidence},
         "categories": {str(c): CATEGORY_NAMES[c] for c in RECALL_CATEGORIES},
-        "_reports": {
-            "ingest": {
-                "messages_added": added,
-                "seconds": round(ingest_s, 3),
-                "messages_per_s": round(added / ingest_s, 1) if added and ingest_s else None,
-                "note": None if added else "store already held the data: nothing was re-embedded",
-            },
-            "extraction": extraction_report,
-            "consolidation": consolidation_report,
-        },
     }
-    return questions, head
+    reports = {
+        "ingest": {
+            "messages_added": added,
+            "seconds": round(ingest_s, 3),
+            "messages_per_s": round(added / ingest_s, 1) if added and ingest_s else None,
+            "note": None if added else "store already held the data: nothing was re-embedded",
+        },
+        "extraction": extraction_report,
+        "consolidation": consolidation_report,
+    }
+    return questions, head, reports
 
 
 def _recall(
