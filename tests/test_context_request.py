@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from archivist.config import Settings
-from archivist.read.context import same_text
+from archivist.read.context_lines import same_text
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.write.archivist import HeuristicArchivist

@@ -29,7 +29,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from ..model import Hit, Message
-from ..read.context import NOTE, estimate_tokens, message_line, same_text
+from ..read.context import estimate_tokens
+from ..read.context_lines import NOTE, message_line, same_text
 from ..read.extractive import SENTENCE_BREAK
 from ..read.history import HISTORY_MARK
 from ..read.search import PRESETS, SearchTrace, search

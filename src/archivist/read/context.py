@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import ECHO_SHARE, person_key, query_terms, share_in, stem
-from ..timeground import dated, last_day, spoken_day
-from .extractive import SENTENCE_BREAK
+from ..text import ECHO_SHARE, person_key, query_terms, share_in
+from ..timeground import spoken_day
+from .context_lines import Candidate, bearing_on, claim_line, message_line, same_text, without
 from .history import bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import search_memory
@@ -148,32 +148,6 @@ class Context:
                 for i in self.items
             ],
         }
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """Something that could be shown, with the signals that rank it."""
-
-    kind: str
-    id: str
-    text: str
-    relevance: float = 0.0
-    usefulness: float = 0.5
-    importance: float = 0.5  # 0..1
-    salience: float = 0.5  # 0..1
-    when: datetime | None = None
-    conversation: str = ""
-    skippable: bool = False  # may be dropped when a shown summary already says it
-    body: str = ""  # the content words judged against summaries (default: ``text``)
-    pinned: bool = False  # taken first in its section (the conversation's last turns)
-    reply: bool = False  # an assistant's message: often an echo of what it was told
-    # the question a short reply answers ("Two of them." to "How many kids?"): the reply
-    # is shown with it or not at all
-    prompt: Candidate | None = None
-    covers: frozenset[int] = field(default_factory=frozenset)  # summaries: sessions spanned
-    # the messages it stands for, (conversation, message id): a claim's evidence, a
-    # message itself; what the request already holds, or a last turn, is not said again
-    evidence: frozenset[tuple[str, str]] = field(default_factory=frozenset)
 
 
 def estimate_tokens(text: str, per_word: float = DEFAULT_CONTEXT.tokens_per_word) -> int:
@@ -411,7 +385,7 @@ def assemble_context(
         core, question_or_turn or "", person, conversation, at, prev, config, budget_tokens
     )
     if request:
-        sections = without(sections, request, config)
+        sections = without(sections, request, config.covered_share)
     log = sections.pop("log", None)
     if log is not None and whole_cost(log, config) <= budget_tokens:
         return pack({"log": log}, budget_tokens, at, prev, config)
@@ -423,79 +397,6 @@ def whole_cost(messages: Sequence[Candidate], config: ContextConfig = DEFAULT_CO
     header = f"## {dict(SECTIONS)['log']}"
     lines = [header, *(f"- {c.text}" for c in messages)]
     return sum(estimate_tokens(line, config.tokens_per_word) for line in lines)
-
-
-def same_text(text: str) -> str:
-    """``text`` in the form two sayings of one thing share: case and spacing folded."""
-    return " ".join(text.casefold().split())
-
-
-def without(
-    sections: Mapping[str, Sequence[Candidate]],
-    request: Sequence[Message],
-    config: ContextConfig = DEFAULT_CONTEXT,
-) -> dict[str, list[Candidate]]:
-    """The sections less what only repeats the ``request``'s messages.
-
-    A message of the request (same conversation and id, or the same words stored
-    elsewhere) and a claim whose evidence is only such messages are left out; so
-    is each sentence of key info, a summary or an entity whose content words the
-    request holds (``covered_share`` of them), and an item with nothing else left.
-    """
-    keys = {(m.conversation, m.id) for m in request}
-    texts = {t for m in request if (t := same_text(m.indexed_text()))}
-    for c in (*sections.get("message", ()), *sections.get("log", ())):
-        if same_text(c.body or c.text) in texts:
-            keys |= c.evidence  # the same words stored under another id
-    said = " ".join(f"{m.speaker} {' '.join(m.addressees)} {m.indexed_text()}" for m in request)
-    words = set(query_terms(said))  # who said it is in front of the assistant too
-    out: dict[str, list[Candidate]] = {}
-    for kind, cands in sections.items():
-        if kind in ("message", "claim", "log"):
-            out[kind] = [
-                replace(c, prompt=None) if c.prompt and c.prompt.evidence <= keys else c
-                for c in cands
-                if not (c.evidence and c.evidence <= keys)
-            ]  # a reply's question in the request is in front of the assistant already
-            continue
-        out[kind] = []
-        for c in cands:
-            text = _unsaid(c.text, words, config.covered_share)
-            if text:
-                body = _unsaid(c.body, words, config.covered_share) if c.body else ""
-                out[kind].append(replace(c, text=text, body=body))
-    return out
-
-
-NOTE = re.compile(r"\([^()]*\)")  # "(since 2024-03-11; reported by Ana)": no content
-
-
-def _unsaid(text: str, words: set[str], share: float) -> str:
-    """``text`` without the sentences whose content words are mostly in ``words``."""
-    return _sentences_where(text, lambda terms: not terms or share_in(terms, words) < share)
-
-
-def _bearing(text: str, stems: set[str]) -> str:
-    """``text`` with only the sentences that share a content word (by stem) with the turn."""
-    return _sentences_where(text, lambda terms: bool(stems & {stem(t) for t in terms}))
-
-
-def _sentences_where(text: str, keep: Callable[[set[str]], bool]) -> str:
-    """``text`` with only the sentences whose content words (history and "(since …)"
-    notes aside) ``keep`` accepts; its head ("Ana: ", "4 March 2024 to 11 March 2024: ") is
-    kept while a sentence with content words remains, else ""."""
-    head, sep, body = text.partition(": ")
-    if not sep:
-        head, body = "", text
-    kept = [
-        sentence
-        for sentence in SENTENCE_BREAK.split(body)
-        if keep(set(query_terms(NOTE.sub(" ", sentence))))
-    ]
-    if not any(query_terms(k) for k in kept):
-        return ""
-    rest = " ".join(kept)
-    return f"{head}{sep}{rest}" if sep else rest
 
 
 def gather(
@@ -542,35 +443,11 @@ def gather(
         if len(whole) * config.min_line_tokens <= budget:  # else it cannot fit: not read
             sections["log"] = _message_candidates(store, whole, hits, set(), at)
     if config.early_relevance:
-        sections = _bearing_on(sections, query, core.people())
+        sections = bearing_on(sections, query, core.people())
     return {
         kind: _with_usefulness(store, [replace(c, text=past.mark(c.text)) for c in cands])
         for kind, cands in sections.items()
     }
-
-
-def _bearing_on(
-    sections: dict[str, list[Candidate]], query: str, people: Sequence[str]
-) -> dict[str, list[Candidate]]:
-    """Key info and summaries cut to the sentences the turn bears on.
-
-    Whole, they are a general portrait that spends the budget on what this turn
-    does not ask about (on LoCoMo, showing them whole lowered the share of
-    evidence turns a context holds at every budget). A sentence stays when it
-    shares a content word with the turn, people's names aside: naming Priya
-    makes every sentence about Priya share a word. A turn with no word but names
-    ("Where is Ana?", "Tell me about Ana") asks about the person: all of it stays.
-    """
-    names = {stem(w) for p in people for w in query_terms(p)}
-    stems = {stem(w) for w in query_terms(query)} - names
-    if not stems:
-        return sections
-    out = dict(sections)
-    for kind in ("key_info", "summary"):
-        out[kind] = [
-            replace(c, text=text) for c in sections[kind] if (text := _bearing(c.text, stems))
-        ]
-    return out
 
 
 def _hits(
@@ -672,25 +549,6 @@ def _summaries(store: Store, convs: Sequence[str], at: datetime) -> list[Candida
                 )
             )
     return out
-
-
-def claim_line(c: Claim) -> str:
-    """``[8 May 2023] Ana (plan, reported): text (until 31 May 2023)``: a window's last
-    day (its stored end is exclusive), as key info writes it; a relative time in the
-    text resolved ("last Saturday [6 May 2023]")."""
-    tags = ", ".join(t for t in (c.kind, "" if c.source == "first_hand" else c.source) if t)
-    last = last_day(c.valid_to) if c.valid_to else None
-    until = f" (until {spoken_day(last)})" if c.kind == "foresight" and last else ""
-    return f"[{spoken_day(c.said_at)}] {c.speaker} ({tags}): {dated(c.text, c.said_at)}{until}"
-
-
-def message_line(m: Message) -> str:
-    """``[8 May 2023] Ana → Lee: text``, a relative time in the text resolved ("see you
-    tomorrow [9 May 2023]"). The day, not the hour: the lines' order tells the rest."""
-    to = f" → {', '.join(m.addressees)}" if m.addressees else ""
-    role = " (system)" if m.role == "system" else ""
-    text = dated(m.indexed_text(), m.timestamp)
-    return f"[{spoken_day(m.timestamp)}] {m.speaker}{role}{to}: {text}"
 
 
 def _overlap(query_words: set[str], text: str) -> float:

@@ -1,0 +1,160 @@
+"""What the lines of a context say: how a claim or a message is written as a line,
+and the sentences of a line a turn bears on or a request already holds.
+
+Pure text work over the candidates a context is packed from (``without``, ``bearing_on``);
+the assembly itself (gathering, ranking, packing) is ``read.context``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from ..model import Claim, Message
+from ..text import query_terms, share_in, stem
+from ..timeground import dated, last_day, spoken_day
+from .extractive import SENTENCE_BREAK
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Something that could be shown, with the signals that rank it."""
+
+    kind: str
+    id: str
+    text: str
+    relevance: float = 0.0
+    usefulness: float = 0.5
+    importance: float = 0.5  # 0..1
+    salience: float = 0.5  # 0..1
+    when: datetime | None = None
+    conversation: str = ""
+    skippable: bool = False  # may be dropped when a shown summary already says it
+    body: str = ""  # the content words judged against summaries (default: ``text``)
+    pinned: bool = False  # taken first in its section (the conversation's last turns)
+    reply: bool = False  # an assistant's message: often an echo of what it was told
+    # the question a short reply answers ("Two of them." to "How many kids?"): the reply
+    # is shown with it or not at all
+    prompt: Candidate | None = None
+    covers: frozenset[int] = field(default_factory=frozenset)  # summaries: sessions spanned
+    # the messages it stands for, (conversation, message id): a claim's evidence, a
+    # message itself; what the request already holds, or a last turn, is not said again
+    evidence: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+
+
+def claim_line(c: Claim) -> str:
+    """``[8 May 2023] Ana (plan, reported): text (until 31 May 2023)``: a window's last
+    day (its stored end is exclusive), as key info writes it; a relative time in the
+    text resolved ("last Saturday [6 May 2023]")."""
+    tags = ", ".join(t for t in (c.kind, "" if c.source == "first_hand" else c.source) if t)
+    last = last_day(c.valid_to) if c.valid_to else None
+    until = f" (until {spoken_day(last)})" if c.kind == "foresight" and last else ""
+    return f"[{spoken_day(c.said_at)}] {c.speaker} ({tags}): {dated(c.text, c.said_at)}{until}"
+
+
+def message_line(m: Message) -> str:
+    """``[8 May 2023] Ana → Lee: text``, a relative time in the text resolved ("see you
+    tomorrow [9 May 2023]"). The day, not the hour: the lines' order tells the rest."""
+    to = f" → {', '.join(m.addressees)}" if m.addressees else ""
+    role = " (system)" if m.role == "system" else ""
+    text = dated(m.indexed_text(), m.timestamp)
+    return f"[{spoken_day(m.timestamp)}] {m.speaker}{role}{to}: {text}"
+
+
+def same_text(text: str) -> str:
+    """``text`` in the form two sayings of one thing share: case and spacing folded."""
+    return " ".join(text.casefold().split())
+
+
+def without(
+    sections: Mapping[str, Sequence[Candidate]],
+    request: Sequence[Message],
+    share: float,
+) -> dict[str, list[Candidate]]:
+    """The sections less what only repeats the ``request``'s messages.
+
+    A message of the request (same conversation and id, or the same words stored
+    elsewhere) and a claim whose evidence is only such messages are left out; so
+    is each sentence of key info, a summary or an entity whose content words the
+    request holds (``share`` of them), and an item with nothing else left.
+    """
+    keys = {(m.conversation, m.id) for m in request}
+    texts = {t for m in request if (t := same_text(m.indexed_text()))}
+    for c in (*sections.get("message", ()), *sections.get("log", ())):
+        if same_text(c.body or c.text) in texts:
+            keys |= c.evidence  # the same words stored under another id
+    said = " ".join(f"{m.speaker} {' '.join(m.addressees)} {m.indexed_text()}" for m in request)
+    words = set(query_terms(said))  # who said it is in front of the assistant too
+    out: dict[str, list[Candidate]] = {}
+    for kind, cands in sections.items():
+        if kind in ("message", "claim", "log"):
+            out[kind] = [
+                replace(c, prompt=None) if c.prompt and c.prompt.evidence <= keys else c
+                for c in cands
+                if not (c.evidence and c.evidence <= keys)
+            ]  # a reply's question in the request is in front of the assistant already
+            continue
+        out[kind] = []
+        for c in cands:
+            text = unsaid(c.text, words, share)
+            if text:
+                body = unsaid(c.body, words, share) if c.body else ""
+                out[kind].append(replace(c, text=text, body=body))
+    return out
+
+
+NOTE = re.compile(r"\([^()]*\)")  # "(since 2024-03-11; reported by Ana)": no content
+
+
+def unsaid(text: str, words: set[str], share: float) -> str:
+    """``text`` without the sentences whose content words are mostly in ``words``."""
+    return sentences_where(text, lambda terms: not terms or share_in(terms, words) < share)
+
+
+def bearing(text: str, stems: set[str]) -> str:
+    """``text`` with only the sentences that share a content word (by stem) with the turn."""
+    return sentences_where(text, lambda terms: bool(stems & {stem(t) for t in terms}))
+
+
+def sentences_where(text: str, keep: Callable[[set[str]], bool]) -> str:
+    """``text`` with only the sentences whose content words (history and "(since …)"
+    notes aside) ``keep`` accepts; its head ("Ana: ", "4 March 2024 to 11 March 2024: ") is
+    kept while a sentence with content words remains, else ""."""
+    head, sep, body = text.partition(": ")
+    if not sep:
+        head, body = "", text
+    kept = [
+        sentence
+        for sentence in SENTENCE_BREAK.split(body)
+        if keep(set(query_terms(NOTE.sub(" ", sentence))))
+    ]
+    if not any(query_terms(k) for k in kept):
+        return ""
+    rest = " ".join(kept)
+    return f"{head}{sep}{rest}" if sep else rest
+
+
+def bearing_on(
+    sections: dict[str, list[Candidate]], query: str, people: Sequence[str]
+) -> dict[str, list[Candidate]]:
+    """Key info and summaries cut to the sentences the turn bears on.
+
+    Whole, they are a general portrait that spends the budget on what this turn
+    does not ask about (on LoCoMo, showing them whole lowered the share of
+    evidence turns a context holds at every budget). A sentence stays when it
+    shares a content word with the turn, people's names aside: naming Priya
+    makes every sentence about Priya share a word. A turn with no word but names
+    ("Where is Ana?", "Tell me about Ana") asks about the person: all of it stays.
+    """
+    names = {stem(w) for p in people for w in query_terms(p)}
+    stems = {stem(w) for w in query_terms(query)} - names
+    if not stems:
+        return sections
+    out = dict(sections)
+    for kind in ("key_info", "summary"):
+        out[kind] = [
+            replace(c, text=text) for c in sections[kind] if (text := bearing(c.text, stems))
+        ]
+    return out
