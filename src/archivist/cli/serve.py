@@ -26,6 +26,12 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 )
 @click.option("--upstream", help="Upstream base URL (default: $ARCHIVIST_UPSTREAM_BASE_URL).")
 @click.option("--upstream-model", help="Send every chat to this model upstream.")
+@click.option(
+    "--archivist-llm",
+    type=click.Choice(["upstream"]),
+    help="Background archivists use the upstream endpoint (with --archivist-model).",
+)
+@click.option("--archivist-model", help="The upstream model the archivists use.")
 @click.option("--context-budget", type=click.IntRange(0), help="Tokens of injected context.")
 @click.option("--drift-guard/--no-drift-guard", default=None, help="Regenerate drifting replies.")
 @click.option("--open", "open_access", is_flag=True, help="No keys: one tenant, 'default'.")
@@ -39,6 +45,8 @@ def serve(
     keys_file: Path | None,
     upstream: str | None,
     upstream_model: str | None,
+    archivist_llm: str | None,
+    archivist_model: str | None,
     context_budget: int | None,
     drift_guard: bool | None,
     open_access: bool,
@@ -60,6 +68,8 @@ def serve(
         data_dir=data_dir,
         upstream_base_url=upstream,
         upstream_model=upstream_model,
+        archivist_llm=archivist_llm,
+        archivist_model=archivist_model,
         context_budget=context_budget,
         drift_guard=drift_guard,
         open_access=open_access or None,

@@ -490,11 +490,25 @@ def _admin_routes(r) -> None:
             if worker is not None
             else {"mode": "thread"}
         )
-        from .proxy import failures
+        from .proxy import chat_usage, failures
 
-        proxy = {**failures(tenant), **request.app.state.proxy_counters[tenant.id]}
-        body = {**tenant.status(), "background": where, "proxy": proxy}
+        counters = request.app.state.proxy_counters[tenant.id]
+        proxy = {**failures(tenant), **counters}
+        llm = {"archivist": _archivist_usage(tenant), "chat": chat_usage(counters)}
+        body = {**tenant.status(), "background": where, "proxy": proxy, "llm": llm}
         return _without_paths(_jsonable(body), request.app.state.settings.resolved_data_dir())
+
+
+def _archivist_usage(tenant: Tenant) -> dict:
+    """The background archivists' LLM use over the store's life (the worker process's
+    calls included), summed over its tasks; the chat's own is counted apart."""
+    memory = tenant.memory
+    totals = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "failures": 0}
+    for tasks in memory.store.llm_usage().values():
+        for counts in tasks.values():
+            for k in totals:
+                totals[k] += counts.get(k, 0)
+    return {"model": memory.llm.name if memory.llm else None, **totals}
 
 
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])/(?:[^\s/'\":,;()]+/)+([^\s/'\":,;()]*)")

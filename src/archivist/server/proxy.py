@@ -43,6 +43,7 @@ import re
 import socket
 import time
 import weakref
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -480,6 +481,31 @@ async def _post(client: httpx.AsyncClient, content: bytes, stream: bool = False)
     return await client.send(request, stream=stream)
 
 
+def count_chat(counters: Counter, usage: Any) -> None:
+    """One chat answered upstream and, where it says, its tokens: the chat's own LLM
+    use, reported apart from the archivists' (``/v1/memory/status``, ``llm.chat``)."""
+    counters["chat_calls"] += 1
+    if isinstance(usage, dict):
+        for ours, theirs in (
+            ("input_tokens", "prompt_tokens"),
+            ("output_tokens", "completion_tokens"),
+        ):
+            if isinstance(n := usage.get(theirs), int) and n >= 0:
+                counters[f"chat_{ours}"] += n
+
+
+def chat_usage(counters: Counter) -> dict:
+    """The ``chat_*`` counters as ``{"calls", "input_tokens", "output_tokens"}``."""
+    return {k: counters.get(f"chat_{k}", 0) for k in ("calls", "input_tokens", "output_tokens")}
+
+
+def _usage(resp: httpx.Response) -> Any:
+    try:
+        return resp.json().get("usage")
+    except (ValueError, AttributeError):
+        return None
+
+
 def _reply_text(resp: httpx.Response) -> str | None:
     try:
         content = resp.json()["choices"][0]["message"]["content"]
@@ -518,13 +544,16 @@ async def chat_completions(request: Request, who: CallerDep) -> Response:
     stored = asyncio.ensure_future(run_in_threadpool(store_turn, turn)) if turn else None
     content = _upstream_body(settings, turn.payload if turn else body, raw)
     if body is not None and body.get("stream"):
-        return await _stream(app.state.upstream, content, turn, stored)
+        counters = app.state.proxy_counters[tid]
+        return await _stream(app.state.upstream, content, turn, stored, counters)
     try:
         resp = await _post(app.state.upstream, content)
     except httpx.HTTPError as e:
         return _unreachable(e)
     finally:
         await _settle(stored, turn)
+    if resp.is_success:
+        count_chat(app.state.proxy_counters[tid], _usage(resp))
     if resp.is_success and turn is not None:
         if settings.drift_guard and turn.context is not None:
             resp = await _drift_guard(app.state.upstream, settings, turn, resp)
@@ -609,6 +638,7 @@ class _Stream:
         self.buffer = b""
         self.parts: list[str] = []
         self.done = False
+        self.usage: Any = None  # sent in a last chunk when the client asked for it
 
     def feed(self, chunk: bytes) -> None:
         self.buffer += chunk
@@ -622,8 +652,10 @@ class _Stream:
                 self.done = True
                 continue
             try:
-                choice = json.loads(data)["choices"][0]
-            except (ValueError, KeyError, IndexError, TypeError):
+                event = json.loads(data)
+                self.usage = event.get("usage") or self.usage
+                choice = event["choices"][0]
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                 continue
             delta = choice.get("delta") or {}
             if isinstance(delta.get("content"), str):
@@ -633,7 +665,11 @@ class _Stream:
 
 
 async def _stream(
-    client: httpx.AsyncClient, content: bytes, turn: Turn | None, stored: asyncio.Future | None
+    client: httpx.AsyncClient,
+    content: bytes,
+    turn: Turn | None,
+    stored: asyncio.Future | None,
+    counters: Counter,
 ) -> Response:
     """Pass the upstream's stream through chunk by chunk; store the reply once it completes.
 
@@ -658,6 +694,7 @@ async def _stream(
                 yield chunk
         finally:
             await resp.aclose()
+            count_chat(counters, seen.usage)
             if turn is not None and seen.done:
                 _after_reply(turn, "".join(seen.parts))
 

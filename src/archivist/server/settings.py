@@ -37,6 +37,11 @@ class ServerSettings:
     upstream_api_key: str = ""
     upstream_model: str = ""  # force this model upstream; "" keeps the client's
     upstream_timeout: float = 120.0
+    # The background archivists' LLM: "" keeps ``memory``'s own (none, or its llm_*
+    # settings); "upstream" uses the proxy's upstream endpoint and key with the model
+    # ``archivist_model`` names, so one configuration serves the chat and the archivists.
+    archivist_llm: str = ""
+    archivist_model: str = ""
     context_budget: int = 1500  # tokens of injected memory context
     drift_guard: bool = False
     drift_threshold: float = 0.6  # share of reply words the context and chat never used
@@ -65,6 +70,23 @@ class ServerSettings:
             raise ConfigError("upstream_timeout must be > 0")
         if self.max_request_bytes < 0 or self.auth_failures_per_minute < 0:
             raise ConfigError("max_request_bytes and auth_failures_per_minute must be >= 0")
+        if self.archivist_llm not in ("", "upstream"):
+            raise ConfigError(
+                f"archivist_llm must be 'upstream' or unset, not {self.archivist_llm!r}"
+            )
+        if self.archivist_llm == "upstream":
+            if not self.upstream_base_url or not self.archivist_model:
+                raise ConfigError(
+                    "the upstream as archivist needs an upstream URL and the model to use "
+                    "(--upstream, --archivist-model)"
+                )
+            memory = self.memory.with_(
+                llm="openai",
+                llm_base_url=self.upstream_base_url,
+                llm_api_key=self.upstream_api_key,
+                llm_model=self.archivist_model,
+            )
+            object.__setattr__(self, "memory", memory)
         check_embedder(self.memory)  # refused at startup, not at a tenant's first request
         check_llm(self.memory)
 
@@ -85,7 +107,13 @@ class ServerSettings:
         if v := env.get(p + "SERVER_KEYS"):
             keys += parse_keys(v)
         kw["keys"] = keys
-        for name in ("upstream_base_url", "upstream_api_key", "upstream_model"):
+        for name in (
+            "upstream_base_url",
+            "upstream_api_key",
+            "upstream_model",
+            "archivist_llm",
+            "archivist_model",
+        ):
             if v := env.get(p + name.upper()):
                 kw[name] = v
         for name, conv in (
