@@ -422,8 +422,8 @@ def failures(tenant: Tenant) -> dict:
 
 
 def store_reply(turn: Turn, text: str, at: datetime) -> None:
-    """Log the reply (idempotent) and what context it was given, for usefulness scoring."""
-    turn.tenant.add([reply_conversation(turn, text, at)], only_new=True)
+    """Log what context the reply was given (usefulness scoring; extraction leaves out
+    what the reply only restates of it), then the reply itself (idempotent)."""
     if turn.context is not None and turn.context.items:
         turn.tenant.call(
             turn.tenant.memory.record_context,
@@ -432,6 +432,7 @@ def store_reply(turn: Turn, text: str, at: datetime) -> None:
             person=turn.user,
             conversation=turn.conversation,
         )
+    turn.tenant.add([reply_conversation(turn, text, at)], only_new=True)
 
 
 # -- drift -------------------------------------------------------------------------------

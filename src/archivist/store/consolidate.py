@@ -404,6 +404,20 @@ class Consolidation(Body):
             )
         return log_id
 
+    def contexts_shown(self, conversation: str, replies: Iterable[str]) -> dict[str, list[str]]:
+        """Reply text -> the texts of the memory items shown before each turn of
+        ``conversation`` that got that reply (the context log)."""
+        out: dict[str, list[str]] = {}
+        rows = self._by_ids(
+            "SELECT reply, items FROM context_log WHERE conversation = ? AND {ids}",
+            "reply",
+            (r for r in replies if r),
+            before=(conversation,),
+        )
+        for reply, items in rows:
+            out.setdefault(reply, []).extend(str(t) for _, _, t in json.loads(items))
+        return out
+
     def unreviewed_context(
         self, conversation: str | None = None, limit: int = 200
     ) -> list[tuple[int, list[tuple[str, str, str]], str]]:

@@ -20,11 +20,13 @@ from functools import lru_cache
 from ..core import Core, Progress
 from ..errors import StaleExtraction
 from ..llm.structured import run_parallel
-from ..model import Message, date_in_range
+from ..model import Claim, Message, date_in_range
 from ..store.base import IndexedClaim, IndexedEpisode
 from ..subject import kin_names
+from ..text import query_terms
 from .archivist import Archivist, HeuristicArchivist, SessionResult
 from .extract_plan import ExtractReport, SessionPlan, plan_session, waits
+from .heuristic import echoes
 from .index_text import (
     DEFAULT_INDEX,
     IndexOptions,
@@ -178,6 +180,7 @@ def _extract_sessions(
         for plan, result in zip(batch, results, strict=True):
             if isinstance(result, Exception):
                 raise result
+            result = without_restated(core, plan, result)
             try:
                 save_session(core, plan, result)
             except StaleExtraction:  # another process appended first; it is up to date
@@ -186,6 +189,34 @@ def _extract_sessions(
             report.add(result, plan)
             if progress:
                 progress(len(plan.messages))
+
+
+def without_restated(core: Core, plan: SessionPlan, result: SessionResult) -> SessionResult:
+    """``result`` less the claims of assistant replies that only say back the memory the
+    proxy showed them (the context log): "As you mentioned, you're vegan now" restates
+    another conversation's fact and is no evidence of its own. A claim goes when every
+    message it cites is such a reply and its words are an echo of what that reply was
+    shown (``heuristic.echoes``), whichever archivist made it."""
+    replies = {m.id: m.text for m in plan.messages if m.role == "assistant"}
+    if not replies or not result.claims:
+        return result
+    shown = core.store.contexts_shown(plan.conversation, replies.values())
+    if not shown:
+        return result
+    seen = {mid: set(query_terms(" ".join(shown.get(text, ())))) for mid, text in replies.items()}
+
+    def restates(c: Claim) -> bool:
+        cited = [seen.get(e) for e in c.evidence]
+        if not cited or not all(cited):
+            return False
+        return echoes(c.text, set().union(*cited))
+
+    kept = [(ep, c) for ep, c in result.claims if not restates(c)]
+    if len(kept) == len(result.claims):
+        return result
+    dropped = len(result.claims) - len(kept)
+    note = f"{dropped} claim(s) of assistant replies only restated the memory shown"
+    return replace(result, claims=kept, notes=[*result.notes, note])
 
 
 def save_session(core: Core, plan: SessionPlan, result: SessionResult) -> None:
