@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,41 @@ def test_a_name_used_to_address_someone_does_not_make_it_theirs(tmp_path: Path) 
         assert ("g", "D1:1") in a.evidence
         b = m.ask("Why did Jon shut down his bank account?")
         assert not b.abstain and ("g", "D1:1") in b.evidence
+
+
+def test_the_named_persons_own_word_answers_before_anothers_abstains(tmp_path: Path) -> None:
+    """Speaker verification never abstains citing someone else when the person's own
+    message answers: an expired "no alcohol until the 15th" answers yes after it, while
+    a denial of one's own does not answer "when" for the other's move."""
+    conv = make_conversation(
+        "tasting",
+        [
+            [
+                ("Rosa", "Cheese and wine night at mine on Saturday the 9th?"),
+                (
+                    "Ines",
+                    "Sinus infection, antibiotics for ten days, so no alcohol until the 15th.",
+                ),
+                ("Rosa", "Then I will drink for both of us and you can drive me home."),
+            ],
+            [
+                ("Rosa", "I am transferring to the Lisbon office in June."),
+                ("Ines", "I will visit for the festivals. I am not moving though, Porto is home."),
+            ],
+        ],
+        people=("Rosa", "Ines"),
+        start=datetime(2024, 11, 5, 9, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "own.db", embedder=FakeEmbedder())
+    m.add(conv)
+    after = m.ask("Can Ines drink alcohol?", person="Ines", at=datetime(2024, 11, 20, tzinfo=UTC))
+    assert not after.abstain and after.answer.startswith("Yes"), after.answer
+    assert "(ended 15 November 2024)" in after.answer and after.said_by == "Ines"
+    assert 0 <= after.confidence <= 1
+    during = m.ask("Can Ines drink alcohol?", person="Ines", at=datetime(2024, 11, 9, tzinfo=UTC))
+    assert not during.abstain and during.answer.startswith("No"), during.answer
+    moved = m.ask(
+        "When did Ines move to Lisbon?", person="Ines", at=datetime(2024, 12, 1, tzinfo=UTC)
+    )
+    assert moved.abstain and moved.speaker == "Rosa", moved.answer
+    m.close()

@@ -29,6 +29,7 @@ from .extractive import (
     aspect_stems,
     compose,
     coverage,
+    denies,
     ended_at,
     lexical_scores,
     meaning_text,
@@ -252,10 +253,17 @@ def verify_speaker(
     wanted = content_stems(question, names)
     if len(wanted) < 2:  # too little content to tell whose it is
         return None
+    # a yes or no the person answered themselves, by denying it ("Can Ines drink
+    # alcohol?" - Ines: "no alcohol until the 15th", beside Rosa's "I'll drink for
+    # both of us"), is theirs to answer: the answerer reads their own word
+    yes_no = shape_of(question, asks_when=False).form == "yes_no"
     xkey = stem(x)
     mine, other = 0.0, None
     for u in units:
         cov = coverage(u.text, wanted, weights, extend=False)
+        said = fold(u.hit.message.speaker) == fold(x) and fold(u.owner or x) == fold(x)
+        if yes_no and said and cov > 0 and denies(u.text, wanted):
+            return None
         if u.owner is None:
             continue
         if u.owner.casefold() == x.casefold() or xkey in {stem(w) for w in words(_said_to(u.text))}:
@@ -355,12 +363,27 @@ def extractive_answer(
     text, used, why = composed
     best = used[0]
     asks_who = bool(re.match(r"\W*(?:with\s+)?(?:who|whom|whose)\b", question, re.I))
+    pool = ranked  # the candidates the answer came from, for its margin over the next
     if target and (theirs := someone_elses(best, target, by_subject=not asks_who)):
-        # the best evidence is another person's own statement: not this person's
-        wrong = not_theirs(question, target, theirs, best.message, best.text, best.relevance)
-        return replace(wrong, context_tokens=tokens)
-    second = next((s.score for s in ranked if s.message is not best.message), 0.0)
-    margin = (best.score - second) / best.score if best.score else 0.0
+        # the best evidence is another person's own statement: it answers for this person
+        # only through what they said themselves ("no alcohol for me until the 15th"
+        # under Sophie's "I'll drink for both of us"), else it was not theirs; their
+        # message denying it answers a yes or no, not "When did Nadia move?" ("I'll come
+        # for the Christmas markets. I'm not moving though")
+        own = [
+            s
+            for s in ranked
+            if fold(s.message.speaker) == fold(target) == fold(s.owner or target)
+            and (shape.form == "yes_no" or not denies(s.message.text, wanted))
+        ]
+        mine = compose(question, shape, own, wanted) if own else None
+        if mine is None:
+            wrong = not_theirs(question, target, theirs, best.message, best.text, best.relevance)
+            return replace(wrong, context_tokens=tokens)
+        text, used, why = mine
+        best, pool = used[0], own
+    second = next((s.score for s in pool if s.message is not best.message), 0.0)
+    margin = max(0.0, (best.score - second) / best.score) if best.score else 0.0
     m = best.message
     return Answer(
         question=question,

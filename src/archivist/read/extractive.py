@@ -29,7 +29,7 @@ from datetime import datetime
 
 from ..model import Claim, Hit, Message
 from ..text import CALENDAR_WORDS, ENDING, NEGATION, fold, is_stopword, stem, words
-from ..timeground import find_times
+from ..timeground import find_times, spoken_day
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
 # below this; yes/no needs more, since "Yes" or "No" is a claim of its own.
@@ -527,7 +527,10 @@ def compose(
     current = shape.now and not shape.before
     if shape.form == "yes_no":
         yes = yes_or_no(best, shape, at_is_past_of=current, wanted=wanted)
-        return f"{'Yes' if yes else 'No'}: {quoted(best)}", [best], why
+        # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
+        # reads as contradicting its own quote
+        ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
+        return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
     if shape.form == "when":
         when, granularity = event_time(best)
         return format_when(when, granularity), [best], why
