@@ -493,7 +493,10 @@ def _admin_routes(r) -> None:
         from .proxy import chat_usage, failures
 
         counters = request.app.state.proxy_counters[tenant.id]
-        proxy = {**failures(tenant), **counters}
+        proxy = {
+            **failures(tenant),
+            **{k: n for k, n in counters.items() if not k.startswith("chat_")},
+        }
         llm = {"archivist": _archivist_usage(tenant), "chat": chat_usage(counters)}
         body = {**tenant.status(), "background": where, "proxy": proxy, "llm": llm}
         return _without_paths(_jsonable(body), request.app.state.settings.resolved_data_dir())
