@@ -15,7 +15,7 @@ plans); then recent messages. Gathering candidates reads the store
 Tokens are estimated, not counted: ``ceil(words × 1.3)`` per line (English
 text averages about 1.3 tokens a word with common BPE vocabularies; no
 tokenizer dependency). Budget shares (``ContextConfig``): key info, summaries,
-dossiers and briefs each have a cap (10/25/15/5 %) and together may never use
+dossiers and briefs each have a cap (5/25/15/5 %) and together may never use
 the last 40 %, which stays for claims (20 % reserved) and recent messages
 (20 % reserved); what claims leave unused goes to messages. Below 2,000 tokens
 summaries, dossiers and briefs get nothing, and key info only the sentences the
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import ECHO_SHARE, person_key, query_terms, share_in
+from ..text import ECHO_SHARE, person_key, query_terms, share_in, stem
 from ..timeground import spoken_day
 from .context_lines import Candidate, bearing_on, claim_line, message_line, same_text, without
 from .history import bygones, history_line, no_longer_holds
@@ -66,7 +66,7 @@ class ContextConfig:
 
     tokens_per_word: float = 1.3
     caps: tuple[tuple[str, float], ...] = (
-        ("key_info", 0.10),
+        ("key_info", 0.05),
         ("summary", 0.25),
         ("dossier", 0.15),
         ("brief", 0.05),
@@ -77,13 +77,13 @@ class ContextConfig:
     reserve_claims: float = 0.2
     reserve_messages: float = 0.2
     # relevance first: a context answers this turn (LoCoMo evidence recall rose with its
-    # weight, from 0.45 to 0.8, at every budget)
+    # weight, from 0.45 to 0.8, then 0.9, at every budget from 500 tokens)
     weights: tuple[tuple[str, float], ...] = (
-        ("relevance", 0.80),
-        ("usefulness", 0.05),
-        ("importance", 0.05),
+        ("relevance", 0.90),
+        ("usefulness", 0.025),
+        ("importance", 0.025),
         ("salience", 0.0),
-        ("recency", 0.10),
+        ("recency", 0.05),
     )
     continuity: float = 0.1  # bonus for an item shown in the previous turn's context
     half_life_days: float = 30.0  # recency halves every this many days before ``at``
@@ -93,7 +93,10 @@ class ContextConfig:
     early_relevance: bool = True  # key info and summaries: only sentences the turn bears on
     whole_history: bool = True  # the scope's every message instead, when they all fit
     recent_messages: int = 12  # tail of the conversation offered as candidates
-    keep_last: int = 4  # the last turns are never skipped as "already summarised"
+    # the last turns pinned first (never skipped as "already summarised"); none by default:
+    # they are what the chat in front of the assistant holds (the proxy leaves its request
+    # out anyway), and pinned they cost a LoCoMo context at 250 tokens 7 points of recall
+    keep_last: int = 0
     max_claims: int = 300  # claims of the conversation(s) offered besides search hits
     max_dossiers: int = 3
     max_briefs: int = 6
@@ -216,7 +219,7 @@ def _says_again(
     said: Mapping[str, set[str]],
     shown: set[str],
     pinned: set[tuple[str, str]],
-    claimed: Mapping[tuple[str, str], set[str]],
+    claimed: set[tuple[str, str]],
     config: ContextConfig,
 ) -> bool:
     """Would ``c`` (its content ``words``) say again what the context shows?
@@ -224,8 +227,14 @@ def _says_again(
     A claim of one of the conversation's last turns (``pinned``: shown anyway); a
     skippable item whose words are mostly (``covered_share``) in a shown summary of
     its conversation, or, a message, in anything shown (an assistant's "Noted:
-    you're vegan now" at the lower ``echo_share``); a message whose words its shown
-    claims (``claimed``) already hold.
+    you're vegan now" at the lower ``echo_share``); a message a shown claim already
+    stands for (``claimed``: the turns of the shown claims that cite one turn).
+
+    One line per turn: the claim is the sentence of the turn the question bears
+    on, dated and attributed, and a turn's evidence is in once either is shown.
+    Showing the whole message beside its claim said that sentence twice; on LoCoMo,
+    leaving it out raised the evidence a context holds at every budget (README,
+    "Context").
     """
     if c.kind == "claim" and c.evidence and c.evidence <= pinned:
         return True
@@ -238,7 +247,7 @@ def _says_again(
             return True
     if c.kind != "message" or c.pinned or len(c.evidence) != 1:
         return False
-    return share_in(words, claimed.get(next(iter(c.evidence)), set())) >= config.covered_share
+    return next(iter(c.evidence)) in claimed
 
 
 def _allowances(budget: int, config: ContextConfig) -> dict[str, float]:
@@ -280,7 +289,7 @@ def pack(
     shown_words: set[str] = set()
     # a last turn is shown whatever else is: its claims would say it twice
     pinned = {e for c in sections.get("message", ()) if c.pinned for e in c.evidence}
-    claimed: dict[tuple[str, str], set[str]] = {}  # a message's words its shown claims say
+    claimed: set[tuple[str, str]] = set()  # turns a shown claim stands for
     said: dict[str, set[str]] = {}
     spanned: dict[str, set[int]] = {}
     blocks: list[str] = []
@@ -324,7 +333,7 @@ def pack(
                 shown_texts.add(same_text(one.body or one.text))
                 shown_words.update(query_terms(line))
             if c.kind == "claim" and len(c.evidence) == 1:
-                claimed.setdefault(next(iter(c.evidence)), set()).update(query_terms(c.text))
+                claimed |= c.evidence
             if kind == "summary":
                 spanned.setdefault(c.conversation, set()).update(c.covers)
                 said.setdefault(c.conversation, set()).update(query_terms(line))
@@ -415,7 +424,8 @@ def gather(
     hits = _hits(core, query, person, conversation, at, config, k)
     persons = _persons(store, person, conversation)
     convs = _scope(conversation, persons, hits)
-    claims = _claims(store, query, hits, person, convs, at, previous, config)
+    people = core.people()
+    claims = _claims(store, query, hits, person, convs, at, previous, config, people)
     dossiers, briefs = _entities(store, query, convs, claims, previous, at, config)
     logs = {cid: [m for _, m in store.conversation_messages(cid)] for cid in convs}
     if any(m.timestamp > at for log in logs.values() for m in log):
@@ -443,7 +453,7 @@ def gather(
         if len(whole) * config.min_line_tokens <= budget:  # else it cannot fit: not read
             sections["log"] = _message_candidates(store, whole, hits, set(), at)
     if config.early_relevance:
-        sections = bearing_on(sections, query, core.people())
+        sections = bearing_on(sections, query, people)
     return {
         kind: _with_usefulness(store, [replace(c, text=past.mark(c.text)) for c in cands])
         for kind, cands in sections.items()
@@ -565,8 +575,16 @@ def _claims(
     at: datetime,
     previous: frozenset[tuple[str, str]],
     config: ContextConfig,
+    people: Sequence[str] = (),
 ) -> list[Candidate]:
-    """Claims holding at ``at``: search hits' claims, the scope's claims, last turn's claims."""
+    """Claims holding at ``at``: search hits' claims, the scope's claims, last turn's claims.
+
+    A claim search did not find is as relevant as the share of the turn's content
+    words it holds, people's names aside: "What book did Caroline recommend to
+    Melanie?" makes every claim about either of them share a word, and on LoCoMo
+    such claims ("Melanie's words mean a lot to Caroline") filled the budget
+    before the messages that answer.
+    """
     top = max((h.score for h in hits), default=0.0) or 1.0
     rel: dict[int, float] = {}
     found: dict[int, Claim] = {}
@@ -581,7 +599,8 @@ def _claims(
     again = [int(i) for k, i in previous if k == "claim" and i.isdigit()]
     for cid, c in store.claims_by_id(i for i in again if i not in found).items():
         found[cid] = c
-    words = set(query_terms(query))
+    names = {stem(w) for p in people for w in query_terms(p)}
+    words = {w for w in query_terms(query) if stem(w) not in names}
     return [
         Candidate(
             "claim",
