@@ -326,3 +326,40 @@ def test_a_line_cut_to_fit_says_so() -> None:
     long = _claim(1, " ".join(f"word{i}" for i in range(60)))
     (item,) = pack({"claim": [long]}, 60, AFTER).items
     assert item.text.endswith("… [cut]") and len(item.text.split()) < 60
+
+
+def _long_chat() -> list:
+    """Enough small talk that no budget below shows the whole history."""
+    filler = [
+        ("Lee", f"Weekend {i}: I repaired the shed roof and painted fence panel {i}.")
+        for i in range(30)
+    ]
+    told = (
+        "Ana",
+        'I loved "Becoming Nicole" by Amy Ellis Nutt. It is a true story about a '
+        "family finding its way. It made me feel hopeful. Highly recommend it for sure!",
+    )
+    return [filler[:15], [told, ("Lee", "Lee's words mean a lot to Ana, says Lee.")], filler[15:]]
+
+
+def test_a_claim_of_one_sentence_brings_its_whole_turn(tmp_path: Path) -> None:
+    """A claim that is a fragment of its turn ("Highly recommend it for sure!") is not
+    shown alone: the turn is, naming the book, and nothing of it twice."""
+    m = MemoryService(tmp_path / "m.db", embedder=FakeEmbedder())
+    m.add(make_conversation("c1", _long_chat()))
+    ctx = m.context("What book did Ana recommend to Lee?", conversation="c1", budget_tokens=220)
+    assert "Becoming Nicole" in ctx.text
+    lines = [line for line in ctx.text.splitlines() if line.startswith("- ")]
+    assert not any(
+        line.endswith("Highly recommend it for sure!") and "Nicole" not in line for line in lines
+    )
+    assert sum("Becoming Nicole" in line for line in lines) == 1  # one line per turn
+    m.close()
+
+
+def test_key_info_is_shown_whole_or_not_at_all() -> None:
+    fact = Candidate("key_info", "p1", "Ana: Work: " + " ".join(["word"] * 40))
+    ctx = pack({"key_info": [fact]}, 200, AFTER)
+    assert not any(i.kind == "key_info" for i in ctx.items)  # 10 tokens of room: no cut fact
+    ctx = pack({"key_info": [fact]}, 2000, AFTER)
+    assert [i.kind for i in ctx.items] == ["key_info"] and "[cut]" not in ctx.text

@@ -196,11 +196,14 @@ def previous_keys(previous: Iterable[ContextItem | Sequence]) -> frozenset[tuple
 # -- packing: pure ---------------------------------------------------------------------
 
 
-def _fit(line: str, room: int, config: ContextConfig) -> str | None:
+def _fit(line: str, room: int, config: ContextConfig, cut: bool = True) -> str | None:
     """``line`` if it fits in ``room`` tokens, else cut to fit and saying so ("… [cut]"),
-    or None if too little fits."""
+    or None if too little fits or it may not be ``cut`` (a fact of key info cut short,
+    "Art gives Caroline a sense of freedom, but so does … [cut]", tells nothing)."""
     if estimate_tokens(line, config.tokens_per_word) <= room:
         return line
+    if not cut:
+        return None
     words = line.split()
     n = int(room / config.tokens_per_word) - 1
     if n < config.min_fit_words:
@@ -230,11 +233,9 @@ def _says_again(
     you're vegan now" at the lower ``echo_share``); a message a shown claim already
     stands for (``claimed``: the turns of the shown claims that cite one turn).
 
-    One line per turn: the claim is the sentence of the turn the question bears
-    on, dated and attributed, and a turn's evidence is in once either is shown.
-    Showing the whole message beside its claim said that sentence twice; on LoCoMo,
-    leaving it out raised the evidence a context holds at every budget (README,
-    "Context").
+    One line per turn: a claim left among the candidates says most of its turn
+    (``_fragments_as_turns`` turned the others into their whole messages), so the
+    message beside it would say the same twice.
     """
     if c.kind == "claim" and c.evidence and c.evidence <= pinned:
         return True
@@ -316,7 +317,7 @@ def pack(
                 c, words, said, shown_words, pinned, claimed, config
             ):
                 continue
-            line = _fit(f"- {c.text}", int(room - spent), config)
+            line = _fit(f"- {c.text}", int(room - spent), config, cut=kind != "key_info")
             if line is None:
                 continue
             cost = estimate_tokens(line, config.tokens_per_word)
@@ -432,6 +433,8 @@ def gather(
         # a turn replayed from the past: key info, dossiers and briefs are current
         # snapshots, not histories, and may tell what was learned after ``at``
         persons, dossiers, briefs = [], [], []
+    turns = {(m.conversation, m.id): m for log in logs.values() for m in log}
+    claims, found = _fragments_as_turns(claims, turns, config)
     past = bygones(store, convs, at, hits)
     sections = {
         "key_info": [
@@ -443,7 +446,7 @@ def gather(
         "dossier": dossiers,
         "brief": briefs,
         "claim": claims,
-        "message": _messages(store, hits, logs.get(conversation or "", []), at, config),
+        "message": _messages(store, hits, logs.get(conversation or "", []), at, config, found),
     }
     if config.whole_history and _scope(conversation, persons, hits, cap=None) == convs:
         whole = sorted(
@@ -601,7 +604,7 @@ def _claims(
         found[cid] = c
     names = {stem(w) for p in people for w in query_terms(p)}
     words = {w for w in query_terms(query) if stem(w) not in names}
-    return [
+    cands = [
         Candidate(
             "claim",
             str(c.id),
@@ -618,6 +621,9 @@ def _claims(
         for c in as_known(store, found.values(), at)
         if c.holds_at(at) and c.status != "duplicate"  # its older original says it
     ]
+    # a claim that bears on nothing of the turn is shown only for continuity: the
+    # claims section is filled before the messages, and would fill it with noise
+    return [c for c in cands if c.relevance > 0 or ("claim", c.id) in previous]
 
 
 def _names_in(text: str, names: Iterable[str]) -> bool:
@@ -682,21 +688,50 @@ def _entity_text(cand: Candidate, e: Entity, text: str) -> Candidate:
     return replace(cand, text=f"{head}: {text}", body=text)  # two entities, one story: once
 
 
+def _fragments_as_turns(
+    claims: Sequence[Candidate], turns: Mapping[tuple[str, str], Message], config: ContextConfig
+) -> tuple[list[Candidate], dict[tuple[str, str], tuple[Message, float]]]:
+    """The claims that say what their turn says, and the turns of the rest, with the
+    relevance their claims found.
+
+    A claim of one sentence of a longer turn ("Highly recommend it for sure!" of a
+    message naming the book) is a fragment: shown alone it hides what the turn
+    says around it. Its turn is shown whole instead, as a message, ranked by what
+    the claim matched; a claim holding most of its turn's words (``covered_share``)
+    stands for the turn itself, in fewer words.
+    """
+    kept: list[Candidate] = []
+    found: dict[tuple[str, str], tuple[Message, float]] = {}
+    for c in claims:
+        m = turns.get(next(iter(c.evidence))) if len(c.evidence) == 1 else None
+        said = set(query_terms(m.indexed_text())) if m is not None else set()
+        if m is None or share_in(said, set(query_terms(c.body))) >= config.covered_share:
+            kept.append(c)
+            continue
+        key = (m.conversation, m.id)
+        found[key] = (m, max(c.relevance, found.get(key, (m, 0.0))[1]))
+    return kept, found
+
+
 def _messages(
     store: Store,
     hits: Sequence[Hit],
     log: Sequence[Message],
     at: datetime,
     config: ContextConfig,
+    found: Mapping[tuple[str, str], tuple[Message, float]] = {},
 ) -> list[Candidate]:
     """The last turns (by ``at``) of the conversation asked in (``log``, in order; empty
-    without one) and the messages search found relevant."""
-    msgs = {(h.message.conversation, h.message.id): h.message for h in hits}
+    without one), the messages search found relevant, and the turns ``found`` through
+    their claims (with that relevance)."""
+    msgs = {key: m for key, (m, _) in found.items()}
+    msgs |= {(h.message.conversation, h.message.id): h.message for h in hits}
     tail = [m for m in log if m.timestamp <= at]
     tail = tail[max(0, len(tail) - config.recent_messages) :]
     msgs |= {(m.conversation, m.id): m for m in tail}
     last = {(m.conversation, m.id) for m in tail[max(0, len(tail) - config.keep_last) :]}
-    return _message_candidates(store, list(msgs.values()), hits, last, at)
+    rel = {key: r for key, (_, r) in found.items()}
+    return _message_candidates(store, list(msgs.values()), hits, last, at, rel)
 
 
 REPLY_WORDS = 8  # a reply this short may mean nothing without the question it answers
@@ -708,12 +743,16 @@ def _message_candidates(
     hits: Sequence[Hit],
     last: set[tuple[str, str]],
     at: datetime,
+    found: Mapping[tuple[str, str], float] = {},
 ) -> list[Candidate]:
-    """``messages`` as candidates: relevance from ``hits``; a line whose claims all no
-    longer hold at ``at`` marked as history; the ``last`` turns pinned; a short reply
-    carrying the question it answers."""
+    """``messages`` as candidates: relevance from ``hits`` (or ``found`` through a
+    claim, the higher); a line whose claims all no longer hold at ``at`` marked as
+    history; the ``last`` turns pinned; a short reply carrying the question it answers."""
     top = max((h.score for h in hits), default=0.0) or 1.0
-    rel = {(h.message.conversation, h.message.id): h.score / top for h in hits}
+    rel = dict(found)
+    for h in hits:
+        key = (h.message.conversation, h.message.id)
+        rel[key] = max(rel.get(key, 0.0), h.score / top)
     msgs = {(m.conversation, m.id): m for m in messages}
     asked = _asked(store, messages)
     every = msgs | {(q.conversation, q.id): q for q in asked.values()}
