@@ -103,9 +103,10 @@ def test_a_history_that_fits_is_shown_whole_in_order(mem) -> None:
     shown = [i.id for i in ctx.items]
     said = [f"c1/{m.id}" for _, m in mem.store.conversation_messages("c1")]
     assert shown == said
-    # too small a budget for all of it: the sections come back
+    # too small a budget for all of it: the sections come back, most relevant first
     small = ctx_for(mem, 120)
-    assert {i.kind for i in small.items} - {"message"}
+    assert small.items and not small.text.startswith("## Earlier messages")
+    assert len(small.items) < len(said)
 
 
 @pytest.mark.parametrize("budget", [20, 60, 150, 400, 1500])
@@ -203,8 +204,9 @@ def _claim(i: int, text: str) -> Candidate:
 def test_continuity_prefers_last_turns_item_over_an_equal_one() -> None:
     a = _claim(1, "Ana likes green tea with honey in the morning.")
     b = _claim(2, "Ana likes black tea with lemon in the evening.")
-    # header 10 + one line 13 tokens; claims get 80 % of 35 = 28: room for one line only
-    budget = 35
+    # header 10 + one line 13 tokens; below 2,000 tokens claims get 20 % of 120 = 24:
+    # room for one line only
+    budget = 120
     first = pack({"claim": [a, b]}, budget, AFTER)
     assert [i.id for i in first.items] == ["1"]  # equal scores: a stable choice
     again = pack({"claim": [a, b]}, budget, AFTER, previous=frozenset({("claim", "2")}))
@@ -323,8 +325,9 @@ def test_a_found_short_reply_brings_its_question(tmp_path: Path) -> None:
 
 
 def test_a_line_cut_to_fit_says_so() -> None:
-    long = _claim(1, " ".join(f"word{i}" for i in range(60)))
-    (item,) = pack({"claim": [long]}, 60, AFTER).items
+    text = " ".join(f"word{i}" for i in range(60))
+    long = Candidate("message", "c/D1:1", text, relevance=0.5, when=AFTER, conversation="c")
+    (item,) = pack({"message": [long]}, 60, AFTER).items
     assert item.text.endswith("… [cut]") and len(item.text.split()) < 60
 
 

@@ -74,6 +74,9 @@ class ContextConfig:
     # below this budget summaries, dossiers and briefs get no room: on LoCoMo, at every
     # budget up to 1,500 tokens, each lowered the share of evidence turns a context holds
     overview_from: int = 2000
+    # below it claims get at most this share: each stands for one turn, as a message
+    # does, and ranked apart from the messages they crowded out better-ranked turns
+    claims_below_overview: float = 0.2
     reserve_claims: float = 0.2
     reserve_messages: float = 0.2
     # relevance first: a context answers this turn (LoCoMo evidence recall rose with its
@@ -253,8 +256,10 @@ def _says_again(
 
 def _allowances(budget: int, config: ContextConfig) -> dict[str, float]:
     caps = {k: share * budget for k, share in config.caps}
+    caps["claim"] = float(budget)
     if budget < config.overview_from:
         caps |= {k: 0.0 for k in ("summary", "dossier", "brief")}
+        caps["claim"] = config.claims_below_overview * budget
     caps["early"] = budget * (1 - config.reserve_claims - config.reserve_messages)
     caps["messages_reserve"] = budget * config.reserve_messages
     return caps
@@ -300,7 +305,7 @@ def pack(
         if kind in EARLY:
             room = min(caps[kind], caps["early"] - early_used)
         elif kind == "claim":
-            room = budget - used - caps["messages_reserve"]
+            room = min(budget - used - caps["messages_reserve"], caps["claim"])
         else:
             room = budget - used
         cands = [(c, score(c, at, previous, config)) for c in sections.get(kind, ())]
