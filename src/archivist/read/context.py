@@ -18,9 +18,10 @@ tokenizer dependency). Budget shares (``ContextConfig``): key info, summaries,
 dossiers and briefs each have a cap (5/25/15/5 %) and together may never use
 the last 40 %, which stays for claims (20 % reserved) and recent messages
 (20 % reserved); what claims leave unused goes to messages. Below 2,000 tokens
-summaries, dossiers and briefs get nothing, and key info only the sentences the
-turn bears on: measured on LoCoMo, they held fewer of the turns a question
-needs than the claims and messages they displaced (README, "Context").
+claims get at most 20 %, summaries, dossiers and briefs nothing, and key info
+only the whole sentences the turn bears on: measured on LoCoMo, they held
+fewer of the turns a question needs than the messages they displaced
+(README, "Context").
 """
 
 from __future__ import annotations
