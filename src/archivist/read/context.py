@@ -38,7 +38,15 @@ from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
 from ..text import ECHO_SHARE, person_key, query_terms, share_in, stem
 from ..timeground import spoken_day
-from .context_lines import Candidate, bearing_on, claim_line, message_line, same_text, without
+from .context_lines import (
+    Candidate,
+    bearing_on,
+    claim_line,
+    fragments_as_turns,
+    message_line,
+    same_text,
+    without,
+)
 from .history import bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import search_memory
@@ -238,7 +246,7 @@ def _says_again(
     stands for (``claimed``: the turns of the shown claims that cite one turn).
 
     One line per turn: a claim left among the candidates says most of its turn
-    (``_fragments_as_turns`` turned the others into their whole messages), so the
+    (``fragments_as_turns`` turned the others into their whole messages), so the
     message beside it would say the same twice.
     """
     if c.kind == "claim" and c.evidence and c.evidence <= pinned:
@@ -440,7 +448,7 @@ def gather(
         # snapshots, not histories, and may tell what was learned after ``at``
         persons, dossiers, briefs = [], [], []
     turns = {(m.conversation, m.id): m for log in logs.values() for m in log}
-    claims, found = _fragments_as_turns(claims, turns, config)
+    claims, found = fragments_as_turns(claims, turns, config.covered_share)
     past = bygones(store, convs, at, hits)
     sections = {
         "key_info": [
@@ -692,31 +700,6 @@ def _entities(
 def _entity_text(cand: Candidate, e: Entity, text: str) -> Candidate:
     head = f"{e.name} ({e.kind}, as {e.owner} tells it)"
     return replace(cand, text=f"{head}: {text}", body=text)  # two entities, one story: once
-
-
-def _fragments_as_turns(
-    claims: Sequence[Candidate], turns: Mapping[tuple[str, str], Message], config: ContextConfig
-) -> tuple[list[Candidate], dict[tuple[str, str], tuple[Message, float]]]:
-    """The claims that say what their turn says, and the turns of the rest, with the
-    relevance their claims found.
-
-    A claim of one sentence of a longer turn ("Highly recommend it for sure!" of a
-    message naming the book) is a fragment: shown alone it hides what the turn
-    says around it. Its turn is shown whole instead, as a message, ranked by what
-    the claim matched; a claim holding most of its turn's words (``covered_share``)
-    stands for the turn itself, in fewer words.
-    """
-    kept: list[Candidate] = []
-    found: dict[tuple[str, str], tuple[Message, float]] = {}
-    for c in claims:
-        m = turns.get(next(iter(c.evidence))) if len(c.evidence) == 1 else None
-        said = set(query_terms(m.indexed_text())) if m is not None else set()
-        if m is None or share_in(said, set(query_terms(c.body))) >= config.covered_share:
-            kept.append(c)
-            continue
-        key = (m.conversation, m.id)
-        found[key] = (m, max(c.relevance, found.get(key, (m, 0.0))[1]))
-    return kept, found
 
 
 def _messages(

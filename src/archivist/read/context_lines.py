@@ -1,7 +1,8 @@
 """What the lines of a context say: how a claim or a message is written as a line,
 and the sentences of a line a turn bears on or a request already holds.
 
-Pure text work over the candidates a context is packed from (``without``, ``bearing_on``);
+Pure text work over the candidates a context is packed from (``without``, ``bearing_on``,
+``fragments_as_turns``);
 the assembly itself (gathering, ranking, packing) is ``read.context``.
 """
 
@@ -158,3 +159,28 @@ def bearing_on(
             replace(c, text=text) for c in sections[kind] if (text := bearing(c.text, stems))
         ]
     return out
+
+
+def fragments_as_turns(
+    claims: Sequence[Candidate], turns: Mapping[tuple[str, str], Message], share: float
+) -> tuple[list[Candidate], dict[tuple[str, str], tuple[Message, float]]]:
+    """The claims that say what their turn says, and the turns of the rest, with the
+    relevance their claims found.
+
+    A claim of one sentence of a longer turn ("Highly recommend it for sure!" of a
+    message naming the book) is a fragment: shown alone it hides what the turn
+    says around it. Its turn is shown whole instead, as a message, ranked by what
+    the claim matched; a claim holding most of its turn's words (``share``)
+    stands for the turn itself, in fewer words.
+    """
+    kept: list[Candidate] = []
+    found: dict[tuple[str, str], tuple[Message, float]] = {}
+    for c in claims:
+        m = turns.get(next(iter(c.evidence))) if len(c.evidence) == 1 else None
+        said = set(query_terms(m.indexed_text())) if m is not None else set()
+        if m is None or share_in(said, set(query_terms(c.body))) >= share:
+            kept.append(c)
+            continue
+        key = (m.conversation, m.id)
+        found[key] = (m, max(c.relevance, found.get(key, (m, 0.0))[1]))
+    return kept, found
