@@ -228,8 +228,27 @@ def test_search_plain_listing(ingested: Path) -> None:
 
 
 def test_search_with_no_matches_says_so(tmp_path: Path) -> None:
+    from archivist.service import MemoryService
+    from archivist.testing import FakeEmbedder
+
+    MemoryService(tmp_path / "empty.db", embedder=FakeEmbedder()).close()  # a store, empty
     result = invoke("--db", str(tmp_path / "empty.db"), "--embedder", "fake", "search", "cat")
     assert result.stdout.strip() == "(no matches)"
+
+
+@pytest.mark.parametrize(
+    "command", [("search", "cat"), ("ask", "Who adopted a cat?"), ("show", "claims")]
+)
+def test_a_read_of_a_store_that_does_not_exist_names_it(
+    capsys: pytest.CaptureFixture, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """A mistyped --db is an error naming the path (exit 6), not an empty new store."""
+    typo = tmp_path / "typo" / "memroy.db"
+    code, out, err = run_main(capsys, "--db", str(typo), "--embedder", "fake", *command)
+    assert code == 6
+    assert err.startswith("error: no store at ") and str(typo) in err
+    assert "Traceback" not in err and not out
+    assert not typo.exists() and not typo.parent.exists()
 
 
 def test_search_preset_and_k_choices_are_checked(

@@ -97,7 +97,7 @@ def locomo(
         _locomo_context(ctx, path, _parse_ks(budgets, "--budgets"), limit, as_json)
         return
     with StagedProgress(enabled=not as_json) as progress:
-        result = run_locomo(ctx.memory, path, kvals, progress=progress, extra=extra)
+        result = run_locomo(ctx.open(create=True), path, kvals, progress=progress, extra=extra)
     _print(result, as_json, locomo_table)
 
 
@@ -151,7 +151,9 @@ def _locomo_context(
     from ..bench.report import locomo_context_table
 
     with StagedProgress(enabled=not as_json) as progress:
-        result = run_locomo_context(ctx.memory, path, budgets, limit=limit, progress=progress)
+        result = run_locomo_context(
+            ctx.open(create=True), path, budgets, limit=limit, progress=progress
+        )
     _print(result, as_json, locomo_context_table)
 
 
@@ -205,7 +207,12 @@ def _locomo_qa(
         ctx.settings = ctx.settings.with_(llm="none")
     with StagedProgress(enabled=not as_json) as progress:
         result = run_locomo_qa(
-            ctx.memory, path, answer_llm=answer, judge_llm=judge, limit=limit, progress=progress
+            ctx.open(create=True),
+            path,
+            answer_llm=answer,
+            judge_llm=judge,
+            limit=limit,
+            progress=progress,
         )
     table = locomo_qa_table(result)
     if out is not None:
@@ -245,7 +252,9 @@ def scale(ctx: Context, sizes: str, queries: int, as_json: bool) -> None:
     from ..bench.scale import run_scale
 
     with StagedProgress(enabled=not as_json) as progress:
-        result = run_scale(ctx.memory, _parse_ks(sizes, "--sizes"), queries, progress=progress)
+        result = run_scale(
+            ctx.open(create=True), _parse_ks(sizes, "--sizes"), queries, progress=progress
+        )
     _print(result, as_json, scale_table)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..config import Settings
+from ..errors import NotFound
 from ..service_views import parse_at as _parse_at
 
 
@@ -22,9 +23,21 @@ class Context:
 
     @property
     def memory(self):
+        """The store, opened on first use; a SQLite file that does not exist is an error
+        naming it (a mistyped ``--db`` would otherwise read an empty new store)."""
+        return self.open()
+
+    def open(self, create: bool = False):
+        """The store; ``create``: a command that writes (ingest, import, bench, mcp) may
+        make a new one."""
         if self._memory is None:
             from ..service import MemoryService
 
+            path = self.settings.resolved_db_path()
+            if not create and self.settings.store == "sqlite" and not path.exists():
+                raise NotFound(
+                    f"no store at {path}: `archivist ingest FILE` creates one, or pass --db"
+                )
             self._memory = MemoryService(settings=self.settings)
         return self._memory
 

@@ -60,7 +60,9 @@ def ingest(
     """
     _choose_archivist(ctx, llm_model, no_llm)
     loaded = [(path, load_file(path, fmt)) for path in files]  # validate all before storing
-    ctx.memory.check_new([c for _, convs in loaded for c in convs])  # and against the store
+    ctx.open(create=True).check_new(
+        [c for _, convs in loaded for c in convs]
+    )  # and against the store
     summary = []
     for path, convs in loaded:
         total = sum(len(c.messages) for c in convs)

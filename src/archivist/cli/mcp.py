@@ -23,7 +23,7 @@ def mcp_command(ctx: Context, name: str) -> None:
         raise ConfigError(
             f"the MCP server needs the 'mcp' package ({e}); pip install 'archivist[mcp]'"
         ) from e
-    build_server(ctx.memory, name=name).run("stdio")
+    build_server(ctx.open(create=True), name=name).run("stdio")
 
 
 def register(cli: click.Group) -> None:

@@ -36,7 +36,7 @@ def export(ctx: Context, conversation: str | None, output: Path | None) -> None:
 @pass_ctx
 def import_(ctx: Context, path: Path, as_json: bool) -> None:
     """Store an export (nothing if any line is bad), then re-derive and consolidate."""
-    result = ctx.memory.import_jsonl(path.read_text(encoding="utf-8"), source=str(path))
+    result = ctx.open(create=True).import_jsonl(path.read_text(encoding="utf-8"), source=str(path))
     if as_json:
         emit_json(result)
         return
