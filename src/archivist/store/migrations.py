@@ -516,6 +516,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE jobs ADD COLUMN lease_owner TEXT",
         ),
     ),
+    Migration(
+        "0007_context_log_by_conversation",
+        (
+            # Extraction reads what the proxy showed before a conversation's replies
+            # (store.contexts_shown), so a reply restating memory adds no claim.
+            "CREATE INDEX context_log_conversation ON context_log (conversation)",
+        ),
+    ),
 )
 
 
