@@ -413,3 +413,18 @@ def test_console_script_exit_codes(db: Path, conv_file: Path, tmp_path: Path) ->
     usage = run("search", "cat", "-k", "0")
     assert usage.returncode == 2
     assert messages_in(db) == 7
+
+
+@pytest.mark.parametrize("listing", ["claims", "entities", "episodes"])
+def test_a_listing_cut_at_its_limit_says_so(
+    capsys: pytest.CaptureFixture, ingested: Path, listing: str
+) -> None:
+    base = ("--db", str(ingested), "--embedder", "fake", "show", listing)
+    code, whole, err = run_main(capsys, *base, "--limit", "1000", "--json")
+    assert code == 0 and not err  # everything shown: nothing to say
+    rows = json.loads(whole)
+    if len(rows) < 2:
+        pytest.skip(f"the sample has {len(rows)} {listing}")
+    code, out, err = run_main(capsys, *base, "--limit", "1", "--json")
+    assert code == 0 and len(json.loads(out)) == 1
+    assert err.strip() == f"(the first 1 {listing}; --limit 2 shows more)"

@@ -22,6 +22,15 @@ def _listing(person_help: str | None = None):
     return wrap
 
 
+def _first(rows: list, limit: int, what: str) -> list:
+    """``rows`` (read with one more than ``limit``) cut to ``limit``, saying so on stderr
+    with how to see more, so a listing never stops short silently."""
+    if len(rows) <= limit:
+        return rows
+    click.echo(f"(the first {limit} {what}; --limit {limit * 2} shows more)", err=True)
+    return rows[:limit]
+
+
 @click.group()
 def show() -> None:
     """List derived memory: claims, entities, episodes."""
@@ -34,7 +43,8 @@ def claims(
     ctx: Context, person: str | None, conversation: str | None, limit: int, as_json: bool
 ) -> None:
     """Claims in time order, each with who said it and its evidence."""
-    found = ctx.memory.claims(person=person, conversation=conversation, limit=limit)
+    found = ctx.memory.claims(person=person, conversation=conversation, limit=limit + 1)
+    found = _first(found, limit, "claims")
     if as_json:
         emit_json([c.to_dict() for c in found])
         return
@@ -55,7 +65,8 @@ def entities(
     ctx: Context, person: str | None, conversation: str | None, limit: int, as_json: bool
 ) -> None:
     """Resolved entities (one per speaker's referent), most mentioned first."""
-    rows = ctx.memory.entities(person=person, conversation=conversation, limit=limit)
+    rows = ctx.memory.entities(person=person, conversation=conversation, limit=limit + 1)
+    rows = _first(rows, limit, "entities")
     if as_json:
         emit_json([{**e.__dict__} for e in rows])
         return
@@ -74,7 +85,7 @@ def entities(
 @pass_ctx
 def episodes(ctx: Context, conversation: str | None, limit: int, as_json: bool) -> None:
     """Episodes with their narratives and message ranges."""
-    eps = ctx.memory.store.list_episodes(conversation, limit=limit)
+    eps = _first(ctx.memory.store.list_episodes(conversation, limit=limit + 1), limit, "episodes")
     if as_json:
         emit_json(
             [
