@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import ECHO_SHARE, person_key, query_terms, share_in, stem
+from ..text import ECHO_SHARE, person_key, query_terms, share_in
 from ..timeground import spoken_day
 from .context_lines import (
     Candidate,
@@ -45,6 +45,7 @@ from .context_lines import (
     fragments_as_turns,
     message_line,
     same_text,
+    turn_words,
     without,
 )
 from .history import bygones, history_line, no_longer_holds
@@ -616,8 +617,7 @@ def _claims(
     again = [int(i) for k, i in previous if k == "claim" and i.isdigit()]
     for cid, c in store.claims_by_id(i for i in again if i not in found).items():
         found[cid] = c
-    names = {stem(w) for p in people for w in query_terms(p)}
-    words = {w for w in query_terms(query) if stem(w) not in names}
+    words = turn_words(query, people)
     cands = [
         Candidate(
             "claim",

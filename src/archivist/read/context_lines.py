@@ -137,6 +137,13 @@ def sentences_where(text: str, keep: Callable[[set[str]], bool]) -> str:
     return f"{head}{sep}{rest}" if sep else rest
 
 
+def turn_words(query: str, people: Sequence[str]) -> set[str]:
+    """The turn's content words less people's names: naming Priya would make every
+    sentence or claim about Priya share a word with it."""
+    names = {stem(w) for p in people for w in query_terms(p)}
+    return {w for w in query_terms(query) if stem(w) not in names}
+
+
 def bearing_on(
     sections: dict[str, list[Candidate]], query: str, people: Sequence[str]
 ) -> dict[str, list[Candidate]]:
@@ -149,8 +156,7 @@ def bearing_on(
     makes every sentence about Priya share a word. A turn with no word but names
     ("Where is Ana?", "Tell me about Ana") asks about the person: all of it stays.
     """
-    names = {stem(w) for p in people for w in query_terms(p)}
-    stems = {stem(w) for w in query_terms(query)} - names
+    stems = {stem(w) for w in turn_words(query, people)}
     if not stems:
         return sections
     out = dict(sections)
@@ -175,12 +181,17 @@ def fragments_as_turns(
     """
     kept: list[Candidate] = []
     found: dict[tuple[str, str], tuple[Message, float]] = {}
+    said: dict[tuple[str, str], set[str]] = {}  # a turn's words, read once for its claims
     for c in claims:
         m = turns.get(next(iter(c.evidence))) if len(c.evidence) == 1 else None
-        said = set(query_terms(m.indexed_text())) if m is not None else set()
-        if m is None or share_in(said, set(query_terms(c.body))) >= share:
+        if m is None:
             kept.append(c)
             continue
         key = (m.conversation, m.id)
+        if key not in said:
+            said[key] = set(query_terms(m.indexed_text()))
+        if share_in(said[key], set(query_terms(c.body))) >= share:
+            kept.append(c)
+            continue
         found[key] = (m, max(c.relevance, found.get(key, (m, 0.0))[1]))
     return kept, found
