@@ -234,6 +234,12 @@ def evidence_units(
     return units
 
 
+def own_word(speaker: str, owner: str | None, person: str) -> bool:
+    """Whether ``person`` said it about themselves: their message, and nobody else's
+    by its subject (an unclear owner counts as the speaker's)."""
+    return fold(speaker) == fold(person) == fold(owner or person)
+
+
 def verify_speaker(
     question: str,
     units: Sequence[Unit],
@@ -261,8 +267,12 @@ def verify_speaker(
     mine, other = 0.0, None
     for u in units:
         cov = coverage(u.text, wanted, weights, extend=False)
-        said = fold(u.hit.message.speaker) == fold(x) and fold(u.owner or x) == fold(x)
-        if yes_no and said and cov > 0 and denies(u.text, wanted):
+        if (
+            yes_no
+            and cov > 0
+            and own_word(u.hit.message.speaker, u.owner, x)
+            and denies(u.text, wanted)
+        ):
             return None
         if u.owner is None:
             continue
@@ -373,7 +383,7 @@ def extractive_answer(
         own = [
             s
             for s in ranked
-            if fold(s.message.speaker) == fold(target) == fold(s.owner or target)
+            if own_word(s.message.speaker, s.owner, target)
             and (shape.form == "yes_no" or not denies(s.message.text, wanted))
         ]
         mine = compose(question, shape, own, wanted) if own else None
