@@ -268,6 +268,8 @@ def create_app(
     # per tenant id: chats forwarded unstored because its memory failed before a turn
     # existed (its store would not open), and upstream errors; shown in its status
     app.state.proxy_counters = defaultdict(Counter)
+    # per tenant id: chats answered upstream and their tokens (``llm.chat`` in its status)
+    app.state.chat_usage = defaultdict(Counter)
     app.state.auth_failures = AuthFailures(settings.auth_failures_per_minute)
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
     app.add_exception_handler(ArchivistError, _archivist_error)
@@ -490,14 +492,14 @@ def _admin_routes(r) -> None:
             if worker is not None
             else {"mode": "thread"}
         )
-        from .proxy import chat_usage, failures
+        from .proxy import failures
 
-        counters = request.app.state.proxy_counters[tenant.id]
-        proxy = {
-            **failures(tenant),
-            **{k: n for k, n in counters.items() if not k.startswith("chat_")},
+        proxy = {**failures(tenant), **request.app.state.proxy_counters[tenant.id]}
+        chat = request.app.state.chat_usage[tenant.id]
+        llm = {
+            "archivist": _archivist_usage(tenant),
+            "chat": {k: chat[k] for k in ("calls", "input_tokens", "output_tokens")},
         }
-        llm = {"archivist": _archivist_usage(tenant), "chat": chat_usage(counters)}
         body = {**tenant.status(), "background": where, "proxy": proxy, "llm": llm}
         return _without_paths(_jsonable(body), request.app.state.settings.resolved_data_dir())
 

@@ -485,19 +485,14 @@ async def _post(client: httpx.AsyncClient, content: bytes, stream: bool = False)
 def count_chat(counters: Counter, usage: Any) -> None:
     """One chat answered upstream and, where it says, its tokens: the chat's own LLM
     use, reported apart from the archivists' (``/v1/memory/status``, ``llm.chat``)."""
-    counters["chat_calls"] += 1
+    counters["calls"] += 1
     if isinstance(usage, dict):
         for ours, theirs in (
             ("input_tokens", "prompt_tokens"),
             ("output_tokens", "completion_tokens"),
         ):
             if isinstance(n := usage.get(theirs), int) and n >= 0:
-                counters[f"chat_{ours}"] += n
-
-
-def chat_usage(counters: Counter) -> dict:
-    """The ``chat_*`` counters as ``{"calls", "input_tokens", "output_tokens"}``."""
-    return {k: counters.get(f"chat_{k}", 0) for k in ("calls", "input_tokens", "output_tokens")}
+                counters[ours] += n
 
 
 def _usage(resp: httpx.Response) -> Any:
@@ -545,7 +540,7 @@ async def chat_completions(request: Request, who: CallerDep) -> Response:
     stored = asyncio.ensure_future(run_in_threadpool(store_turn, turn)) if turn else None
     content = _upstream_body(settings, turn.payload if turn else body, raw)
     if body is not None and body.get("stream"):
-        counters = app.state.proxy_counters[tid]
+        counters = app.state.chat_usage[tid]
         return await _stream(app.state.upstream, content, turn, stored, counters)
     try:
         resp = await _post(app.state.upstream, content)
@@ -554,7 +549,7 @@ async def chat_completions(request: Request, who: CallerDep) -> Response:
     finally:
         await _settle(stored, turn)
     if resp.is_success:
-        count_chat(app.state.proxy_counters[tid], _usage(resp))
+        count_chat(app.state.chat_usage[tid], _usage(resp))
     if resp.is_success and turn is not None:
         if settings.drift_guard and turn.context is not None:
             resp = await _drift_guard(app.state.upstream, settings, turn, resp)
