@@ -32,6 +32,7 @@ def facts(*texts: str) -> set[tuple[str, str]]:
         "John resides in Porto.",
         "John moved to Bergen.",
         "John went vegan.",
+        "John has been pescatarian for years.",
         "John is dating Maria Lopez.",
         "John's wife Sarah is a teacher.",
     ],

@@ -342,7 +342,7 @@ def test_demo_json_with_db(db: Path) -> None:
     report = json.loads(result.stdout)
     assert report["db"] == str(db)
     assert report["embedder"] == "fake:64"
-    assert report["ingested"]["messages_added"] == 31
+    assert report["ingested"]["messages_added"] == 40
     searches = {s["query"]: s for s in report["searches"]}
     assert len(searches) == 4
     for s in searches.values():
@@ -354,7 +354,7 @@ def test_demo_json_with_db(db: Path) -> None:
     planes = searches["What kind of planes does Lee fly?"]
     assert planes["person"] == "Lee"
     assert all("Lee" in (h["speaker"], *h["addressees"]) for h in planes["hits"])
-    assert messages_in(db) == 31
+    assert messages_in(db) == 40
     again = json.loads(invoke("--db", str(db), "--embedder", "fake", "demo", "--json").stdout)
     assert again["ingested"]["messages_added"] == 0
 
@@ -362,7 +362,7 @@ def test_demo_json_with_db(db: Path) -> None:
 def test_demo_text(db: Path) -> None:
     out = invoke("--db", str(db), "--embedder", "fake", "demo").stdout
     assert f"store: {db}" in out
-    assert "31 new messages" in out
+    assert "40 new messages" in out
     assert "$ archivist search 'What kind of planes does Lee fly?' --person Lee -k 3" in out
 
 
@@ -371,7 +371,7 @@ def test_demo_without_db_uses_its_own_store_in_the_data_dir(tmp_path: Path) -> N
     demo_db = Path(report["db"])
     assert demo_db.name == "demo.db"
     assert demo_db.is_relative_to(tmp_path / "xdg-data")  # conftest points XDG here
-    assert messages_in(demo_db) == 31
+    assert messages_in(demo_db) == 40
 
 
 def test_version_and_help() -> None:

@@ -100,7 +100,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "diet",
         re.compile(
-            r"\b(?:is|am|'m|are|became|become|went|gone|going|turned|now|being)\s+(?:now\s+)?"
+            r"\b(?:is|am|'m|are|became|become|went|gone|going|turned|now|being|"
+            r"(?:has|have|'s|'ve)\s+been)\s+(?:now\s+)?"
             r"(?:a\s+|fully\s+|strictly\s+)?(?P<v>vegan|vegetarian|pescatarian|pescetarian|"
             r"carnivore|omnivore|keto|flexitarian)\b",
             re.I,
