@@ -29,20 +29,18 @@ from starlette.concurrency import run_in_threadpool
 from ..config import Settings
 from ..errors import (
     ArchivistError,
-    ConfigError,
-    EmbeddingError,
-    EmbeddingMismatch,
-    Forbidden,
     InputError,
     NotFound,
-    StoreError,
 )
 from ..service_views import parse_at
 from ..text import person_key
 from .auth import as_user, caller, own_conversation, own_messages, tenant_id
+from .docs import add_offline_docs
 from .limits import AuthFailures, BodyLimit
 from .settings import ServerSettings, default_data_dir
+from .statuses import status_for
 from .tenants import Caller, MemoryFactory, Tenant, TenantRegistry, default_memory_factory
+from .ui import add_ui
 
 __all__ = ["ServerSettings", "create_app", "default_data_dir", "status_for", "tenant_id"]
 
@@ -50,22 +48,6 @@ log = logging.getLogger("archivist.server")
 
 
 # -- errors and authentication ------------------------------------------------------------
-
-STATUS: tuple[tuple[type[ArchivistError], int], ...] = (
-    (NotFound, 404),
-    (Forbidden, 403),
-    (InputError, 400),
-    (EmbeddingMismatch, 409),
-    (StoreError, 503),
-    (EmbeddingError, 503),
-    (ConfigError, 500),
-)
-
-
-def status_for(error: ArchivistError) -> int:
-    """The HTTP status of an archivist error (the CLI's exit codes, as statuses)."""
-    return next((code for kind, code in STATUS if isinstance(error, kind)), 500)
-
 
 async def _archivist_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ArchivistError)
@@ -260,6 +242,8 @@ def create_app(
         summary="Long-term, speaker-attributed memory: REST API and OpenAI-compatible proxy.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served from packaged assets below: no CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.registry = registry
@@ -277,6 +261,8 @@ def create_app(
     app.add_exception_handler(RecursionError, _too_deep)
     app.include_router(memory_router())
     app.include_router(proxy.router)
+    add_offline_docs(app)
+    add_ui(app)
     return app
 
 

@@ -418,6 +418,29 @@ class Consolidation(Body):
             out.setdefault(reply, []).extend(str(t) for _, _, t in json.loads(items))
         return out
 
+    def context_logs(
+        self, conversation: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[dict]:
+        """The context shown before proxied turns, newest first: what the assistant saw."""
+        where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
+        rows = self._db.execute(
+            f"SELECT id, person, conversation, items, reply, at, reviewed FROM context_log "
+            f"{where} ORDER BY id DESC LIMIT ? OFFSET ?",
+            (*params, int(limit), int(offset)),
+        )
+        return [
+            {
+                "id": int(i),
+                "person": person,
+                "conversation": conv,
+                "items": [tuple(x) for x in json.loads(items)],
+                "reply": reply,
+                "at": at,
+                "reviewed": bool(reviewed),
+            }
+            for i, person, conv, items, reply, at, reviewed in rows
+        ]
+
     def unreviewed_context(
         self, conversation: str | None = None, limit: int = 200
     ) -> list[tuple[int, list[tuple[str, str, str]], str]]:

@@ -1,0 +1,212 @@
+"""The memory browser's pages: overview, people, conversations, claims, search, ask, context.
+
+Each handler gathers what one page shows from the tenant's MemoryService and
+hands it to its template; no page changes memory (actions.py does).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from ...errors import NotFound
+from ...model import Claim, Person
+from ...service_views import parse_at
+from .web import COOKIE, PageRoute, UiTenant, render
+
+router = APIRouter(route_class=PageRoute, include_in_schema=False)
+PAGE = 200  # messages per page of a conversation
+
+
+@router.get("/login")
+def login_form(request: Request, next: str = "/", failed: int = 0) -> HTMLResponse:
+    return render(request, "login.html", 401 if failed else 200, next=next, failed=failed)
+
+
+@router.get("/")
+def overview(request: Request, tenant: UiTenant) -> HTMLResponse:
+    memory = tenant.memory
+    counts = memory.store.identity_message_counts()
+    people = [(p, sum(counts.get((c, n), 0) for c, n in p.identities)) for p in memory.persons()]
+    people.sort(key=lambda pn: (-pn[1], pn[0].name.casefold()))
+    return render(
+        request,
+        "overview.html",
+        people=people,
+        conversations=memory.conversations(),
+        stats=memory.stats(),
+        conflicts=list(reversed(memory.conflicts()))[:10],
+        jobs=memory.job_counts(),
+        llm=memory.llm_summary(),
+        status=tenant.status(),
+    )
+
+
+def _decisions_of(memory, person: Person) -> list:
+    """The identity decisions that name one of the person's (conversation, name) identities."""
+    mine = {f"{c}/{n}".casefold() for c, n in person.identities}
+    return [d for d in memory.decisions() if {d.a.casefold(), d.b.casefold()} & mine]
+
+
+@router.get("/people/{person_id}")
+def person_page(
+    request: Request, tenant: UiTenant, person_id: str, at: str | None = None
+) -> HTMLResponse:
+    memory = tenant.memory
+    person = memory.person(person_id)
+    when = parse_at(at)
+    try:
+        profile = memory.profile(person.name, at=when)
+    except NotFound:
+        profile = None
+    now = when or memory.core.clock()
+    try:
+        timeline = [(c, ev, not c.holds_at(now)) for c, ev in memory.timeline(person.name, at=when)]
+    except NotFound:
+        timeline = []
+    return render(
+        request,
+        "person.html",
+        person=person,
+        profile=profile,
+        timeline=timeline,
+        at=at or "",
+        conflicts=memory.conflicts(subject=person.name),
+        decisions=_decisions_of(memory, person),
+        others=[p for p in memory.persons() if p.id != person.id],
+    )
+
+
+@router.get("/conversations/{conversation}")
+def conversation_page(
+    request: Request,
+    tenant: UiTenant,
+    conversation: str,
+    page: Annotated[int, Query(ge=1)] = 1,
+    claim: int | None = None,
+) -> HTMLResponse:
+    memory = tenant.memory
+    if conversation not in {c["id"] for c in memory.conversations()}:
+        raise NotFound(f"no conversation {conversation!r}")
+    rows = memory.store.conversation_messages(conversation)
+    pages = max(1, -(-len(rows) // PAGE))
+    marked: Claim | None = None
+    if claim is not None:
+        marked = _claim(memory, claim)
+        if marked.conversation == conversation:  # open the page that holds its evidence
+            first = next((i for i, (_, m) in enumerate(rows) if m.id in marked.evidence), 0)
+            page = first // PAGE + 1 if "page" not in request.query_params else page
+    shown = [m for _, m in rows[(page - 1) * PAGE : page * PAGE]]
+    claims = memory.store.claims_for_message_ids((conversation, m.id) for m in shown)
+    return render(
+        request,
+        "conversation.html",
+        conversation=conversation,
+        messages=[(m, claims.get((conversation, m.id), [])) for m in shown],
+        page=page,
+        pages=pages,
+        total=len(rows),
+        marked=marked,
+        evidence=set(marked.evidence) if marked else set(),
+    )
+
+
+def _claim(memory, claim_id: int) -> Claim:
+    found = memory.store.claims_by_id([claim_id]).get(claim_id)
+    if found is None:
+        raise NotFound(f"no claim {claim_id}")
+    return found
+
+
+@router.get("/claims/{claim_id}")
+def claim_page(request: Request, tenant: UiTenant, claim_id: int) -> HTMLResponse:
+    memory = tenant.memory
+    claim = _claim(memory, claim_id)
+    history = memory.claim_history(claim_id)
+    related = {e.other for e in history if e.other is not None}
+    if claim.replaced_by is not None:
+        related.add(claim.replaced_by)
+    conflicts = [
+        c
+        for c in memory.conflicts(conversation=claim.conversation)
+        if claim_id in (c.old_claim, c.new_claim)
+    ]
+    related |= {c.old_claim for c in conflicts} | {c.new_claim for c in conflicts}
+    related.discard(claim_id)
+    evidence = [memory.store.get_message(claim.conversation, mid) for mid in claim.evidence]
+    return render(
+        request,
+        "claim.html",
+        claim=claim,
+        history=history,
+        conflicts=conflicts,
+        others=memory.store.claims_by_id(sorted(related)),
+        evidence=[m for m in evidence if m is not None],
+    )
+
+
+@router.get("/search")
+def search_page(
+    request: Request, tenant: UiTenant, q: str = "", person: str = "", at: str = ""
+) -> HTMLResponse:
+    memory = tenant.memory
+    hits = []
+    if q.strip():
+        hits = memory.search(q, person=person or None, at=parse_at(at or None), k=10)
+    return render(
+        request, "search.html", q=q, person=person, at=at, hits=hits, people=memory.people()
+    )
+
+
+@router.get("/ask")
+def ask_page(
+    request: Request, tenant: UiTenant, q: str = "", person: str = "", at: str = ""
+) -> HTMLResponse:
+    memory = tenant.memory
+    answer = None
+    if q.strip():
+        answer = memory.ask(q, person=person or None, at=parse_at(at or None))
+    quotes = [memory.store.get_message(c, m) for c, m in (answer.evidence if answer else ())]
+    return render(
+        request,
+        "ask.html",
+        q=q,
+        person=person,
+        at=at,
+        answer=answer,
+        quotes=[m for m in quotes if m is not None],
+        people=memory.people(),
+    )
+
+
+@router.get("/contexts")
+def contexts_page(
+    request: Request,
+    tenant: UiTenant,
+    conversation: str = "",
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    """What the assistant saw: the context injected before each proxied turn."""
+    memory = tenant.memory
+    logs = memory.store.context_logs(conversation or None, limit=20, offset=(page - 1) * 20)
+    useful: dict[tuple[str, str], float] = {}
+    for kind in {k for log in logs for k, _, _ in log["items"]}:
+        ids = {i for log in logs for k, i, _ in log["items"] if k == kind}
+        useful |= {(kind, str(i)): s for i, s in memory.usefulness(kind, ids).items()}
+    return render(
+        request,
+        "contexts.html",
+        logs=logs,
+        useful=useful,
+        conversation=conversation,
+        page=page,
+    )
+
+
+@router.get("/logout")
+def logout_redirect() -> RedirectResponse:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE)
+    return response
