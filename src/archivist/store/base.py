@@ -2,7 +2,7 @@
 
 Callers speak in messages, filters and rowids; SQL stays inside the store.
 ``Store`` is the whole body (store/log.py, derived.py, reconcile.py,
-people.py, consolidate.py, queue.py) over a connection and a dialect; a
+people.py, consolidate.py, queue.py, edits.py) over a connection and a dialect; a
 backend (store/sqlite.py, store/postgres.py) subclasses it and supplies:
 
 - ``_db`` (a ``common.Connection``), ``_d`` (its ``Dialect``) and ``_write()``
@@ -22,6 +22,7 @@ from __future__ import annotations
 from .common import Connection
 from .consolidate import Consolidation
 from .derived import DerivedMemory
+from .edits import ClaimEdits
 from .log import MessageLog
 from .migrations import LEDGER_DDL, migrations_for
 from .people import People
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 
-class Store(MessageLog, DerivedMemory, Reconciliation, People, Consolidation, JobQueue):
+class Store(MessageLog, DerivedMemory, Reconciliation, People, Consolidation, JobQueue, ClaimEdits):
     """Durable message log with keyword and vector indexes, and the memory derived from it."""
 
     def migrate(self) -> list[str]:

@@ -252,6 +252,7 @@ class DerivedMemory(Body):
                     if c.claim.evidence_claims
                 ],
             )
+            self._apply_edits(db, conversation, claim_ids)  # type: ignore[attr-defined]
         return claim_ids
 
     def _delete_session_derived(self, db: Connection, conv: str, session: int) -> None:

@@ -359,7 +359,8 @@ class MessageLog(Body):
             "DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages) "
             "AND hash NOT IN (SELECT embed_hash FROM claims) "
             "AND hash NOT IN (SELECT embed_hash FROM episodes WHERE embed_hash IS NOT NULL) "
-            "AND hash NOT IN (SELECT embed_hash FROM entities WHERE embed_hash IS NOT NULL)"
+            "AND hash NOT IN (SELECT embed_hash FROM entities WHERE embed_hash IS NOT NULL) "
+            "AND hash NOT IN (SELECT embed_hash FROM claim_edits WHERE embed_hash IS NOT NULL)"
         )
         self._bump_vector_epoch(db)
 
@@ -373,19 +374,25 @@ class MessageLog(Body):
                 self._after_delete(db)
         return max(n, 0)
 
-    def delete_person(self, person: str) -> int:
-        """Remove every message the person sent or received, from every index.
+    def delete_person(self, person: str, received: bool = False) -> int:
+        """Remove what the person said and every claim about them, from every index.
 
-        The person also leaves the participant lists, and conversations left
-        with no messages are removed with their sessions.
+        Other people's messages to them stay (they are the others' words) unless
+        ``received``; claims about the person that others made are forgotten for
+        good (store/edits.py), so re-extraction does not bring them back. The
+        person also leaves the participant lists, and conversations left with
+        no messages are removed with their sessions. Returns messages removed.
         """
         key = q.person_key(person)
         with self._write() as db:
-            n = db.execute(
-                "DELETE FROM messages WHERE rowid IN "
-                "(SELECT msg_rowid FROM message_people WHERE person = ?)",
-                (key,),
-            ).rowcount
+            about = [
+                r for (r,) in db.execute("SELECT id FROM claims WHERE subject_key = ?", (key,))
+            ]
+            self._forget_claims(db, about, f"forgot person {person.strip()}")  # type: ignore[attr-defined]
+            said = "SELECT rowid FROM messages WHERE speaker_key = ?"
+            if received:
+                said = "SELECT msg_rowid FROM message_people WHERE person = ?"
+            n = db.execute(f"DELETE FROM messages WHERE rowid IN ({said})", (key,)).rowcount
             convs = db.execute(f"SELECT id, participants FROM conversations{self._d.lock_rows}")
             for cid, parts in convs.fetchall():
                 kept = [p for p in json.loads(parts) if q.person_key(p) != key]

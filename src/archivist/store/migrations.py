@@ -524,6 +524,28 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX context_log_conversation ON context_log (conversation)",
         ),
     ),
+    Migration(
+        "0008_claim_edits",
+        (
+            # What the user forgot or corrected, by claim key (store/edits.py): applied
+            # again whenever extraction saves that claim, so edits survive re-derivation.
+            """CREATE TABLE claim_edits (
+                id {pk},
+                conversation TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+                claim_key TEXT NOT NULL,
+                action TEXT NOT NULL CHECK (action IN ('forget', 'correct')),
+                text TEXT NOT NULL DEFAULT '',
+                search_text TEXT NOT NULL DEFAULT '',
+                embed_hash TEXT,
+                reason TEXT NOT NULL DEFAULT '',
+                claim_id {big},
+                new_claim_id {big},
+                created_at TEXT NOT NULL,
+                UNIQUE (conversation, claim_key)
+            )""",
+            Only("postgres", "CREATE INDEX claim_edits_new ON claim_edits (new_claim_id)"),
+        ),
+    ),
 )
 
 

@@ -213,8 +213,7 @@ class Reconciliation(Body):
         with self._write() as db:
             self._reset_reconciliation(db, conversation)
 
-    @staticmethod
-    def _reset_reconciliation(db: Connection, conversation: str) -> None:
+    def _reset_reconciliation(self, db: Connection, conversation: str) -> None:
         for table in ("claim_events", "conflicts", "entities"):
             db.execute(f"DELETE FROM {table} WHERE conversation = ?", (conversation,))
         db.execute(
@@ -222,6 +221,8 @@ class Reconciliation(Body):
             "reconciled = 0 WHERE conversation = ?",
             (conversation,),
         )
+        # The user's corrections are no reconciliation of ours: they stay.
+        self._reapply_corrections(db, conversation)  # type: ignore[attr-defined]
 
     # -- reads -----------------------------------------------------------------------------
 
