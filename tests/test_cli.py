@@ -290,7 +290,7 @@ def test_a_non_archivist_db_file_is_a_store_error(
     assert err.startswith(f"error: {junk} is not a usable archivist store")
 
 
-# -- stats, env, demo -------------------------------------------------------------------
+# -- stats, env -------------------------------------------------------------------------
 
 
 def test_stats_json(ingested: Path) -> None:
@@ -334,44 +334,6 @@ def test_environment_supplies_db_and_embedder(
 def test_unknown_embedder_is_a_usage_error(capsys: pytest.CaptureFixture, db: Path) -> None:
     code, _, err = run_main(capsys, "--db", str(db), "--embedder", "magic", "stats")
     assert code == 2 and "magic" in err
-
-
-def test_demo_json_with_db(db: Path) -> None:
-    result = invoke("--db", str(db), "--embedder", "fake", "demo", "--json")
-    assert result.exit_code == 0
-    report = json.loads(result.stdout)
-    assert report["db"] == str(db)
-    assert report["embedder"] == "fake:64"
-    assert report["ingested"]["messages_added"] == 40
-    searches = {s["query"]: s for s in report["searches"]}
-    assert len(searches) == 4
-    for s in searches.values():
-        assert 1 <= len(s["hits"]) <= 3
-    nurse = searches["Who is Ana's head nurse?"]
-    assert nurse["hits"][0]["id"] == "S2:6"  # "My head nurse, Dr. Okafor, ..."
-    azores = searches["Where are Ana and her sister going in September?"]
-    assert "S3:7" in [h["id"] for h in azores["hits"]]  # "... a trip to the Azores in September."
-    planes = searches["What kind of planes does Lee fly?"]
-    assert planes["person"] == "Lee"
-    assert all("Lee" in (h["speaker"], *h["addressees"]) for h in planes["hits"])
-    assert messages_in(db) == 40
-    again = json.loads(invoke("--db", str(db), "--embedder", "fake", "demo", "--json").stdout)
-    assert again["ingested"]["messages_added"] == 0
-
-
-def test_demo_text(db: Path) -> None:
-    out = invoke("--db", str(db), "--embedder", "fake", "demo").stdout
-    assert f"store: {db}" in out
-    assert "40 new messages" in out
-    assert "$ archivist search 'What kind of planes does Lee fly?' --person Lee -k 3" in out
-
-
-def test_demo_without_db_uses_its_own_store_in_the_data_dir(tmp_path: Path) -> None:
-    report = json.loads(invoke("--embedder", "fake", "demo", "--json").stdout)
-    demo_db = Path(report["db"])
-    assert demo_db.name == "demo.db"
-    assert demo_db.is_relative_to(tmp_path / "xdg-data")  # conftest points XDG here
-    assert messages_in(demo_db) == 40
 
 
 def test_version_and_help() -> None:
