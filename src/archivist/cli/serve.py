@@ -93,5 +93,30 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
+@click.command()
+@click.option("--port", default=8090, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--log-level", default="warning", show_default=True)
+@pass_ctx
+def ui(ctx: Context, port: int, log_level: str) -> None:
+    """Browse and correct a local store (--db) in your browser, on 127.0.0.1 only.
+
+    The memory browser of `archivist serve`, over this one store and without
+    keys, so it never listens beyond this machine.
+    """
+    try:
+        import uvicorn
+
+        from ..server.app import ServerSettings, create_app
+    except ImportError as e:
+        raise click.UsageError(f"{e.name} is missing: pip install 'archivist[server]'") from e
+    memory = ctx.open()  # a store that does not exist is an error naming it
+    path = ctx.settings.resolved_db_path()
+    settings = ServerSettings(memory=ctx.settings, data_dir=path.parent, open_access=True)
+    app = create_app(settings, memory_factory=lambda tenant, _path: memory)
+    click.echo(f"memory browser for {path} on http://127.0.0.1:{port}/", err=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level=log_level)
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(serve)
+    cli.add_command(ui)

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from ...errors import NotFound
 from ...model import Claim, Person
 from ...service_views import parse_at
+from ...text import person_key
 from .web import COOKIE, PageRoute, UiTenant, render
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -29,7 +30,10 @@ def login_form(request: Request, next: str = "/", failed: int = 0) -> HTMLRespon
 def overview(request: Request, tenant: UiTenant) -> HTMLResponse:
     memory = tenant.memory
     counts = memory.store.identity_message_counts()
-    people = [(p, sum(counts.get((c, n), 0) for c, n in p.identities)) for p in memory.persons()]
+    people = [
+        (p, sum(counts.get((c, person_key(n)), 0) for c, n in p.identities))
+        for p in memory.persons()
+    ]
     people.sort(key=lambda pn: (-pn[1], pn[0].name.casefold()))
     return render(
         request,
@@ -153,11 +157,10 @@ def search_page(
 ) -> HTMLResponse:
     memory = tenant.memory
     hits = []
+    names = sorted({p.name for p in memory.persons()})
     if q.strip():
         hits = memory.search(q, person=person or None, at=parse_at(at or None), k=10)
-    return render(
-        request, "search.html", q=q, person=person, at=at, hits=hits, people=memory.people()
-    )
+    return render(request, "search.html", q=q, person=person, at=at, hits=hits, people=names)
 
 
 @router.get("/ask")
@@ -177,7 +180,7 @@ def ask_page(
         at=at,
         answer=answer,
         quotes=[m for m in quotes if m is not None],
-        people=memory.people(),
+        people=sorted({p.name for p in memory.persons()}),
     )
 
 
