@@ -398,13 +398,15 @@ def test_delete_conversation_hides_it_from_search(loaded: MemoryService) -> None
     assert loaded.get("ana-bob", "D1:1").speaker == "Bob"
 
 
-def test_delete_person_hides_everything_they_sent_or_received(loaded: MemoryService) -> None:
+def test_delete_person_received_hides_everything_they_sent_or_received(
+    loaded: MemoryService,
+) -> None:
     assert "bob" in loaded.people()
-    assert loaded.delete(person="Bob") == 3
+    assert loaded.delete(person="Bob", received=True) == 3
     assert "bob" not in loaded.people()
     hits = loaded.search("tomatoes seeds greenhouse balcony", k=20)
     assert hits and all("Bob" not in (h.message.speaker, *h.message.addressees) for h in hits)
-    assert loaded.delete(person="bob") == 0
+    assert loaded.delete(person="bob", received=True) == 0
 
 
 def test_get_returns_the_message_or_raises_not_found(loaded: MemoryService) -> None:

@@ -481,20 +481,22 @@ def test_delete_conversation_removes_it_from_every_index(three: SQLiteStore, emb
     assert three.delete_conversation("never-stored") == 0
 
 
-def test_delete_person_removes_what_they_sent_or_received(three: SQLiteStore, embedder) -> None:
+def test_delete_person_received_removes_what_they_sent_or_received(
+    three: SQLiteStore, embedder
+) -> None:
     vectors = stored_vectors(three.path)
     messages = all_messages(three)
     doomed = {r: vectors[r] for r, m in messages.items() if "Bob" in (m.speaker, *m.addressees)}
     assert len(doomed) == 3
     three.vector_search(embedder.name, vectors[1], ALL, 1)  # cache the index
 
-    assert three.delete_person("  bOB ") == 3
+    assert three.delete_person("  bOB ", received=True) == 3
     _assert_gone(three, embedder, doomed)
     assert keyword_ids(three, "tomatoes seeds balcony") == set()
     assert "bob" not in dict(three.people())
     assert three.stats()["messages"] == 9
     assert ("ana-lee", "D1:1") in keyword_ids(three, "Pixel")  # Ana's other messages stay
-    assert three.delete_person("bob") == 0
+    assert three.delete_person("bob", received=True) == 0
 
 
 def test_a_shared_vector_survives_until_its_last_message_goes(store: SQLiteStore, embedder) -> None:

@@ -458,19 +458,19 @@ def test_delete_conversation_removes_it_from_every_index(three, embedder) -> Non
     assert three.delete_conversation("never-stored") == 0
 
 
-def test_delete_person_removes_what_they_sent_or_received(three, embedder) -> None:
+def test_delete_person_received_removes_what_they_sent_or_received(three, embedder) -> None:
     vectors = message_vectors(three, embedder, [ana_lee(), ana_bob(), cara_dan()])
     messages = all_messages(three)
     doomed = {r: vectors[r] for r, m in messages.items() if "Bob" in (m.speaker, *m.addressees)}
     assert len(doomed) == 3
-    assert three.delete_person("  bOB ") == 3
+    assert three.delete_person("  bOB ", received=True) == 3
     _assert_gone(three, embedder, doomed)
     assert keyword_ids(three, "tomatoes seeds balcony") == set()
     assert "bob" not in dict(three.people())
     assert three.stats()["messages"] == 9
     assert "ana-bob" not in {c["id"] for c in three.conversations()}
     assert ("ana-lee", "D1:1") in keyword_ids(three, "Pixel")
-    assert three.delete_person("bob") == 0
+    assert three.delete_person("bob", received=True) == 0
 
 
 def test_a_shared_vector_survives_until_its_last_message_goes(store, embedder) -> None:
@@ -660,7 +660,7 @@ def test_clear_derived_and_deletes_take_derived_memory_along(derived) -> None:
     assert derived.extraction_state("ana-bob") == {}
     assert derived.list_claims(Filters(conversation="ana-bob")) == []
     assert derived.stats()["claims"] == 7
-    derived.delete_person("lee")  # every ana-lee message involved Lee
+    derived.delete_person("lee", received=True)  # every ana-lee message involved Lee
     assert derived.stats()["claims"] == 0 and derived.stats()["episodes"] == 0
     assert derived.claim_keyword_search("Pixel", ALL, 5) == []
     derived.clear_derived()
@@ -761,7 +761,7 @@ def test_memory_service_end_to_end(store, embedder) -> None:
     answer = mem.ask("What is the name of Ana's cat?")
     assert answer is not None
     assert mem.stats()["claims"] > 0
-    assert mem.delete(person="bob") == 3
+    assert mem.delete(person="bob") == 2  # what Bob said; Ana's message to him stays
     assert not mem.search("tomatoes greenhouse", k=5) or all(
         h.message.conversation != "ana-bob" for h in mem.search("tomatoes greenhouse", k=5)
     )

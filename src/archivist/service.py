@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import overload
 
 from .clock import Clock, system_clock
 from .config import Settings
@@ -27,6 +28,7 @@ from .read.recall import recall as routed_recall
 from .read.recall import route_question, search_memory
 from .read.route import Recall, Route
 from .read.search import SearchConfig, SearchTrace
+from .service_edits import MemoryEdits
 from .service_views import MemoryViews
 from .store.base import AddResult, Store
 from .store.registry import open_store
@@ -41,7 +43,7 @@ from .write.ingest import add_conversation
 __all__ = ["ExtractReport", "Memory", "MemoryService", "Progress", "open_store"]
 
 
-class MemoryService(MemoryViews):
+class MemoryService(MemoryViews, MemoryEdits):
     """Long-term memory over a message log: add conversations, search them, delete them."""
 
     def __init__(
@@ -98,14 +100,33 @@ class MemoryService(MemoryViews):
 
     def add(
         self,
-        data: Conversation | Iterable[Conversation] | str | Path,
+        data: Conversation | Iterable[Conversation] | str | Path | dict | list[dict],
         *,
         format: str | None = None,
         progress: Progress | None = None,
         extract: bool = True,
         embed: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        conversation: str | None = None,
+        timestamp: datetime | str | float | None = None,
+        metadata: dict | None = None,
     ) -> list[AddResult]:
-        """Store conversations (objects, or a file path to load); only new messages are written.
+        """Store conversations (objects, or a file path to load) or mem0-style turns; only
+        new messages are written.
+
+        mem0-style: a string (one user message), a ``{"role", "content"}`` dict or
+        a list of them, for ``user_id`` (the user's name as speaker) and/or
+        ``agent_id`` (the assistant's; default "assistant"). They are appended to
+        ``conversation`` (default ``user:<user_id>``, else ``agent:<agent_id>``)
+        with ids ``m<n>`` continuing it, at ``timestamp`` (default: the clock);
+        each call stores its turns again, since saying something twice is two
+        messages. ``metadata`` is checked but not stored (messages have no such field).
+
+        A ``Path`` is always a file. A ``str`` with any mem0 keyword is a message;
+        without one it must name an existing file (else InputError saying to pass
+        ``user_id``): a sentence is never read as a path, nor a mistyped path
+        stored as a message.
 
         All or nothing as far as validation goes: every message is checked
         against the store's bounds (model.message_problem) and every
@@ -116,6 +137,15 @@ class MemoryService(MemoryViews):
         ``embed=False`` stores messages without vectors (keyword search finds
         them at once); the next ``extract`` of their conversation embeds them.
         """
+        mem0 = {"user_id": user_id, "agent_id": agent_id, "conversation": conversation}
+        if any(v is not None for v in (*mem0.values(), timestamp, metadata)) or _turns(data):
+            data = self._turns_conversation(data, timestamp, metadata, **mem0)
+        if isinstance(data, str) and not Path(data).is_file():
+            shown = data if len(data) <= 60 else data[:57] + "..."
+            raise InputError(
+                f"no file {shown!r}; to store it as a message pass user_id=, agent_id= "
+                "or conversation="
+            )
         if isinstance(data, (str, Path)):
             from .load import load_file
 
@@ -139,6 +169,28 @@ class MemoryService(MemoryViews):
             self.extract([c.id for c in convs])
             self.schedule_consolidation([c.id for c in convs])
         return results
+
+    def _turns_conversation(self, data, timestamp, metadata, **ids) -> Conversation:
+        """mem0-style turns as the next messages of their conversation (write/turns.py)."""
+        from .write.turns import (
+            default_conversation,
+            read_timestamp,
+            read_turns,
+            turns_conversation,
+        )
+
+        if metadata is not None and not isinstance(metadata, dict):
+            raise InputError(f"metadata must be a dict; got {metadata!r}")
+        for name, value in ids.items():
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InputError(f"{name} must be a non-empty string; got {value!r}")
+        turns = read_turns(data)
+        cid = ids["conversation"] or default_conversation(ids["user_id"], ids["agent_id"])
+        stored = [m for _, m in self.store.conversation_messages(cid)]
+        at = read_timestamp(timestamp, self.core.clock())
+        return turns_conversation(
+            turns, stored, conversation=cid, at=at, user_id=ids["user_id"], agent_id=ids["agent_id"]
+        )
 
     def check_new(self, convs: Sequence[Conversation]) -> None:
         """Refuse the whole batch (InputError) if any message is out of bounds or would
@@ -214,14 +266,28 @@ class MemoryService(MemoryViews):
             self.store.clear_derived(cid)
         return self.extract(conversations)
 
-    def delete(self, *, conversation: str | None = None, person: str | None = None) -> int:
-        """Remove a conversation or everything a person sent or received, from every index."""
-        if (conversation is None) == (person is None):
-            raise InputError("delete() takes exactly one of conversation= or person=")
+    def delete(
+        self,
+        memory_id: int | str | None = None,
+        *,
+        conversation: str | None = None,
+        person: str | None = None,
+        received: bool = False,
+    ) -> int:
+        """Remove a memory (claim) by id, a conversation, or a person, from every index.
+
+        ``person``: what they said and every claim about them (others' too);
+        messages others sent them stay unless ``received``. Returns messages
+        removed (claims, for a memory id).
+        """
+        if sum(x is not None for x in (memory_id, conversation, person)) != 1:
+            raise InputError("delete() takes exactly one of a memory id, conversation= or person=")
+        if memory_id is not None:
+            return self.forget_claim(memory_id)
         n = (
             self.store.delete_conversation(conversation)
             if conversation is not None
-            else self.store.delete_person(person)  # type: ignore[arg-type]
+            else self.store.delete_person(person, received=received)  # type: ignore[arg-type]
         )
         self.store.ensure_identities()  # identities whose speaker is gone go too
         self.core.forget_people()
@@ -451,7 +517,14 @@ class MemoryService(MemoryViews):
             route=route,
         )
 
-    def get(self, conversation: str, message_id: str) -> Message:
+    @overload
+    def get(self, memory_id: int | str) -> Claim: ...
+    @overload
+    def get(self, conversation: str, message_id: str) -> Message: ...
+    def get(self, conversation, message_id=None):
+        """A memory (claim) by id, or with two arguments a message by conversation and id."""
+        if message_id is None:
+            return self.memory(conversation)
         m = self.store.get_message(conversation, message_id)
         if m is None:
             raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")
@@ -504,6 +577,13 @@ class MemoryService(MemoryViews):
 
     def stats(self) -> dict:
         return self.store.stats()
+
+
+def _turns(data: object) -> bool:
+    """Whether ``data`` is mem0-style turns (a dict, or a list holding dicts or strings)."""
+    if isinstance(data, dict):
+        return True
+    return isinstance(data, list) and bool(data) and not isinstance(data[0], Conversation)
 
 
 Memory = MemoryService

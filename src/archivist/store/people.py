@@ -161,6 +161,35 @@ class People(Body):
             _drop_empty_persons(db)
         return joined
 
+    def split_identity(self, conversation: str, name: str) -> str:
+        """Move one identity out of its person into a new, undeclared person of its own
+        (the user split them); returns the new person's id."""
+        key = q.person_key(name)
+        with self._write() as db:
+            row = db.execute(
+                "SELECT person_id, name FROM person_identities "
+                f"WHERE conversation = ? AND name_key = ?{self._d.lock_rows}",
+                (conversation, key),
+            ).fetchone()
+            if row is None:
+                raise ValueError(f"no identity {name!r} in conversation {conversation!r}")
+            pid = person_id_for(conversation, row[1])
+            taken = db.execute("SELECT 1 FROM persons WHERE id = ?", (pid,)).fetchone()
+            if taken is not None:
+                salt = f"{conversation}\x1f{key}\x1fsplit\x1f{self._now_iso()}"
+                pid = f"p-{hashlib.sha1(salt.encode()).hexdigest()[:12]}"
+            db.execute(
+                "INSERT INTO persons(id, name, declared, created_at) VALUES (?, ?, 0, ?)",
+                (pid, row[1], self._now_iso()),
+            )
+            db.execute(
+                "UPDATE person_identities SET person_id = ?, declared_id = NULL "
+                "WHERE conversation = ? AND name_key = ?",
+                (pid, conversation, key),
+            )
+            _drop_empty_persons(db)
+        return pid
+
     def merge_persons(self, keep: str, drop: str) -> None:
         """Move every identity of ``drop`` under ``keep`` and remove ``drop``."""
         with self._write() as db:

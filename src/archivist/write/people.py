@@ -229,6 +229,19 @@ class _Run:
     failed: set[tuple[str, str]] = field(default_factory=set)
 
 
+def _labels(p: Person) -> set[str]:
+    return {identity_label(c, n) for c, n in p.identities}
+
+
+def user_separated(store: Store) -> set[frozenset[str]]:
+    """Identity-label pairs the user kept apart (split_person): never candidates again."""
+    out: set[frozenset[str]] = set()
+    for d in store.decisions(KIND):
+        if d.method == "user" and d.verdict == "SEPARATE":
+            out |= {frozenset((x, y)) for x in d.a.split(" + ") for y in d.b.split(" + ")}
+    return out
+
+
 def _pending(store: Store, with_llm: bool, failed: set) -> list[tuple[Person, Person, str]]:
     """Candidate pairs with no decision for their fingerprint (no_llm ones redone with an LLM)."""
     pairs = [(a, b) for a, b in candidate_pairs(store.persons()) if (a.id, b.id) not in failed]
@@ -239,8 +252,11 @@ def _pending(store: Store, with_llm: bool, failed: set) -> list[tuple[Person, Pe
     methods: dict[tuple[str, str, str], set[str]] = {}
     for a_label, b_label, fp, method in store.decision_keys(KIND):
         methods.setdefault((a_label, b_label, fp), set()).add(method)
+    apart = user_separated(store)
     out = []
     for a, b in pairs:
+        if any(frozenset((x, y)) in apart for x in _labels(a) for y in _labels(b)):
+            continue  # the user said these are two people: no agent overrules that
         fp = fingerprint(a, b, claim_ids, counts)
         done = methods.get((person_label(a), person_label(b), fp), set())
         if not done or (with_llm and not done - {"no_llm"}):

@@ -1,0 +1,230 @@
+"""Memory-level operations of MemoryService, the way mem0 users know them: a memory is a
+stored claim, listed, read, corrected, forgotten, with its history; plus forgetting
+one message, a full reset, and merging or splitting people as the user's decisions.
+
+A mixin of MemoryService (kept apart so service.py stays under ~800 lines). Edits
+are durable (store/edits.py): a forgotten claim stays forgotten and a correction
+is applied again when its session is re-extracted or memory is rebuilt.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import InputError, NotFound
+from .model import Claim, ClaimEvent, Decision, Person
+from .store.sql import Filters
+
+if TYPE_CHECKING:
+    from .core import Core
+    from .store.base import Store
+
+MAX_CLAIM_TEXT = 10_000  # characters in a corrected claim
+
+
+class MemoryEdits:
+    """get_all, memory, update, forget_claim, history, forget_message, reset,
+    merge_people, split_person: part of MemoryService."""
+
+    core: Core
+    store: Store
+
+    def get_all(self, user_id: str | None = None, *, limit: int = 100) -> list[Claim]:
+        """The current memories (claims) said by or about ``user_id`` (all, when None).
+
+        Only what holds now: superseded, duplicate and corrected claims are
+        history, read with ``history(id)``; oldest first, at most ``limit``.
+        """
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InputError(f"limit must be a positive integer; got {limit!r}")
+        out: list[Claim] = []
+        offset, page = 0, max(limit, 200)
+        while len(out) < limit:
+            batch = self.store.list_claims(Filters(person=user_id), limit=page, offset=offset)
+            out += [c for c in batch if c.status == "current"]
+            if len(batch) < page:
+                break
+            offset += page
+        return out[:limit]
+
+    def search_memories(
+        self, query: str, *, user_id: str | None = None, limit: int = 10
+    ) -> list[tuple[Claim, float]]:
+        """Current memories (claims) best matching ``query``, by BM25 and cosine fused with
+        RRF, each with its cosine similarity to the query (0.0 when only words matched)."""
+        from .read.fusion import rrf
+
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("search needs a non-empty query")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InputError(f"limit must be a positive integer; got {limit!r}")
+        where, wide = Filters(person=user_id), max(50, limit * 5)
+        words = self.store.claim_keyword_search(query, where, wide)
+        vec = self.core.embedder.embed_batch([query])[0]
+        near = self.store.claim_vector_search(self.core.embedder.name, vec, where, wide)
+        fused = rrf({"bm25": [i for i, _ in words], "dense": [i for i, _ in near]})
+        cosine = dict(near)
+        claims = self.store.claims_by_id(fused)
+        ranked = sorted(fused, key=lambda i: -fused[i])
+        found = [(claims[i], float(cosine.get(i, 0.0))) for i in ranked if i in claims]
+        return [(c, s) for c, s in found if c.status == "current"][:limit]
+
+    def memory(self, memory_id: int | str) -> Claim:
+        """One memory (claim) by id, whatever its status; NotFound if it is not stored."""
+        cid = claim_id(memory_id)
+        found = self.store.claims_by_id([cid]).get(cid)
+        if found is None:
+            raise NotFound(f"no memory {memory_id}")
+        return found
+
+    def update(self, memory_id: int | str, text: str, *, reason: str = "") -> Claim:
+        """Correct a memory: a new claim with ``text`` (same speaker, subject and evidence,
+        method ``user-correction``) supersedes it; returns the new claim.
+
+        The old claim is kept as history (status superseded, ``replaced_by`` the
+        new one, never having held), with a claim event and a ``correction``
+        conflict. Correcting a claim that was corrected before corrects its
+        latest version, so the chain keeps every step.
+        """
+        from .write.index_text import claim_embed_text, claim_search_text, text_hash
+
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("update() needs the corrected text")
+        if len(text) > MAX_CLAIM_TEXT:
+            raise InputError(f"the corrected text is over {MAX_CLAIM_TEXT} characters")
+        old = self.memory(memory_id)
+        while old.status == "superseded" and old.replaced_by is not None:
+            nxt = self.store.claims_by_id([old.replaced_by]).get(old.replaced_by)
+            if nxt is None or nxt.method != "user-correction":
+                break
+            old = nxt
+        draft = Claim(**{**_fields(old), "text": " ".join(text.split())})
+        embed = claim_embed_text(draft)
+        vectors, _ = self.core.embed_missing({text_hash(embed): embed})
+        new_id = self.store.correct_claim(
+            old.id,  # type: ignore[arg-type]
+            draft.text,
+            claim_search_text(draft),
+            text_hash(embed),
+            self.core.embedder.name,
+            vectors,
+            reason or "corrected by the user",
+        )
+        if new_id is None:
+            raise NotFound(f"no memory {memory_id}")
+        return self.memory(new_id)
+
+    def forget_claim(self, memory_id: int | str, *, reason: str = "") -> int:
+        """Forget a memory for good (with its correction chain); how many claims went.
+
+        Its evidence messages stay; re-extracting them does not bring it back.
+        """
+        self.memory(memory_id)
+        return self.store.forget_claims([claim_id(memory_id)], reason or "forgotten by the user")
+
+    def history(self, memory_id: int | str) -> list[ClaimEvent]:
+        """What happened to a memory, in order: reconciliation and the user's corrections."""
+        cid = self.memory(memory_id).id
+        return self.store.claim_history(cid)  # type: ignore[arg-type]
+
+    def forget_message(self, conversation: str, message_id: str) -> int:
+        """Delete one message from every index, then re-derive its session's claims.
+
+        Claims and episodes built on it go, summaries of its session and the
+        conversation's roll-ups, its entities' dossiers and the conversation's
+        persons' key info are cleared for the next consolidation round to
+        rebuild; the session is extracted again from what remains.
+        """
+        if not self.store.delete_message(conversation, message_id):
+            raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")
+        self.store.ensure_identities([conversation])
+        self.core.forget_people()
+        if conversation in {c["id"] for c in self.store.conversations()}:
+            self.extract([conversation])  # type: ignore[attr-defined]
+        return 1
+
+    def reset(self) -> None:
+        """Forget everything: every message, claim, person, job and cached response."""
+        self.store.reset()
+        self.core.forget_people()
+
+    # -- people as the user decides them --------------------------------------------------
+
+    def merge_people(self, keep: str, drop: str, *, reason: str = "") -> Person:
+        """Make two persons one (the user's decision: method "user"); returns the merged one.
+
+        Automatic resolution never splits persons, so the merge stands.
+        """
+        from .write.people import KIND
+        from .write.people_tools import person_label
+
+        a, b = self.person(keep), self.person(drop)  # type: ignore[attr-defined]
+        if a.id == b.id:
+            raise InputError(f"{keep!r} and {drop!r} are already one person ({a.id})")
+        decision = Decision(
+            KIND, person_label(a), person_label(b), "MERGE", reason or "merged by the user", "user"
+        )
+        self.store.add_decision(decision, merge=(a.id, b.id))
+        return self.person(a.id)  # type: ignore[attr-defined]
+
+    def split_person(
+        self, person: str, conversation: str, name: str, *, reason: str = ""
+    ) -> Person:
+        """Move one identity (``name`` in ``conversation``) out of ``person`` into a person of
+        its own, as the user's decision (SEPARATE, method "user"); returns the new person.
+
+        Automatic resolution does not merge the two again (write/people.py), and a
+        declaration of that identity is dropped with the split.
+        """
+        from .text import person_key
+        from .write.people import KIND
+        from .write.people_tools import identity_label, person_label
+
+        p = self.person(person)  # type: ignore[attr-defined]
+        ident = next(
+            (
+                (c, n)
+                for c, n in p.identities
+                if c == conversation and person_key(n) == person_key(name)
+            ),
+            None,
+        )
+        if ident is None:
+            raise NotFound(f"{person!r} has no identity {name!r} in conversation {conversation!r}")
+        if len(p.identities) == 1:
+            raise InputError(f"{person!r} has only that identity: nothing to split")
+        rest = Person(p.id, p.name, tuple(i for i in p.identities if i != ident))
+        new_id = self.store.split_identity(*ident)
+        self.store.add_decision(
+            Decision(
+                KIND,
+                person_label(rest),
+                identity_label(*ident),
+                "SEPARATE",
+                reason or "separated by the user",
+                "user",
+            )
+        )
+        self.core.forget_people()
+        return self.person(new_id)  # type: ignore[attr-defined]
+
+
+def claim_id(memory_id: int | str) -> int:
+    """A memory id as the store keys it: an integer (front ends pass text)."""
+    if isinstance(memory_id, bool):
+        raise InputError(f"a memory id is an integer; got {memory_id!r}")
+    if isinstance(memory_id, int):
+        return memory_id
+    if isinstance(memory_id, str) and memory_id.strip().isdigit():
+        return int(memory_id.strip())
+    raise InputError(f"a memory id is an integer; got {memory_id!r}")
+
+
+def _fields(c: Claim) -> dict:
+    """A claim's fields as keywords, without store ids or reconciliation state."""
+    from dataclasses import fields
+
+    skip = {"id", "episode", "status", "replaced_by", "entities", "evidence_claims"}
+    return {f.name: getattr(c, f.name) for f in fields(c) if f.name not in skip} | {
+        "method": "user-correction"
+    }

@@ -1,0 +1,95 @@
+"""A mem0 user's script runs on archivist with only its import line changed.
+
+The script below is written the way mem0's quickstart is (add messages for a user,
+search, get_all, update, history, delete); the test swaps ``from mem0 import Memory``
+for ``from archivist.mem0 import Memory`` and nothing else, on a real SQLite file
+with the FakeEmbedder (chosen through the environment, as a deployment would).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archivist.errors import InputError
+from archivist.mem0 import Memory
+from archivist.testing import FakeEmbedder
+
+MEM0_SCRIPT = """
+from mem0 import Memory
+
+m = Memory()
+messages = [
+    {"role": "user", "content": "I live in Paris and I work as a nurse."},
+    {"role": "assistant", "content": "Nice! How do you like Paris?"},
+    {"role": "user", "content": "I have a dog called Rex."},
+]
+added = m.add(messages, user_id="alice", metadata={"category": "life"})
+m.add("My favourite food is sushi.", user_id="alice")
+m.add("I play the cello in an orchestra.", user_id="bob")
+
+related = m.search("what is her dog called?", user_id="alice", limit=3)
+everything = m.get_all(user_id="alice")
+home = next(r for r in everything["results"] if "Paris" in r["memory"])
+updated = m.update(home["id"], "alice lives in Lyon and works as a nurse.")
+after = m.get(home["id"])
+changes = m.history(home["id"])
+deleted = m.delete(home["id"])
+gone = m.get(home["id"])
+left = m.get_all(user_id="alice")
+m.delete_all(user_id="bob")
+bob_left = m.get_all(user_id="bob")
+"""
+
+
+def run_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("ARCHIVIST_DB", str(tmp_path / "mem0.db"))
+    monkeypatch.setenv("ARCHIVIST_EMBEDDER", "fake")
+    source = MEM0_SCRIPT.replace("from mem0 import Memory", "from archivist.mem0 import Memory")
+    assert source.count("archivist") == 1  # the import line is the only change
+    scope: dict = {}
+    exec(compile(source, "mem0_script.py", "exec"), scope)  # noqa: S102 - our own script
+    scope["m"].memory.close()
+    return scope
+
+
+def test_a_mem0_script_runs_unchanged_but_for_the_import(tmp_path, monkeypatch) -> None:
+    s = run_script(tmp_path, monkeypatch)
+    added = s["added"]["results"]
+    assert added and all(r["event"] == "ADD" and r["id"].isdigit() for r in added)
+    assert any("Paris" in r["memory"] for r in added)
+    assert any("Rex" in r["memory"] for r in added)
+    top = s["related"]["results"]
+    assert 0 < len(top) <= 3 and "Rex" in top[0]["memory"]
+    assert {"id", "memory", "score", "user_id", "created_at"} <= set(top[0])
+    assert all(r["user_id"] == "alice" for r in top)
+    memories = [r["memory"] for r in s["everything"]["results"]]
+    assert any("sushi" in t for t in memories) and not any("cello" in t for t in memories)
+    assert s["updated"] == {"message": "Memory updated successfully!"}
+    assert s["after"]["memory"] == "alice lives in Lyon and works as a nurse."
+    events = [(h["event"], h["old_memory"], h["new_memory"]) for h in s["changes"]]
+    assert [e for e, _, _ in events] == ["ADD", "UPDATE"]
+    assert "Paris" in events[1][1] and "Lyon" in events[1][2]
+    assert s["deleted"] == {"message": "Memory deleted successfully!"}
+    assert s["gone"] is None
+    left = [r["memory"] for r in s["left"]["results"]]
+    assert not any("Paris" in t or "Lyon" in t for t in left) and any("Rex" in t for t in left)
+    assert s["bob_left"] == {"results": []}
+
+
+def test_from_config_and_bad_input(tmp_path) -> None:
+    m = Memory.from_config({"path": str(tmp_path / "c.db"), "embedder": FakeEmbedder()})
+    try:
+        assert m.add("I grow tomatoes on my balcony.", user_id="ana")["results"]
+        assert m.get("999999") is None
+        with pytest.raises(InputError, match="user_id"):
+            m.add("I grow tomatoes.")
+        with pytest.raises(InputError, match="role"):
+            m.add([{"role": "robot", "content": "beep"}], user_id="ana")
+        with pytest.raises(InputError, match="delete_all needs"):
+            m.delete_all()
+        m.reset()
+        assert m.get_all(user_id="ana") == {"results": []}
+    finally:
+        m.memory.close()
