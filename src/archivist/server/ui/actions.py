@@ -61,7 +61,7 @@ def forget_claim(request: Request, tenant: UiTenant, claim_id: int, token: Token
     check_token(request, token)
     claim = tenant.memory.store.claims_by_id([claim_id]).get(claim_id)
     tenant.drain(30.0)
-    tenant.memory.delete(claim_id)
+    tenant.memory.forget_claim(claim_id)
     where = f"/conversations/{quote(claim.conversation, safe='')}" if claim else "/"
     return back(where, f"forgot claim {claim_id}")
 
