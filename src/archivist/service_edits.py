@@ -162,7 +162,12 @@ class MemoryEdits:
         if a.id == b.id:
             raise InputError(f"{keep!r} and {drop!r} are already one person ({a.id})")
         decision = Decision(
-            KIND, person_label(a), person_label(b), "MERGE", reason or "merged by the user", "user"
+            KIND,
+            person_label(a),
+            person_label(b),
+            "MERGE",
+            reason or "merged by the user",
+            method="user",
         )
         self.store.add_decision(decision, merge=(a.id, b.id))
         return self.person(a.id)  # type: ignore[attr-defined]
@@ -202,7 +207,7 @@ class MemoryEdits:
                 identity_label(*ident),
                 "SEPARATE",
                 reason or "separated by the user",
-                "user",
+                method="user",
             )
         )
         self.core.forget_people()
