@@ -318,6 +318,7 @@ def test_group_message_keeps_you_and_attributes_to_the_speaker() -> None:
         ("I have two cats and I don't like dogs.", "Ana has two cats and Ana doesn't like dogs."),
         ("Are you sure that you are invited tonight?", None),  # a question to Lee: dropped
         ("Should I bring a cake tonight?", "Should Ana bring a cake tonight?"),
+        ("Fish is the only meat I eat these days.", "Fish is the only meat Ana eats these days."),
         (
             "I know you love the sea and you have a boat.",
             "Ana knows Lee loves the sea and Lee has a boat.",

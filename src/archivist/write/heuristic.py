@@ -88,7 +88,8 @@ _IRREGULAR_AGREEMENT = {
 _PRESENT_VERBS = frozenset(
     "feel want think love like need know hope enjoy work live miss wish mean guess believe "
     "plan try get make take see look find say keep wonder agree remember appreciate prefer "
-    "hate play run read write paint cook teach learn study help care adore understand".split()
+    "hate play run read write paint cook teach learn study help care adore understand eat "
+    "drink".split()
 )
 _REPORTED = re.compile(
     r"\b((?i:he|she|they|you)|[A-Z][a-z]+|(?i:my|his|her|their|our|your)\s+\w+)\s+"
