@@ -160,3 +160,42 @@ def test_api_docs_render_from_packaged_assets(client: TestClient) -> None:
         assert "fonts.googleapis" not in html
         r = client.get(f"/docs-assets/{asset}")
         assert r.status_code == 200 and len(r.content) > 100_000
+
+
+def test_forget_a_claim_and_a_conversation(client: TestClient) -> None:
+    login(client)
+    memory = memory_of(client)
+    claim = next(c for c in memory.claims(person="Lee", limit=1000) if "A330" in c.text)
+    page = client.get(f"/claims/{claim.id}").text
+    r = client.post(f"/claims/{claim.id}/forget", data={"token": token_of(page)})
+    assert r.status_code == 200 and f"forgot claim {claim.id}" in r.text
+    assert client.get(f"/claims/{claim.id}").status_code == 404
+    memory.rebuild(["ana-lee"])  # re-deriving from the messages does not bring it back
+    assert not any(c.text == claim.text for c in memory.claims(person="Lee", limit=1000))
+    r = client.post("/conversations/ana-lee/forget", data={"token": token_of(page)})
+    assert "forgot conversation ana-lee (40 messages)" in text_of(r.text)
+    assert memory.conversations() == [] and "No conversations stored" in r.text
+
+
+def test_merge_and_split_people_are_the_users_decisions(client: TestClient) -> None:
+    login(client)
+    memory = memory_of(client)
+    ana, lee = memory.person("Ana"), memory.person("Lee")
+    page = client.get(f"/people/{ana.id}").text
+    r = client.post(
+        "/people/merge",
+        data={"token": token_of(page), "keep": ana.id, "drop": lee.id, "reason": "test merge"},
+    )
+    shown = text_of(r.text)
+    assert r.status_code == 200 and "merged" in shown
+    assert "MERGE" in shown and "test merge" in shown and "user" in shown
+    merged = memory.person(ana.id)
+    assert len(merged.identities) == 2
+    r = client.post(
+        f"/people/{ana.id}/split",
+        data={"token": token_of(r.text), "identity": "ana-lee/Lee", "reason": "two people"},
+    )
+    assert r.status_code == 200 and "SEPARATE" in text_of(r.text)
+    assert len(memory.person("Ana").identities) == 1 and memory.person("Lee").id != ana.id
+    r = client.post("/people/merge", data={"token": token_of(r.text), "keep": ana.id, "drop": ""})
+    assert r.status_code == 400 and "the person to merge is empty" in text_of(r.text)

@@ -51,7 +51,8 @@ def overview(request: Request, tenant: UiTenant) -> HTMLResponse:
 def _decisions_of(memory, person: Person) -> list:
     """The identity decisions that name one of the person's (conversation, name) identities."""
     mine = {f"{c}/{n}".casefold() for c, n in person.identities}
-    return [d for d in memory.decisions() if {d.a.casefold(), d.b.casefold()} & mine]
+    named = lambda d: {x.strip().casefold() for x in f"{d.a} + {d.b}".split(" + ")}  # noqa: E731
+    return [d for d in memory.decisions() if named(d) & mine]
 
 
 @router.get("/people/{person_id}")
