@@ -194,7 +194,9 @@ def _entries(entries: list[dict]) -> list[str]:
     lines = []
     for e in entries:
         where = ", ".join(f"{x['conversation']}/{x['message']}" for x in e["evidence"])
-        lines.append(f"     - {e['text']}  [since {e['since'][:10]}; {e['speaker']}; {where}]")
+        lines.append(
+            f"     - {e['text']}  [since {e['since'][:10]}; said by {e['speaker']}, {where}]"
+        )
         for r in e["replaced"]:
             until = f" to {r['until'][:10]}" if r["until"] else ", refined"
             lines.append(f"         replaced: {r['value']} ({r['since'][:10]}{until})")
@@ -230,7 +232,7 @@ def _answer_lines(a: dict) -> list[str]:
     lines = _wrap(a["answer"], "     ")
     if a["quote"] and a["said_at"]:
         ids = ", ".join(f"{e['conversation']}/{e['id']}" for e in a["evidence"])
-        lines.append(f"     evidence: {a['said_by']}, {a['said_at'][:10]} ({ids})")
+        lines.append(f"     evidence: said by {a['said_by']} on {a['said_at'][:10]} ({ids})")
     return lines
 
 
