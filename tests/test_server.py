@@ -116,8 +116,10 @@ def test_delete_by_conversation_and_by_person(client: TestClient) -> None:
     add_ana_lee(client)
     both = {"messages": jsonl_records(ana_bob())}
     assert client.post("/v1/memory/messages", json=both, headers=ALPHA).status_code == 200
-    r = client.delete("/v1/memory/people/Bob", headers=ALPHA)
-    assert r.status_code == 200 and r.json()["deleted"] == 3
+    said = client.delete("/v1/memory/people/Bob", headers=ALPHA)
+    assert said.status_code == 200 and said.json()["deleted"] == 2  # Ana's message to Bob stays
+    r = client.delete("/v1/memory/people/Bob", params={"received": True}, headers=ALPHA)
+    assert r.status_code == 200 and r.json()["deleted"] == 1
     hits = client.get("/v1/memory/search", params={"q": "tomatoes"}, headers=ALPHA).json()
     assert all(h["conversation"] == "ana-lee" for h in hits)
     assert client.delete("/v1/memory/conversations/ana-lee", headers=ALPHA).json()["deleted"] == 7

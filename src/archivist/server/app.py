@@ -260,6 +260,9 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(RecursionError, _too_deep)
     app.include_router(memory_router())
+    from .memories_routes import memories_router  # mem0-shaped routes and exact deletes
+
+    app.include_router(memories_router())
     app.include_router(proxy.router)
     add_offline_docs(app)
     add_ui(app)
@@ -434,9 +437,10 @@ def _admin_routes(r) -> None:
         return {"deleted": tenant.delete(conversation=conversation)}
 
     @r.delete("/people/{person}")
-    def delete_person(tenant: TenantDep, person: str) -> dict:
-        """Remove everything a person sent or received, from every index."""
-        return {"deleted": tenant.delete(person=person)}
+    def delete_person(tenant: TenantDep, person: str, received: bool = False) -> dict:
+        """Remove what a person said and every claim about them; ``received``: also the
+        messages others sent them."""
+        return {"deleted": tenant.delete(person=person, received=received)}
 
     @r.get("/export", response_class=StreamingResponse)
     def export(tenant: TenantDep, conversation: str | None = None) -> StreamingResponse:

@@ -224,7 +224,9 @@ class Tenant:
         """MemoryService.context for a proxied turn."""
         return self.call(self.memory.context, turn, **kw)
 
-    def delete(self, *, conversation: str | None = None, person: str | None = None) -> int:
+    def delete(
+        self, *, conversation: str | None = None, person: str | None = None, received: bool = False
+    ) -> int:
         """Delete after queued background work, under the conversation's lock.
 
         Extraction racing a delete would fail on the messages it lost; deletes
@@ -232,7 +234,7 @@ class Tenant:
         """
         self.drain(30.0)
         if conversation is None:
-            return self.call(self.memory.delete, person=person)
+            return self.call(self.memory.delete, person=person, received=received)
         with self.lock(conversation):
             return self.call(self.memory.delete, conversation=conversation)
 

@@ -1,0 +1,139 @@
+"""REST routes for memories the way mem0 users know them, and for deletion that means
+what it says: ``/v1/memories`` (a memory is a claim) and the ``/v1/memory`` deletes of
+one message and of everything (``reset``, with ``confirm``); deleting a person
+(``received``) stays beside the conversation delete in app.py.
+
+Thin: each route calls the tenant's MemoryService (or the mem0 facade over it, for
+the mem0-shaped bodies) and nothing else. Tenant keys only: a key bound to one user
+is refused (403), as for the other routes over the whole tenant. Deletes wait for
+queued background work first, as ``Tenant.delete`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, Field
+
+from ..errors import InputError
+from ..mem0 import Memory as Mem0
+from ..write.turns import default_conversation
+from .auth import tenant_id
+from .tenants import Tenant
+
+DRAIN_S = 30.0
+
+
+def _tenant(request: Request, tid: Annotated[str, Depends(tenant_id)]) -> Tenant:
+    """The caller's own Tenant, for a tenant key (as app.current_tenant; no import cycle)."""
+    return request.app.state.registry.tenant(tid)
+
+
+TenantDep = Annotated[Tenant, Depends(_tenant)]
+
+
+class TurnIn(BaseModel):
+    role: str = "user"
+    content: str
+
+
+class MemoriesIn(BaseModel):
+    """mem0's add body: messages (or one string) for a user, an agent or a run."""
+
+    messages: list[TurnIn] | str
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = Field(None, description="The conversation (default: user:<user_id>).")
+    metadata: dict[str, Any] | None = None
+    timestamp: str | float | None = None
+
+
+class UpdateIn(BaseModel):
+    text: str = Field(description="The corrected memory; the old wording stays as history.")
+
+
+def _facade(tenant: Tenant) -> Mem0:
+    return Mem0(tenant.memory)
+
+
+def memories_router() -> APIRouter:
+    """``/v1/memories`` and the deletes of ``/v1/memory`` (see the module docstring)."""
+    r = APIRouter(tags=["memories"])
+
+    @r.post("/v1/memories")
+    def add_memories(tenant: TenantDep, body: MemoriesIn) -> dict:
+        """Store the messages and extract memories now; mem0's ``{"results": [...]}``."""
+        msgs = body.messages
+        data = msgs if isinstance(msgs, str) else [m.model_dump() for m in msgs]
+        conv = body.run_id or default_conversation(body.user_id, body.agent_id)
+        with tenant.lock(conv):
+            return _facade(tenant).add(
+                data,
+                user_id=body.user_id,
+                agent_id=body.agent_id,
+                run_id=conv,
+                metadata=body.metadata,
+                timestamp=body.timestamp,
+            )
+
+    @r.get("/v1/memories")
+    def list_memories(
+        tenant: TenantDep,
+        user_id: str | None = None,
+        q: str | None = Query(None, description="Search the memories instead of listing them."),
+        limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    ) -> dict:
+        """A user's current memories (history stays out), or those best matching ``q``."""
+        if q is not None:
+            return _facade(tenant).search(q, user_id=user_id, limit=limit)
+        return _facade(tenant).get_all(user_id=user_id, limit=limit)
+
+    @r.get("/v1/memories/{memory_id}")
+    def get_memory(tenant: TenantDep, memory_id: str) -> dict:
+        """One memory as stored (any status), with its claim fields."""
+        return tenant.memory.get(_id(memory_id)).to_dict()
+
+    @r.put("/v1/memories/{memory_id}")
+    def update_memory(tenant: TenantDep, memory_id: str, body: UpdateIn) -> dict:
+        """Correct a memory: a new claim supersedes it (survives re-extraction)."""
+        return tenant.memory.update(_id(memory_id), body.text).to_dict()
+
+    @r.delete("/v1/memories/{memory_id}")
+    def delete_memory(tenant: TenantDep, memory_id: str) -> dict:
+        """Forget a memory for good (with its corrections)."""
+        tenant.drain(DRAIN_S)
+        return {"deleted": tenant.memory.delete(_id(memory_id))}
+
+    @r.get("/v1/memories/{memory_id}/history")
+    def memory_history(tenant: TenantDep, memory_id: str) -> list[dict]:
+        """What happened to a memory: reconciliation steps and the user's corrections."""
+        return [e.to_dict() for e in tenant.memory.history(_id(memory_id))]
+
+    _delete_routes(r)
+    return r
+
+
+def _delete_routes(r: APIRouter) -> None:
+    @r.delete("/v1/memory/messages/{conversation}/{message_id}")
+    def forget_message(tenant: TenantDep, conversation: str, message_id: str) -> dict:
+        """Remove one message from every index and re-derive its session."""
+        tenant.drain(DRAIN_S)
+        with tenant.lock(conversation):
+            return {"deleted": tenant.memory.forget_message(conversation, message_id)}
+
+    @r.post("/v1/memory/reset")
+    def reset(tenant: TenantDep, confirm: str | None = None) -> dict:
+        """Forget everything of this tenant; needs ``confirm=yes``."""
+        if confirm != "yes":
+            raise InputError("reset forgets everything: pass confirm=yes")
+        tenant.drain(DRAIN_S)
+        tenant.memory.reset()
+        return {"reset": True}
+
+
+def _id(memory_id: str) -> int:
+    """A path's memory id; anything but an integer is one InputError line (400)."""
+    from ..service_edits import claim_id
+
+    return claim_id(memory_id)

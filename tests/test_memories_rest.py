@@ -1,0 +1,74 @@
+"""The mem0-shaped REST routes (/v1/memories) and exact deletes, end to end in-process."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from test_server import ALPHA, add_ana_lee, client, drain  # noqa: E402, F401 - fixture
+
+
+def test_memories_add_list_search_get_update_history_delete(client) -> None:  # noqa: F811
+    body = {
+        "messages": [
+            {"role": "user", "content": "I live in Paris and I work as a nurse."},
+            {"role": "user", "content": "I have a dog called Rex."},
+        ],
+        "user_id": "alice",
+    }
+    added = client.post("/v1/memories", json=body, headers=ALPHA)
+    assert added.status_code == 200, added.text
+    assert {r["event"] for r in added.json()["results"]} == {"ADD"}
+    listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=ALPHA).json()
+    home = next(r for r in listed["results"] if "Paris" in r["memory"])
+    found = client.get("/v1/memories", params={"user_id": "alice", "q": "dog"}, headers=ALPHA)
+    assert "Rex" in found.json()["results"][0]["memory"]
+    one = client.get(f"/v1/memories/{home['id']}", headers=ALPHA).json()
+    assert one["text"] == home["memory"]
+    fixed = client.put(
+        f"/v1/memories/{home['id']}", json={"text": "alice lives in Lyon."}, headers=ALPHA
+    )
+    assert fixed.status_code == 200 and fixed.json()["text"] == "alice lives in Lyon."
+    history = client.get(f"/v1/memories/{home['id']}/history", headers=ALPHA).json()
+    assert [e["action"] for e in history] == ["corrected"] and history[0]["by"] == "user"
+    gone = client.delete(f"/v1/memories/{fixed.json()['id']}", headers=ALPHA)
+    assert gone.json() == {"deleted": 2}
+    missing = client.get(f"/v1/memories/{home['id']}", headers=ALPHA)
+    assert missing.status_code == 404 and "no memory" in missing.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "method, path, status",
+    [
+        ("get", "/v1/memories/424242", 404),
+        ("put", "/v1/memories/424242", 404),
+        ("delete", "/v1/memories/424242", 404),
+        ("get", "/v1/memories/424242/history", 404),
+        ("get", "/v1/memories/abc", 400),
+        ("delete", "/v1/memory/messages/ana-lee/nope", 404),
+    ],
+)
+def test_unknown_ids_are_one_line_errors(client, method, path, status) -> None:  # noqa: F811
+    kw = {"json": {"text": "x"}} if method == "put" else {}
+    r = getattr(client, method)(path, headers=ALPHA, **kw)
+    assert r.status_code == status, r.text
+    assert "\n" not in r.json()["error"]["message"]
+
+
+def test_forget_message_person_received_and_reset(client) -> None:  # noqa: F811
+    add_ana_lee(client)
+    drain(client)
+    r = client.delete("/v1/memory/messages/ana-lee/D1:1", headers=ALPHA)
+    assert r.status_code == 200 and r.json() == {"deleted": 1}
+    hits = client.get("/v1/memory/search", params={"q": "grey cat Pixel"}, headers=ALPHA).json()
+    assert all(h["id"] != "D1:1" for h in hits)
+    lee = client.delete("/v1/memory/people/Lee", headers=ALPHA).json()
+    assert lee == {"deleted": 3}  # what Lee said; Ana's messages to Lee stay
+    ana = client.delete("/v1/memory/people/Ana", params={"received": True}, headers=ALPHA)
+    assert ana.json() == {"deleted": 3}
+    refused = client.post("/v1/memory/reset", headers=ALPHA)
+    assert refused.status_code == 400 and "confirm=yes" in refused.json()["error"]["message"]
+    assert client.post("/v1/memory/reset", params={"confirm": "yes"}, headers=ALPHA).json() == {
+        "reset": True
+    }
