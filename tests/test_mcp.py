@@ -113,7 +113,15 @@ def test_next_session_starts_a_new_one_after_a_pause() -> None:
 
 async def test_lists_tools_and_resources(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"remember", "recall", "ask", "forget", "profile"}
+    assert set(tools) == {"remember", "recall", "ask", "forget", "profile"} | {
+        "add_memory",
+        "get_memories",
+        "get_memory",
+        "update_memory",
+        "delete_memory",
+        "memory_history",
+        "context",
+    }
     assert tools["recall"].annotations.read_only_hint
     assert tools["forget"].annotations.destructive_hint
     assert "re-sending" in tools["remember"].description

@@ -227,6 +227,9 @@ def build_server(
     writing = threading.Lock()
     _add_write_tools(server, memory, now, writing)
     _add_read_tools(server, memory)
+    from .mcp_memories import add_memory_tools  # mem0-style memory tools and context
+
+    add_memory_tools(server, memory, writing, _tool, _tool_errors)
     _add_resources(server, memory)
     return server
 
@@ -297,8 +300,11 @@ def _add_write_tools(
         ] = None,
         person: Annotated[
             str | None,
-            Field(description="Delete every message this person (a name) sent or received."),
+            Field(description="Delete what this person (a name) said and every claim about them."),
         ] = None,
+        received: Annotated[
+            bool, Field(description="With person: also the messages others sent them.")
+        ] = False,
     ) -> dict[str, Any]:
         """Delete a conversation or everything about a person from memory (give exactly one).
 
@@ -308,7 +314,7 @@ def _add_write_tools(
             if (conversation is None) == (person is None):
                 raise InputError("forget takes exactly one of conversation or person")
             with writing:
-                n = memory.delete(conversation=conversation, person=person)
+                n = memory.delete(conversation=conversation, person=person, received=received)
             return {"deleted": n, "conversation": conversation, "person": person}
 
 
