@@ -133,7 +133,7 @@ def test_items_match_the_text(mem) -> None:
     lines = [line[2:] for line in ctx.text.splitlines() if line.startswith("- ")]
     assert lines == [i.text for i in ctx.items]
     assert len({(i.kind, i.id) for i in ctx.items}) == len(ctx.items)
-    assert ctx.records() == [(i.kind, i.id, i.text) for i in ctx.items]
+    assert ctx.records() == [(i.kind, i.id, i.text, round(i.score, 4)) for i in ctx.items]
     log_id = mem.record_context(ctx.records(), "Going well, thanks!", "Ana", "c1")
     assert log_id > 0
 

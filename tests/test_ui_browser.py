@@ -81,8 +81,21 @@ def browser():
         b.close()
 
 
-def shot(page, name: str) -> None:
+UNNAMED = """() => [...document.querySelectorAll(
+    'input:not([type=hidden]), select, textarea, button')]
+  .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+               && !(e.tagName === 'BUTTON' && e.textContent.trim()))
+  .map(e => e.outerHTML)"""
+
+
+def shot(page, name: str, ours: bool = True) -> None:
+    """Save the page as a screenshot; ours: check the basics of accessible markup too."""
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    if ours:
+        assert page.evaluate("document.documentElement.lang") == "en"
+        assert page.locator("h1").count() == 1, f"{name}: one h1 per page"
+        assert page.locator("main#main").count() == 1
+        assert page.evaluate(UNNAMED) == [], f"{name}: form controls without a label"
 
 
 def test_see_correct_and_forget_in_the_browser(site, browser) -> None:
@@ -168,7 +181,7 @@ def test_every_other_page_renders_with_the_sample(site, browser) -> None:
     for name in ("docs", "redoc"):  # rendered from packaged assets, with no network
         page.goto(f"{base}/{name}")
         page.get_by_text("/v1/memory/search").first.wait_for(timeout=15_000)
-        shot(page, f"11-{name}")
+        shot(page, f"11-{name}", ours=False)
     phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     phone.add_cookies([{"name": "archivist_key", "value": KEY, "url": base}])
     small = phone.new_page()

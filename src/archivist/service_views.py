@@ -243,15 +243,16 @@ class MemoryViews:
 
     def record_context(
         self,
-        items: Sequence[tuple[str, str | int, str]],
+        items: Sequence[tuple[str, str | int, str] | tuple[str, str | int, str, float]],
         reply: str,
         person: str | None = None,
         conversation: str | None = None,
     ) -> int:
-        """Log the (kind, id, text) items shown for a turn and the reply, for usefulness scoring."""
+        """Log the (kind, id, text[, score]) items shown for a turn and the reply, for
+        usefulness scoring and for the memory browser's "what the assistant saw"."""
         rows = list(items)
-        if not all(isinstance(r, (tuple, list)) and len(r) == 3 for r in rows):
-            raise InputError("record_context() items are (kind, id, text) triples")
+        if not all(isinstance(r, (tuple, list)) and len(r) in (3, 4) for r in rows):
+            raise InputError("record_context() items are (kind, id, text[, score]) tuples")
         return self.store.log_context(person, conversation, rows, reply or "")
 
     def usefulness(self, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:

@@ -136,9 +136,10 @@ class ContextItem:
     tokens: int
     score: float = 0.0
 
-    def record(self) -> tuple[str, str, str]:
-        """The (kind, id, text) triple ``MemoryService.record_context`` takes."""
-        return (self.kind, self.id, self.text)
+    def record(self) -> tuple[str, str, str, float]:
+        """The (kind, id, text, score) ``MemoryService.record_context`` takes: the score
+        is kept so the memory browser can show why each line was chosen."""
+        return (self.kind, self.id, self.text, round(self.score, 4))
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ class Context:
     tokens: int
     budget: int
 
-    def records(self) -> list[tuple[str, str, str]]:
+    def records(self) -> list[tuple[str, str, str, float]]:
         """What was shown, ready for ``MemoryService.record_context(records, reply)``."""
         return [i.record() for i in self.items]
 

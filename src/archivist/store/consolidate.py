@@ -391,11 +391,13 @@ class Consolidation(Body):
         self,
         person: str | None,
         conversation: str | None,
-        items: Sequence[tuple[str, str | int, str]],
+        items: Sequence[Sequence],
         reply: str,
     ) -> int:
-        """Record what was shown for one assistant turn and the reply it got."""
-        payload = json.dumps([[k, str(i), t] for k, i, t in items], ensure_ascii=False)
+        """Record what was shown for one assistant turn and the reply it got: (kind, id,
+        text) items, each with its assembly score when given as a fourth element."""
+        rows = [[k, str(i), t, *(float(x) for x in rest[:1])] for k, i, t, *rest in items]
+        payload = json.dumps(rows, ensure_ascii=False)
         with self._write() as db:
             [log_id] = db.insert_ids(
                 "INSERT INTO context_log(person, conversation, items, reply, at) "
@@ -415,7 +417,7 @@ class Consolidation(Body):
             before=(conversation,),
         )
         for reply, items in rows:
-            out.setdefault(reply, []).extend(str(t) for _, _, t in json.loads(items))
+            out.setdefault(reply, []).extend(str(x[2]) for x in json.loads(items))
         return out
 
     def context_logs(
@@ -433,7 +435,8 @@ class Consolidation(Body):
                 "id": int(i),
                 "person": person,
                 "conversation": conv,
-                "items": [tuple(x) for x in json.loads(items)],
+                # (kind, id, text, score or None: logs from before scores were kept)
+                "items": [(*x[:3], x[3] if len(x) > 3 else None) for x in json.loads(items)],
                 "reply": reply,
                 "at": at,
                 "reviewed": bool(reviewed),
@@ -451,7 +454,7 @@ class Consolidation(Body):
             "ORDER BY id LIMIT ?",
             (*params, int(limit)),
         )
-        return [(i, [tuple(x) for x in json.loads(items)], reply) for i, items, reply in rows]  # type: ignore[misc]
+        return [(i, [tuple(x[:3]) for x in json.loads(items)], reply) for i, items, reply in rows]  # type: ignore[misc]
 
     def record_usefulness(
         self, log_ids: Iterable[int], outcomes: Iterable[tuple[str, str, bool]]

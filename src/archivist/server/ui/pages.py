@@ -196,8 +196,8 @@ def contexts_page(
     memory = tenant.memory
     logs = memory.store.context_logs(conversation or None, limit=20, offset=(page - 1) * 20)
     useful: dict[tuple[str, str], float] = {}
-    for kind in {k for log in logs for k, _, _ in log["items"]}:
-        ids = {i for log in logs for k, i, _ in log["items"] if k == kind}
+    for kind in {x[0] for log in logs for x in log["items"]}:
+        ids = {x[1] for log in logs for x in log["items"] if x[0] == kind}
         useful |= {(kind, str(i)): s for i, s in memory.usefulness(kind, ids).items()}
     return render(
         request,
