@@ -756,3 +756,24 @@ def test_link_reads_entities_dossiers_and_scenes(make_memory) -> None:
     assert {"D1:1", "D1:3"} <= {h.message.id for h in got}
     named = mem.search("Any news of Sam?", preset="entities", person="Ana")
     assert {h.message.id for h in named} == {"D1:1", "D1:3"}
+
+
+def test_what_is_forgotten_leaves_the_context_log_and_the_llm_cache(make_memory) -> None:
+    mem = make_memory()
+    mem.add(make_conversation("diet", [[("Ana", "I am vegetarian these days.")]]))
+    mem.add(make_conversation("chat", [[("Ana", "Hi Lee."), ("Lee", "Noted, no meat then.")]]))
+    (vegetarian,) = [c for c in mem.claims(person="Ana") if "vegetarian" in c.text]
+    lee = next(m for _, m in mem.store.conversation_messages("chat") if m.speaker == "Lee")
+    items = [
+        ("claim", str(vegetarian.id), vegetarian.text, 0.9),
+        ("message", f"chat/{lee.id}", lee.text, 0.5),
+    ]
+    mem.record_context(items, "Vegetarian it is.", person="Lee", conversation="chat")
+    mem.record_context(items[1:], "No meat.", person="Lee", conversation="chat")
+    mem.store.llm_cache_put("k", "extract", "m", '{"claims": ["Lee notes it"]}')
+    mem.forget_message("chat", lee.id)
+    (log,) = mem.store.context_logs()  # the log that showed only Lee's message is gone
+    assert log["items"] == [("claim", str(vegetarian.id), vegetarian.text, 0.9)]
+    assert mem.store.llm_cache_get("k") is None
+    mem.forget_claim(vegetarian.id)
+    assert mem.store.context_logs() == []

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..model import Claim, Entity, Scene, Summary
 from . import sql as q
-from .common import Body, all_of, json_tuple, record
+from .common import Body, Connection, all_of, json_tuple, record
 from .derived import CLAIM_COLS, row_to_claim
 from .vecindex import pack
 
@@ -443,6 +443,68 @@ class Consolidation(Body):
             }
             for i, person, conv, items, reply, at, reviewed in rows
         ]
+
+    def _forget_in_logs(self, db: Connection) -> None:
+        """After a delete: what memory forgot leaves the logs that copied it.
+
+        A context-log line whose message, claim or summary is gone is dropped
+        (a log left with no line goes), and so is a key-info, dossier or brief
+        line whose source was cleared for rebuilding; the LLM response cache,
+        whose prompts and answers quote messages, is emptied (it refills on
+        use). Reads every context log once: deletes are rare, turns are many.
+        """
+        db.execute("DELETE FROM llm_cache")
+        logs = db.execute("SELECT id, items FROM context_log").fetchall()
+        items = {i: json.loads(raw) for i, raw in logs}
+        ids: dict[str, set[str]] = {}
+        for rows in items.values():
+            for kind, item_id, *_ in rows:
+                ids.setdefault(kind, set()).add(str(item_id))
+        kept = {kind: self._still_there(db, kind, found) for kind, found in ids.items()}
+        for log_id, rows in items.items():
+            left = [r for r in rows if str(r[1]) in kept[r[0]]]
+            if len(left) == len(rows):
+                continue
+            if left:
+                payload = json.dumps(left, ensure_ascii=False)
+                db.execute("UPDATE context_log SET items = ? WHERE id = ?", (payload, log_id))
+            else:
+                db.execute("DELETE FROM context_log WHERE id = ?", (log_id,))
+
+    def _still_there(self, db: Connection, kind: str, item_ids: set[str]) -> set[str]:
+        """Which of a context-log kind's item ids still have their source."""
+        if kind == "message":  # "conversation/message id"; either part may hold a "/"
+            out = set()
+            for item in item_ids:
+                parts = item.split("/")
+                for cut in range(1, len(parts)):
+                    conv, mid = "/".join(parts[:cut]), "/".join(parts[cut:])
+                    row = db.execute(
+                        "SELECT 1 FROM messages WHERE conversation = ? AND msg_id = ?",
+                        (conv, mid),
+                    ).fetchone()
+                    if row:
+                        out.add(item)
+                        break
+            return out
+        table, where = {
+            "claim": ("claims", "id = ?"),
+            "summary": ("summaries", "id = ?"),
+            "dossier": ("entities", "id = ? AND dossier <> ''"),
+            "brief": ("entities", "id = ? AND brief <> ''"),
+            "key_info": ("persons", "id = ? AND key_info <> ''"),
+        }.get(kind, ("", ""))
+        if not table:
+            return set(item_ids)  # a kind this store does not know how to check: kept
+        numeric = kind != "key_info"
+        return {
+            i
+            for i in item_ids
+            if (not numeric or i.isdigit())
+            and db.execute(
+                f"SELECT 1 FROM {table} WHERE {where}", (int(i) if numeric else i,)
+            ).fetchone()
+        }
 
     def unreviewed_context(
         self, conversation: str | None = None, limit: int = 200

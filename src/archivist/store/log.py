@@ -363,6 +363,7 @@ class MessageLog(Body):
             "AND hash NOT IN (SELECT embed_hash FROM claim_edits WHERE embed_hash IS NOT NULL)"
         )
         self._bump_vector_epoch(db)
+        self._forget_in_logs(db)  # type: ignore[attr-defined]  # store/consolidate.py
 
     def delete_conversation(self, conversation: str) -> int:
         """Remove a conversation and everything derived from it; returns messages removed."""
