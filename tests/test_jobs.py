@@ -185,7 +185,7 @@ def test_a_second_consolidation_round_changes_nothing(tmp_path: Path) -> None:
         # Job changes (DESIGN.md): three jobs, the latest current, a promotion as evolution
         jobs = [c for c in mem.conflicts(conversation="work") if c.attribute == "job"]
         assert [(c.old_value, c.new_value, c.kind) for c in jobs] == [
-            ("barista", "teacher", "contradiction"),
+            ("barista", "teacher", "evolution"),  # "I started working as": a change
             ("teacher", "head teacher", "evolution"),
         ]
         assert [e for e in mem.persons() if e.name == "Ana"] and len(mem.persons()) == 4

@@ -148,8 +148,8 @@ def test_contradiction_later_corrected(tmp_path: Path) -> None:
         mem.reconcile()
         conflicts = mem.conflicts()
         assert [(c.old_value, c.new_value, c.kind) for c in conflicts] == [
-            ("Lisbon", "Oslo", "contradiction"),
-            ("Oslo", "Lisbon", "correction"),
+            ("Lisbon", "Oslo", "evolution"),  # "these days": it changed
+            ("Oslo", "Lisbon", "correction"),  # "actually": the older one was a mistake
         ]
         now = [c for c in mem.claims(limit=100) if c.status == "current" and "live" in c.text]
         assert [c.text for c in now] == [

@@ -51,7 +51,7 @@ class AttributeValue:
 
     attribute: str
     value: str
-    change: str = ""  # "promotion", "move", "correction": why a newer value replaced an older
+    change: str = ""  # "promotion", "move", "change", "correction": why a newer value came
 
 
 # (attribute, cue, change): each cue's group ``v`` is the value. No "was a", no "lived
@@ -134,9 +134,15 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ),
 )
 
+# A newer value that says the older one was a mistake (it never held) ...
 _CORRECTION = re.compile(
-    r"\b(?:actually|correction|i\s+misspoke|to\s+correct|not\s+\w+\s+but|i\s+meant|"
-    r"no\s+longer|anymore|any\s+more|instead)\b",
+    r"\b(?:actually|correction|i\s+misspoke|to\s+correct|not\s+\w+\s+but|i\s+meant)\b",
+    re.I,
+)
+# ... or that things changed (the older one held until then): "no more fish", "vegan now".
+_CHANGED = re.compile(
+    r"\b(?:no\s+longer|anymore|any\s+more|no\s+more|instead|now|these\s+days|nowadays|"
+    r"switched|went|became|become|started|quit|gave\s+up|since)\b",
     re.I,
 )
 _DIET_CANON = {
@@ -214,8 +220,12 @@ def attribute_of(text: str, subject: str) -> AttributeValue | None:
     """
     for found, m in attribute_values(text):
         if _holds(text, subject, m.start(), found.attribute):
-            if _CORRECTION.search(text) and not found.change:
+            if found.change:
+                return found
+            if _CORRECTION.search(text):
                 return replace(found, change="correction")
+            if _CHANGED.search(text):
+                return replace(found, change="change")
             return found
     return None
 

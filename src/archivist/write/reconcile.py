@@ -270,9 +270,12 @@ def _by_attribute(
         if same_value(ov.value, av.value):
             same = same or old
             continue
-        kind = {"promotion": "evolution", "move": "evolution", "correction": "correction"}.get(
-            av.change, "contradiction"
-        )
+        kind = {
+            "promotion": "evolution",
+            "move": "evolution",
+            "change": "evolution",
+            "correction": "correction",
+        }.get(av.change, "contradiction")
         _conflict(s, out, old, c, av.attribute, ov.value, av.value, kind, cfg, "heuristic")
         decided = True
     return decided, same
