@@ -687,7 +687,7 @@ def test_a_second_consolidation_round_changes_nothing(make_memory) -> None:
     assert _dump(mem) == before
     jobs = [c for c in mem.conflicts(conversation="work") if c.attribute == "job"]
     assert [(c.old_value, c.new_value, c.kind) for c in jobs] == [
-        ("barista", "teacher", "contradiction"),
+        ("barista", "teacher", "evolution"),  # "I started working as": a change
         ("teacher", "head teacher", "evolution"),
     ]
     assert [p for p in mem.persons() if p.name == "Ana"] and len(mem.persons()) == 6
