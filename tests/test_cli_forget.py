@@ -50,3 +50,19 @@ def test_reset_asks_first(capsys, db, conv_file) -> None:  # noqa: F811
     assert code == 0 and "everything forgotten" in out
     code, out, _ = run_main(capsys, *base, "stats", "--json")
     assert json.loads(out)["messages"] == 0
+
+
+def test_people_merge_and_split_are_your_decisions(capsys, db, conv_file) -> None:  # noqa: F811
+    ingest(capsys, db, conv_file)
+    base = ("--db", str(db), "--embedder", "fake")
+    code, out, err = run_main(capsys, *base, "people", "merge", "Ana", "Lee", "--reason", "same")
+    assert code == 0 and "ana-lee/Ana, ana-lee/Lee" in out, err
+    code, out, err = run_main(capsys, *base, "people", "split", "Ana", "ana-lee", "Lee", "--json")
+    assert code == 0 and json.loads(out)["name"] == "Lee", err
+    code, out, _ = run_main(capsys, *base, "decisions", "--json")
+    assert [(d["verdict"], d["method"]) for d in json.loads(out)][-2:] == [
+        ("MERGE", "user"),
+        ("SEPARATE", "user"),
+    ]
+    code, _, err = run_main(capsys, *base, "people", "merge", "Ana", "Ana")
+    assert code == 3 and err.count("\n") == 1 and "already one person" in err

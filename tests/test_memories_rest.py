@@ -72,3 +72,29 @@ def test_forget_message_person_received_and_reset(client) -> None:  # noqa: F811
     assert client.post("/v1/memory/reset", params={"confirm": "yes"}, headers=ALPHA).json() == {
         "reset": True
     }
+
+
+def test_merge_and_split_people_over_rest(client) -> None:  # noqa: F811
+    add_ana_lee(client)
+    drain(client)
+    people = {p["name"]: p["id"] for p in client.get("/v1/memory/people", headers=ALPHA).json()}
+    body = {"keep": people["Ana"], "drop": people["Lee"], "reason": "one account"}
+    merged = client.post("/v1/memory/people/merge", json=body, headers=ALPHA).json()
+    assert merged["id"] == people["Ana"] and len(merged["identities"]) == 2
+    split = client.post(
+        f"/v1/memory/people/{people['Ana']}/split",
+        json={"conversation": "ana-lee", "name": "Lee", "reason": "two people after all"},
+        headers=ALPHA,
+    ).json()
+    assert split["name"] == "Lee" and split["identities"] == [["ana-lee", "Lee"]]
+    verdicts = client.get("/v1/memory/decisions", headers=ALPHA).json()
+    assert [(d["verdict"], d["method"]) for d in verdicts][-2:] == [
+        ("MERGE", "user"),
+        ("SEPARATE", "user"),
+    ]
+    r = client.post(
+        "/v1/memory/people/nobody/split",
+        json=body | {"conversation": "x", "name": "y"},
+        headers=ALPHA,
+    )
+    assert r.status_code == 404 and "nobody" in r.json()["error"]["message"]

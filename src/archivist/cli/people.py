@@ -80,6 +80,42 @@ def declare(ctx: Context, user_id: str, conversation: str, name: str, as_json: b
     click.echo(f"{p.id}: {where}")
 
 
+@people.command("merge")
+@click.argument("keep")
+@click.argument("drop")
+@click.option("--reason", default="", help="Why (kept with the decision).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def merge(ctx: Context, keep: str, drop: str, reason: str, as_json: bool) -> None:
+    """KEEP and DROP (ids, or names one person goes by) are one person: your decision."""
+    p = ctx.memory.merge_people(keep, drop, reason=reason)
+    _show(ctx, p, as_json)
+
+
+@people.command("split")
+@click.argument("person")
+@click.argument("conversation")
+@click.argument("name")
+@click.option("--reason", default="", help="Why (kept with the decision).")
+@click.option("--json", "as_json", is_flag=True)
+@pass_ctx
+def split(
+    ctx: Context, person: str, conversation: str, name: str, reason: str, as_json: bool
+) -> None:
+    """NAME in CONVERSATION is not PERSON: it becomes a person of its own, for good."""
+    p = ctx.memory.split_person(person, conversation, name, reason=reason)
+    _show(ctx, p, as_json)
+
+
+def _show(ctx: Context, p, as_json: bool) -> None:
+    row = _person_dict(p, ctx.memory.store.identity_message_counts())
+    if as_json:
+        emit_json(row)
+        return
+    where = ", ".join(f"{i['conversation']}/{i['name']}" for i in row["identities"])
+    click.echo(f"{p.id}  {p.name}: {where}")
+
+
 @people.command("resolve")
 @click.option("--max-steps", type=click.IntRange(1, 50), help="Agent steps per candidate pair.")
 @click.option("--json", "as_json", is_flag=True)

@@ -122,6 +122,21 @@ def _delete_routes(r: APIRouter) -> None:
         with tenant.lock(conversation):
             return {"deleted": tenant.memory.forget_message(conversation, message_id)}
 
+    @r.post("/v1/memory/people/merge")
+    def merge_people(tenant: TenantDep, body: MergeIn) -> dict:
+        """Two persons are one: the user's decision (method "user"), logged with its reason."""
+        tenant.drain(DRAIN_S)
+        kept = tenant.memory.merge_people(body.keep, body.drop, reason=body.reason)
+        return _person(kept)
+
+    @r.post("/v1/memory/people/{person}/split")
+    def split_person(tenant: TenantDep, person: str, body: SplitIn) -> dict:
+        """One (conversation, name) identity of a person is someone else: it becomes a
+        person of its own, and automatic resolution does not merge them again."""
+        tenant.drain(DRAIN_S)
+        made = tenant.memory.split_person(person, body.conversation, body.name, reason=body.reason)
+        return _person(made)
+
     @r.post("/v1/memory/reset")
     def reset(tenant: TenantDep, confirm: str | None = None) -> dict:
         """Forget everything of this tenant; needs ``confirm=yes``."""
@@ -130,6 +145,22 @@ def _delete_routes(r: APIRouter) -> None:
         tenant.drain(DRAIN_S)
         tenant.memory.reset()
         return {"reset": True}
+
+
+class MergeIn(BaseModel):
+    keep: str = Field(description="The person (id, or a name only one person goes by) kept")
+    drop: str = Field(description="The person merged into it")
+    reason: str = ""
+
+
+class SplitIn(BaseModel):
+    conversation: str
+    name: str = Field(description="The name as spoken in that conversation")
+    reason: str = ""
+
+
+def _person(p: Any) -> dict:
+    return {"id": p.id, "name": p.name, "identities": [list(i) for i in p.identities]}
 
 
 def _id(memory_id: str) -> int:
