@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from archivist.attributes import attribute_of
 from archivist.errors import InputError, NotFound
 from archivist.model import Claim, ClaimEvent
 from archivist.profile import GROUPS, Profile, claim_as_of, group_of, source_of
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FixedClock
-from archivist.write.attributes import attribute_of
 from conftest import jsonl_records, make_conversation, write_jsonl
 
 START = datetime(2023, 5, 8, 9, 0, tzinfo=UTC)  # session 1; session 2 a week later

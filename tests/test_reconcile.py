@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from archivist.attributes import attribute_of
 from archivist.config import Settings
 from archivist.llm.base import LLMTimeout
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
-from archivist.write.attributes import attribute_of
 from conftest import make_conversation
 
 

@@ -3,7 +3,7 @@
 ``build_profile`` reads a person's claims across conversations and keeps those
 about them that hold at ``at`` (``Claim.holds_at``, applied to each claim as it
 stood then: ``claim_as_of``), with the values each one replaced. Grouping reads
-the attribute a claim states (the caller passes write/attributes.py's reader, a
+the attribute a claim states (the caller passes attributes.py's reader, a
 layer this module may not import) and, failing that, a small keyword map.
 It sits below read and write because both use it: the reads serve it, and
 key info (write/consolidate.py) is written from it.
@@ -36,7 +36,7 @@ GROUPS: tuple[str, ...] = (
     "other",
 )
 
-# The single-valued attributes (write/attributes.py, and a conflict's attribute, which an
+# The single-valued attributes (attributes.py, and a conflict's attribute, which an
 # LLM may name in its own words) and the group each belongs to.
 ATTRIBUTE_GROUPS: Mapping[str, str] = {
     "residence": "home",
@@ -58,7 +58,7 @@ def _words(*alternatives: str) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(alternatives) + r")\b", re.IGNORECASE)
 
 
-# What is not a single-valued attribute has no cue in write/attributes.py: a person
+# What is not a single-valued attribute has no cue in attributes.py: a person
 # has many relatives, pets, things and hobbies at once, so none of them conflicts with
 # another and reconciliation never needs to read them. A profile still has to file
 # them, and a short list of nouns does that well enough for a listing (a claim that

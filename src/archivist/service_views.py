@@ -152,9 +152,9 @@ class MemoryViews:
         evidence and the values it replaced (profile.py). NotFound when
         nobody of that name sent or received a message and no claim is about them.
         """
+        from .attributes import attribute_of
         from .profile import build_profile
         from .text import person_key
-        from .write.attributes import attribute_of
 
         if not isinstance(person, str) or not person.strip():
             raise InputError("profile() needs a person's name")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..attributes import attribute_of
 from ..model import Claim, content_hash
 from ..profile import ASSISTANT_SOURCE, FIRST_HAND, GROUPS, Entry, build_profile
 from ..prompts import dossier as dossier_prompt
@@ -29,7 +30,6 @@ from ..prompts import key_info as key_info_prompt
 from ..prompts import usefulness as usefulness_prompt
 from ..text import normalised, query_terms
 from ..timeground import last_day
-from .attributes import attribute_of
 from .condense import (
     Asker,
     Counts,

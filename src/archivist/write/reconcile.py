@@ -8,7 +8,7 @@ status and ``replaced_by`` change, and every step is a ClaimEvent.
 
 Candidates are claims by the same speaker about the same subject. Without an
 LLM, duplicates and refinements are found by wording (vectors and shared
-content words) and conflicts by single-valued attributes (write/attributes.py)
+content words) and conflicts by single-valued attributes (attributes.py)
 or, for any other aspect of a life, by a change cue ("no longer", "quit",
 "sold", "now") in the newer claim over an aspect word it shares with an older
 state (``changed_aspect``): "Ruth left the choir" ends "Ruth sings in a choir",
@@ -27,6 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..attributes import AttributeValue, attribute_of, same_value
 from ..model import Claim, ClaimEvent, Conflict
 from ..text import (
     ENDING,
@@ -39,7 +40,6 @@ from ..text import (
     stem,
     words,
 )
-from .attributes import AttributeValue, attribute_of, same_value
 
 # [(new claim, stored candidates)] -> one verdict per item: (verdict, candidate index,
 # attribute, old value, new value); verdict "new" leaves the claim alone.
