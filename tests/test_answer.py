@@ -230,3 +230,32 @@ def test_the_named_persons_own_word_answers_before_anothers_abstains(tmp_path: P
     )
     assert moved.abstain and moved.speaker == "Rosa", moved.answer
     m.close()
+
+
+def test_a_yes_no_question_about_another_value_is_answered_no(tmp_path: Path) -> None:
+    """ "Is Kofi vegan?" against "I eat fish but no meat" is no, though nothing is denied:
+    the evidence gives the asked attribute another value. As of after the change, yes."""
+    conv = make_conversation(
+        "food",
+        [
+            [("Kofi", "I am pescatarian, I eat fish but no meat."), ("Ama", "Noted for dinner.")],
+            [("Kofi", "Big change: I am vegan now."), ("Ama", "Then lentils it is.")],
+        ],
+        people=("Kofi", "Ama"),
+        start=datetime(2024, 3, 1, 18, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "value.db", embedder=FakeEmbedder())
+    m.add(conv)
+    before = m.ask("Is Kofi vegan?", person="Kofi", at=datetime(2024, 3, 3, tzinfo=UTC))
+    assert before.answer.startswith("No") and "pescatarian" in before.answer, before.answer
+    now = m.ask("Is Kofi vegan?", person="Kofi")
+    assert now.answer.startswith("Yes") and "vegan now" in now.answer, now.answer
+    then = m.ask("Is Kofi pescatarian?", person="Kofi", at=datetime(2024, 3, 3, tzinfo=UTC))
+    assert then.answer.startswith("Yes"), then.answer
+    # now the latest word on his diet answers, however few words it shares with the question
+    later = m.ask("Is Kofi pescatarian?", person="Kofi")
+    assert later.answer.startswith("No") and "vegan now" in later.answer, later.answer
+    # Ama said nothing of her diet: no yes from a sentence that does not name it
+    ama = m.ask("Is Ama vegan?", person="Ama", at=datetime(2024, 3, 3, tzinfo=UTC))
+    assert ama.abstain, ama.answer
+    m.close()

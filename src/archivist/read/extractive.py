@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from ..attributes import AttributeValue, attribute_values, compatible_values
 from ..model import Claim, Hit, Message
 from ..text import CALENDAR_WORDS, ENDING, NEGATION, fold, is_stopword, stem, words
 from ..timeground import find_times, spoken_day
@@ -51,7 +52,10 @@ LIST_SHARE = 0.5  # list answers take sentences within this share of the best
 MAX_LIST = 3
 
 # Where one sentence ends and the next begins: the one split of answers and context.
-SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+# a stop, then space; not the stop of a title ("my head nurse, Dr. Okafor")
+SENTENCE_BREAK = re.compile(
+    r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)\s+"
+)
 _YES_NO = re.compile(
     r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should|"
     r"isn't|aren't|doesn't|don't|didn't|wasn't|can't|hasn't|haven't)\b",
@@ -513,6 +517,63 @@ def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool, wanted: Sequence[s
     return affirms != shape.negated
 
 
+_IS_QUESTION = re.compile(
+    r"^\s*(?i:is|are|was|were)\s+(?P<who>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)\s+(?P<rest>.+?)"
+    r"[\s?]*$"
+)
+
+
+def asked_attributes(question: str) -> list[AttributeValue]:
+    """The single-valued attributes a yes/no question asks about, with the asked value:
+    "Is Lee vegan?" -> diet = vegan; "Does Tomás live in Lisbon?" -> residence = Lisbon."""
+    m = _IS_QUESTION.match(question)
+    statement = f"{m['who']} is {m['rest']}" if m else question  # "Lee is vegan"
+    return [a for a, _ in attribute_values(statement)]
+
+
+_ASKED_WHO = re.compile(r"^\s*(?i:is|are|was|were|does|do|did|has|have)\s+(?P<who>[A-Z][\w'’-]*)")
+
+
+def on_attribute(
+    question: str, asked: Sequence[AttributeValue], ranked: Sequence[Sentence]
+) -> Sentence | None:
+    """The sentence of the person asked about that states the asked attribute (any
+    value) and holds longest: for "Is Lee vegan?" a "pescatarian" sentence shares no
+    word with the question, yet answers it. One still holding wins over one that
+    ended, then the latest. Someone else's diet is not the asked person's."""
+    kinds = {a.attribute for a in asked}
+    who = m["who"].casefold() if (m := _ASKED_WHO.match(question)) else None
+    found = [
+        s
+        for s in ranked
+        if (who is None or s.message.speaker.casefold() == who or who in s.text.casefold())
+        and kinds & {a.attribute for a, _ in attribute_values(s.text)}
+    ]
+    found.sort(key=lambda s: (s.ended is None, s.message.timestamp), reverse=True)
+    return found[0] if found else None
+
+
+def states_other_value(question: str, sentence: str) -> bool:
+    """Whether ``sentence`` gives the single-valued attribute a yes/no question asks
+    about another value: "Is Lee vegan?" against "I've been pescatarian for years".
+
+    Such a sentence answers "no" though it denies nothing; one that names the asked
+    value too, or a value that may be the same ("analyst", "senior analyst"), does not.
+    """
+    asked = asked_attributes(question)
+    if not asked:
+        return False
+    low = sentence.casefold()
+    stated = [a for a, _ in attribute_values(sentence)]
+    return any(
+        s.attribute == a.attribute
+        and a.value.casefold() not in low
+        and not compatible_values(s.value, a.value)
+        for a in asked
+        for s in stated
+    )
+
+
 def compose(
     question: str, shape: Shape, ranked: Sequence[Sentence], wanted: Sequence[str] = ()
 ) -> tuple[str, list[Sentence], str] | None:
@@ -521,12 +582,23 @@ def compose(
     # the best scored sentence that is relevant at all: a weak but recent one on top
     # ("Nope. August I'm back on days") does not hide "on night shifts until July"
     best = next((s for s in ranked if s.relevance >= floor), None)
+    if shape.form == "yes_no" and (asked := asked_attributes(question)):
+        # a question about one's diet, job or home is answered by what they said of it
+        # last ("Is Lee pescatarian?" - "I went vegan": no), however few words it shares;
+        # if they said nothing of it, only a sentence naming the asked value answers
+        stating = on_attribute(question, asked, ranked)
+        if stating is not None:
+            best = stating
+        elif best is not None and not any(a.value.casefold() in fold(best.text) for a in asked):
+            best = None
     if best is None:
         return None
     why = f"best evidence relevance {best.relevance:.2f}"
     current = shape.now and not shape.before
     if shape.form == "yes_no":
         yes = yes_or_no(best, shape, at_is_past_of=current, wanted=wanted)
+        if yes and not shape.negated and states_other_value(question, best.text):
+            yes = False  # "Is Lee vegan?" - "I've been pescatarian for years": no
         # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
         # reads as contradicting its own quote
         ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
