@@ -546,6 +546,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             Only("postgres", "CREATE INDEX claim_edits_new ON claim_edits (new_claim_id)"),
         ),
     ),
+    Migration(
+        "0009_message_vector_log",
+        (
+            # A deleted message is logged in vector_fills like a filled one, so the
+            # SQLite store's vector side file (store/vecfile.py) drops its row and
+            # picks up whatever later takes the same rowid. PostgreSQL searches its
+            # own rows and needs no log.
+            Only(
+                "sqlite",
+                "CREATE TRIGGER messages_vec_ad AFTER DELETE ON messages "
+                "BEGIN INSERT INTO vector_fills(msg_rowid) VALUES (old.rowid); END",
+            ),
+        ),
+    ),
 )
 
 

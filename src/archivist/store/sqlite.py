@@ -3,8 +3,10 @@
 Why this layout (measured in shared/research/storage.md): a plain table with a
 float32 BLOB column plus an external-content FTS5 table beat sqlite-vec's vec0
 at 1M rows on load speed, disk and filtered keyword search, and needs no
-extension (this Python's sqlite3 cannot load one). Exact vector search runs
-in numpy over a cached matrix (``vecindex.DenseIndex``).
+extension (this Python's sqlite3 cannot load one). Message vectors are searched
+in a memory-mapped side file next to the database (store/vecfile.py): exactly
+within a scope, through an HNSW graph (store/ann.py) over a large store's
+whole log. Claims and episodes use an in-process matrix (``vecindex.DenseIndex``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,18 @@ from .base import Store
 from .common import all_of
 from .dialect import SQLITE, Rows
 from .reconcile import ENTITY_COLS, row_to_entity
+from .vecfile import Snapshot, VectorFile
 from .vecindex import DenseIndex, unpack_many
+
+# Whole-store message search goes through the HNSW graph from this many vectors
+# (an exact product over 100k rows takes ~10 ms here; over 1M, 100–200 ms).
+ANN_MIN_ROWS = 100_000
+ANN_FETCH = 100  # graph candidates scored exactly per search (at least 10x the k asked)
+# A filtered search is exact over the scope's rows up to this many of them; above
+# it the graph's candidates are over-fetched and filtered (exact if too few pass).
+EXACT_SCOPE_ROWS = 50_000
+# The graph is rebuilt (in the background) once this share of rows is outside it.
+ANN_STALE_SHARE = 0.25
 
 FREQUENT_TERMS_MIN_STORE = 50_000  # below this every query term is ranked
 FREQUENT_TERM_SHARE = 0.05
@@ -131,6 +144,10 @@ class SQLiteStore(Store):
         self._db = _SerialConnection(raw, self._lock, self.path)
         self._cache_lock = threading.Lock()  # the vector matrices (not the writer's lock)
         self._indexes: dict[str, DenseIndex] = {}
+        self._vectors = VectorFile(self.path)
+        self.ann_min_rows = ANN_MIN_ROWS  # instance settings: tests force the graph path
+        self.exact_scope_rows = EXACT_SCOPE_ROWS
+        self.ann_auto = True  # build the graph in a background thread when it is due
         self._term_df: dict[str, int] = {}  # see _frequent_terms
         self._term_df_size = 0
         try:
@@ -222,12 +239,14 @@ class SQLiteStore(Store):
         )
         return [row_to_entity(r) for r in rows]
 
-    # -- vector search: an exact in-process matrix ----------------------------------------
+    # -- vector search: messages in the side file, the rest in an in-process matrix ------
 
     def _nearest(
         self, table: str, model: str, query: np.ndarray, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
-        """Exact cosine search (vectors are normalised) among ``table``'s filtered rows."""
+        """Cosine search (vectors are normalised) among ``table``'s filtered rows."""
+        if table == "messages":
+            return self._nearest_messages(model, query, filters, limit)
         idx = self._dense_index(model, table)
         if not len(idx):
             return []
@@ -237,6 +256,80 @@ class SQLiteStore(Store):
             ids = [r[0] for r in self._db.execute(sql, params)]
             restrict = np.asarray(ids, dtype=np.int64)
         return idx.search(query, limit, restrict)
+
+    def _vector_top(self) -> tuple[int, int]:
+        """The newest message rowid and ``vector_fills`` seq: what the side file must cover."""
+        top, seq = self._db.execute(
+            "SELECT (SELECT max(rowid) FROM messages), "
+            "(SELECT seq FROM sqlite_sequence WHERE name = 'vector_fills')"
+        ).fetchone()
+        return top or 0, seq or 0
+
+    def _nearest_messages(
+        self, model: str, query: np.ndarray, filters: q.Filters, limit: int
+    ) -> list[tuple[int, float]]:
+        """Exact over a scope's rows or a small store; the graph's candidates, scored
+        exactly, over a large store's whole log (or a filter that admits much of it)."""
+        snap = self._vectors.snapshot(model, self._vector_top())
+        if not len(snap):
+            return []
+        vec = np.asarray(query, dtype=np.float32).reshape(-1)
+        if vec.shape[0] != snap.state.dim:
+            raise ValueError(f"query has {vec.shape[0]} dims, index has {snap.state.dim}")
+        big = len(snap) >= self.ann_min_rows
+        if big:
+            self._graph_due(snap, model)
+        fetch = max(ANN_FETCH, 10 * limit)
+        if filters.is_empty():
+            if not big or snap.graph is None:
+                return snap.exact(vec, limit)
+            return snap.exact(vec, limit, snap.approximate(vec, fetch))
+        sql, params = q.filtered_keys_sql("messages", filters)
+        rowids = np.fromiter((r[0] for r in self._db.execute(sql, params)), np.int64)
+        pos = snap.positions(rowids)
+        if pos.size <= self.exact_scope_rows or not big or snap.graph is None:
+            return snap.exact(vec, limit, pos)
+        # Over-fetch in proportion to how much of the store the filters admit.
+        fetch = int(min(len(snap), fetch * max(1.0, 2 * len(snap) / pos.size)))
+        cand = snap.approximate(vec, fetch)
+        cand = cand[np.isin(cand, pos)]
+        if cand.size < limit:
+            return snap.exact(vec, limit, pos)
+        return snap.exact(vec, limit, cand)
+
+    def _graph_due(self, snap: Snapshot, model: str) -> None:
+        """Start a background graph build when none covers enough of a large file."""
+        st = snap.state
+        outside = st.rows - st.ann_rows
+        stale = outside > ANN_STALE_SHARE * max(st.ann_rows, self.ann_min_rows)
+        if self.ann_auto and (not st.ann_file or stale or st.dead > 0.2 * st.rows):
+            self._vectors.build_graph_soon(model, self._vector_top())
+
+    def refresh_vector_index(self, graph: bool = False) -> dict:
+        """Bring the message vector side file up to date now (and, with ``graph``,
+        its HNSW graph, whatever the store's size); what it holds. For benchmarks and
+        maintenance: searches do the same on their own, the graph in the background."""
+        model = self.embed_model()
+        if model is None:
+            return {"rows": 0}
+        top = self._vector_top()
+        snap = self._vectors.snapshot(model, top)
+        if graph:
+            self._vectors.build_graph(model, top, wait=True)
+            snap = self._vectors.snapshot(model, top)
+        st = snap.state
+        return {
+            "rows": st.rows,
+            "dead": st.dead,
+            "graph_rows": st.ann_rows,
+            "dim": st.dim,
+            "graph_error": self._vectors.graph_error,
+        }
+
+    def vector_file_bytes(self) -> int:
+        """Bytes of the side file's directory (vectors, ids, tombstones, graph)."""
+        root = self._vectors.root
+        return sum(f.stat().st_size for f in root.glob("*") if f.is_file()) if root.exists() else 0
 
     def _dense_index(self, model: str, table: str = "messages") -> DenseIndex:
         """The cached matrix of ``model``'s vectors for ``table``, brought up to date."""
