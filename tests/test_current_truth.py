@@ -386,3 +386,25 @@ def test_a_promotion_ends_the_job_a_first_week_named(tmp_path: Path) -> None:
         ]
         (start,) = [c for c in mem.claims(conversation="kwame") if "1st of November" in c.text]
         assert start.kind == "fact" and start.valid_from is not None and start.valid_to is None
+
+
+def test_a_line_is_history_by_its_own_claims_not_by_a_later_claim_in_the_same_words() -> None:
+    """March's "Marta is making bacalhau" did not end with July's foresight in the same
+    words: a message line is marked by the claims it is evidence of."""
+    july = Claim(
+        "Marta is making bacalhau again on Saturday.",
+        "Ana",
+        "Marta",
+        "c",
+        ("S4:1",),
+        datetime(2024, 7, 9, tzinfo=UTC),
+        kind="foresight",
+        valid_to=datetime(2024, 7, 14, tzinfo=UTC),
+        id=9,
+    )
+    past = Bygones(claims=(july,), at=datetime(2024, 8, 1, tzinfo=UTC))
+    march = "Come to my housewarming on Saturday? Marta is making bacalhau."
+    assert HISTORY_MARK not in past.mark(march, frozenset({("c", "S1:12")}))
+    said_in_july = "Marta is making bacalhau again on Saturday."
+    marked = past.mark(said_in_july, frozenset({("c", "S4:1")}))
+    assert marked.endswith(f"{HISTORY_MARK} (no longer holds from 14 July 2024)")

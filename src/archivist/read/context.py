@@ -474,7 +474,9 @@ def gather(
     if config.early_relevance:
         sections = bearing_on(sections, query, people)
     return {
-        kind: _with_usefulness(store, [replace(c, text=past.mark(c.text)) for c in cands])
+        kind: _with_usefulness(
+            store, [replace(c, text=past.mark(c.text, c.evidence or None)) for c in cands]
+        )
         for kind, cands in sections.items()
     }
 

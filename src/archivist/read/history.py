@@ -73,9 +73,16 @@ class Bygones:
     ] = ()  # (old value, new value or "" for an ending, since)
     at: datetime | None = None  # the time read at: a snapshot's "until" date before it expired
 
-    def since(self, sentence: str, own: Iterable[str] = ()) -> datetime | None:
+    def since(
+        self,
+        sentence: str,
+        own: Iterable[str] = (),
+        evidence: frozenset[tuple[str, str]] | None = None,
+    ) -> datetime | None:
         """When what the sentence states stopped holding, if it states a claim that did
-        or names a replaced value; else None.
+        or names a replaced value; else None. ``evidence``: the messages the line
+        stands for; only their claims are its own (a March "Marta is making bacalhau"
+        did not end with July's claim in the same words).
 
         A sentence saying that something ended (``own``: what it says ended) is not
         marked for that alone: "I left the choir, I play bass in a band now" tells
@@ -91,10 +98,15 @@ class Bygones:
             for old, new, when in self.values
             if old in low and not (new and new in low) and old not in own
         ]
-        ends += [c.valid_to for c in sentence_claims(sentence, self.claims) if c.valid_to]
+        claims = self.claims
+        if evidence is not None:
+            claims = tuple(
+                c for c in claims if any((c.conversation, e) in evidence for e in c.evidence)
+            )
+        ends += [c.valid_to for c in sentence_claims(sentence, claims) if c.valid_to]
         return min(ends, default=None)
 
-    def mark(self, text: str) -> str:
+    def mark(self, text: str, evidence: frozenset[tuple[str, str]] | None = None) -> str:
         """``text`` with each sentence that says what no longer holds marked as history
         where it stands, with the date, and "instead of the ThinkPad" marked inside its
         sentence. A line its renderer already marked as a whole is left as it is."""
@@ -106,7 +118,7 @@ class Bygones:
             part = parts[i]
             ended = endings(part)  # read once: what the sentence says ended, and where
             since = (
-                self.since(part, (thing for thing, _ in ended))
+                self.since(part, (thing for thing, _ in ended), evidence)
                 if self.claims or self.values or self.at
                 else None
             )
