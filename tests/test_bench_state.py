@@ -279,3 +279,35 @@ def test_cli_malformed_file_exits_3_with_one_line(
     assert e.value.code == 3
     assert out.out == ""
     assert out.err.count("\n") == 1 and out.err.startswith("error: ") and words in out.err
+
+
+def test_a_reader_answers_each_probe_from_the_context_and_from_the_dated_history() -> None:
+    """The reader sees the notes (context or history) and the question; its answers are
+    scored like ask's. This scripted reader answers from the newest line that holds a
+    word of the question's expected values, else "not mentioned"."""
+    from archivist.testing import FakeLLM
+
+    seen: list[str] = []
+
+    def read(messages: list[dict], schema) -> str:
+        notes = messages[-1]["content"]
+        seen.append(notes)
+        for line in reversed(notes.splitlines()):
+            for word in ("Lisbon", "Porto", "basil", "biology", "June", "Jo"):
+                if word in line and "[history]" not in line:
+                    return json.dumps({"answer": word})
+        return json.dumps({"answer": "not mentioned"})
+
+    scenarios = parse_suite(SUITE, "suite.json")
+    reader = FakeLLM(responder=read)
+    r = run_state(scenarios, settings=Settings(llm="none"), embedder=FakeEmbedder(), reader=reader)
+    rd = r["reader"]
+    assert rd["model"] == reader.name and rd["overall"]["probes"] == 6
+    assert rd["overall"]["failed_calls"] == 0 and len(seen) == 12  # two readings a probe
+    assert set(rd["by_kind"]) == set(KINDS)
+    history = [n for n in seen if "I grow tomatoes" in n and "sold his bicycle" in n]
+    assert history, "the dated history holds every message said by then"
+    assert any("[2 February 2024]" in n or "3 February 2024" in n for n in history)
+    assert 0 <= rd["overall"]["context_accuracy"] <= 1
+    assert rd["overall"]["history_tokens_mean"] > 0 and rd["overall"]["context_tokens_mean"] > 0
+    assert "reader:" in state.state_table(r)

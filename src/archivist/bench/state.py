@@ -343,6 +343,85 @@ def summarise(results: Iterable[ProbeResult]) -> dict:
 # -- running ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Reading:
+    """A reader model's answers to one probe from archivist's context and from the plain
+    dated history up to the probe's time, each scored like ``ask``'s answer."""
+
+    kind: str
+    context_ok: bool
+    history_ok: bool
+    context_tokens: int
+    history_tokens: int
+    context_answer: str = ""
+    history_answer: str = ""
+    failed_calls: int = 0
+
+
+def dated_history(scenario: Scenario, at: datetime | None) -> str:
+    """Every message of the scenario said by ``at``, dated and in order: what a chat app
+    without memory but with unlimited room would show."""
+    from ..read.context_lines import message_line
+
+    said = [
+        m for c in scenario.conversations for m in c.messages if at is None or m.timestamp <= at
+    ]
+    said.sort(key=lambda m: (m.timestamp, m.seq))
+    return "\n".join(f"- {message_line(m)}" for m in said)
+
+
+def read_probe(memory: MemoryService, reader: Any, p: Probe, notes: str) -> tuple[str, bool, int]:
+    """The reader's short answer from ``notes``, whether it declined, and failed calls."""
+    from ..llm.base import LLMError
+    from ..prompts import read_notes
+
+    messages = read_notes.build(notes, p.question, p.at)
+    try:
+        out = memory.core.llm_call(read_notes, messages, read_notes.ReadOut, model=reader)
+    except LLMError:
+        return "", True, 1
+    text = " ".join(out.answer.split())
+    return text, not text or read_notes.NOT_SAID in text.casefold(), 0
+
+
+def _reading(memory: MemoryService, reader: Any, scenario: Scenario, p: Probe, shown) -> Reading:
+    from ..read.context import estimate_tokens
+
+    history = dated_history(scenario, p.at)
+    ctx_text, ctx_no, ctx_fail = read_probe(memory, reader, p, shown.text)
+    hist_text, hist_no, hist_fail = read_probe(memory, reader, p, history)
+    return Reading(
+        p.kind,
+        check_answer(p, ctx_text, ctx_no) is None,
+        check_answer(p, hist_text, hist_no) is None,
+        shown.tokens,
+        estimate_tokens(history),
+        ctx_text,
+        hist_text,
+        ctx_fail + hist_fail,
+    )
+
+
+def reading_summary(rows: Sequence[Reading]) -> dict:
+    """Reader accuracy from the context and from the dated history, overall and per kind,
+    and the mean tokens of each."""
+
+    def figures(part: Sequence[Reading]) -> dict:
+        n = len(part)
+        return {
+            "probes": n,
+            "context_accuracy": _rate(sum(r.context_ok for r in part), n),
+            "history_accuracy": _rate(sum(r.history_ok for r in part), n),
+            "context_tokens_mean": round(sum(r.context_tokens for r in part) / n, 1) if n else 0,
+            "history_tokens_mean": round(sum(r.history_tokens for r in part) / n, 1) if n else 0,
+        }
+
+    return {
+        "overall": {**figures(rows), "failed_calls": sum(r.failed_calls for r in rows)},
+        "by_kind": {k: figures([r for r in rows if r.kind == k]) for k in KINDS},
+    }
+
+
 def run_scenario(
     scenario: Scenario,
     settings: Settings,
@@ -350,8 +429,11 @@ def run_scenario(
     llm: Any,
     budget: int,
     marks: Sequence[str],
+    reader: Any = None,
+    readings: list[Reading] | None = None,
 ) -> tuple[list[ProbeResult], list[str]]:
-    """Probe results of one scenario on a fresh store, and its failed consolidation jobs."""
+    """Probe results of one scenario on a fresh store, and its failed consolidation jobs;
+    with a ``reader`` model, its readings of each probe's context and history too."""
     with tempfile.TemporaryDirectory(prefix="archivist-state-") as tmp:
         fresh = settings.with_(store="sqlite", consolidate_mode="inline")
         memory = MemoryService(Path(tmp) / "state.db", settings=fresh, embedder=embedder, llm=llm)
@@ -366,6 +448,8 @@ def run_scenario(
                 results.append(
                     score_probe(scenario.id, p, answer.answer, answer.abstain, shown.text, marks)
                 )
+                if reader is not None and readings is not None:
+                    readings.append(_reading(memory, reader, scenario, p, shown))
         finally:
             memory.close()
     return results, errors
@@ -379,11 +463,14 @@ def run_state(
     budget: int = 600,
     suite: str = "",
     progress: Callable[[str, int, int], None] | None = None,
+    reader: Any = None,
 ) -> dict:
     """Run every scenario on its own fresh store and score its probes.
 
     One embedder and one chat model (none: the heuristic archivist) serve all
-    scenarios, so the bundled model loads once.
+    scenarios, so the bundled model loads once. ``reader``: a chat model that
+    also answers each probe from the context and from the dated history (the
+    result's ``reader`` part).
     """
     from ..embed import get_embedder
     from ..llm import get_chat_model
@@ -394,9 +481,12 @@ def run_state(
     marks = history_marks()
     t0 = time.perf_counter()
     results: list[ProbeResult] = []
+    readings: list[Reading] = []
     errors: list[str] = []
     for i, scenario in enumerate(scenarios):
-        rows, failed_jobs = run_scenario(scenario, settings, embedder, llm, budget, marks)
+        rows, failed_jobs = run_scenario(
+            scenario, settings, embedder, llm, budget, marks, reader, readings
+        )
         results += rows
         errors += failed_jobs
         if progress:
@@ -416,6 +506,11 @@ def run_state(
         "by_kind": summary["by_kind"],
         "failures": summary["failures"],
         "job_errors": errors,
+        **(
+            {"reader": {"model": reader.name, **reading_summary(readings)}}
+            if reader is not None
+            else {}
+        ),
     }
 
 
@@ -446,4 +541,22 @@ def state_table(r: dict) -> str:
             )
     for e in r["job_errors"][:10]:
         lines.append(f"job error: {e}")
+    if "reader" in r:
+        lines += ["", *reader_table(r["reader"])]
     return "\n".join(lines)
+
+
+def reader_table(rd: dict) -> list[str]:
+    """The reader's accuracy and mean tokens from the context and from the dated history."""
+    head = (
+        f"{'kind':<12} {'probes':>6} {'context acc':>11} {'history acc':>11} "
+        f"{'tokens ctx/hist':>16}"
+    )
+    lines = [f"reader: {rd['model']} (failed calls: {rd['overall']['failed_calls']})", head]
+    for name, f in [*rd["by_kind"].items(), ("overall", rd["overall"])]:
+        tokens = f"{f['context_tokens_mean']:.0f}/{f['history_tokens_mean']:.0f}"
+        lines.append(
+            f"{name:<12} {f['probes']:>6} {f['context_accuracy']:>11.3f} "
+            f"{f['history_accuracy']:>11.3f} {tokens:>16}"
+        )
+    return lines

@@ -113,15 +113,32 @@ def locomo(
     metavar="ID[,ID...]",
     help="Run only these scenarios (a subset for a slow model).",
 )
+@click.option(
+    "--reader",
+    type=click.Choice(["openai", "local", "fake"]),
+    help="Also have this model answer each probe from the context and from the dated history.",
+)
+@click.option("--reader-model", default="", help="The reader's model (a GGUF path for local).")
+@click.option("--reader-url", default="", help="The reader's OpenAI-compatible base URL.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
 @pass_ctx
 def state(
-    ctx: Context, path: Path | None, budget: int, no_llm: bool, only: str, as_json: bool
+    ctx: Context,
+    path: Path | None,
+    budget: int,
+    no_llm: bool,
+    only: str,
+    reader: str | None,
+    reader_model: str,
+    reader_url: str,
+    as_json: bool,
 ) -> None:
     """Current vs outdated facts: answers, context coverage, stale facts shown as current.
 
     PATH: a suite file (default: the bundled state_suite.json). Each scenario
-    runs on its own temporary store; --db is not touched.
+    runs on its own temporary store; --db is not touched. --reader: a model
+    that reads archivist's context and, apart, the full dated history, answering
+    each probe from each; their accuracy and sizes are reported side by side.
     """
     from ..bench.state import DEFAULT_SUITE, load_suite, run_state, state_table
 
@@ -135,11 +152,23 @@ def state(
         if unknown:
             raise click.UsageError(f"--only: no scenario {', '.join(unknown)} in {path.name}")
         scenarios = [s for s in scenarios if s.id in wanted]
+    reading = None
+    if reader:
+        from ..llm import get_chat_model
+
+        reading = get_chat_model(
+            ctx.settings.with_(llm=reader, llm_model=reader_model, llm_base_url=reader_url)
+        )
     if no_llm:
         ctx.settings = ctx.settings.with_(llm="none")
     with StagedProgress(enabled=not as_json) as progress:
         result = run_state(
-            scenarios, settings=ctx.settings, budget=budget, suite=path.name, progress=progress
+            scenarios,
+            settings=ctx.settings,
+            budget=budget,
+            suite=path.name,
+            progress=progress,
+            reader=reading,
         )
     _print(result, as_json, state_table)
 
@@ -244,16 +273,26 @@ def _locomo_qa(
     help="Comma-separated store sizes (messages) to grow through.",
 )
 @click.option("--queries", default=100, show_default=True, type=click.IntRange(1, 10000))
+@click.option(
+    "--graph-from",
+    type=click.IntRange(1),
+    help="Store size (vectors) from which whole-store search uses the HNSW graph "
+    "(default: the store's, 100000).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
 @pass_ctx
-def scale(ctx: Context, sizes: str, queries: int, as_json: bool) -> None:
-    """Search latency on a synthetic store as it grows (use a fresh --db)."""
+def scale(ctx: Context, sizes: str, queries: int, graph_from: int | None, as_json: bool) -> None:
+    """Open, search and insert costs on a synthetic store as it grows (use a fresh --db)."""
     from ..bench.report import scale_table
     from ..bench.scale import run_scale
 
     with StagedProgress(enabled=not as_json) as progress:
         result = run_scale(
-            ctx.open(create=True), _parse_ks(sizes, "--sizes"), queries, progress=progress
+            ctx.open(create=True),
+            _parse_ks(sizes, "--sizes"),
+            queries,
+            progress=progress,
+            graph_from=graph_from,
         )
     _print(result, as_json, scale_table)
 
