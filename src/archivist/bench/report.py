@@ -82,19 +82,35 @@ def _consolidation_lines(c: dict | None) -> list[str]:
 
 
 def scale_table(r: dict) -> str:
-    """Latency per store size, scoped to one conversation and across the whole store."""
+    """Per store size: open and first-query costs, full-path latency scoped and unscoped,
+    the vector side alone against the exact scan of the same run, sizes on disk."""
     lines = [
-        f"search latency vs store size ({r['queries_per_size']} queries per size, "
-        f"preset {r['preset']}, query embedding by {r['embedder']} included)",
-        f"{'messages':>10} {'insert/s':>9} {'1st search s':>12} {'conv p50':>9} {'conv p95':>9} "
-        f"{'all p50':>9} {'all p95':>9} {'db MB':>8}",
+        f"store scale ({r['queries_per_size']} queries per size, preset {r['preset']}, "
+        f"full path: query embedding by {r['embedder']} included)",
+        f"{'messages':>10} {'insert/s':>9} {'open+1st s':>10} {'conv p50/p95':>14} "
+        f"{'all p50/p95':>14} {'exact p50/p95':>14} {'path p50/p95':>14} {'recall@10':>9} "
+        f"{'graph s':>8} {'db MB':>7} {'side MB':>7}",
     ]
     for s in r["sizes"]:
         one, every = s["search_ms"]["one conversation"], s["search_ms"]["whole store"]
+        vec = s.get("vector_only", {})
+        ex, path = vec.get("exact_ms", {}), vec.get("path_ms", {})
+        ro = s.get("reopen", {})
+        first = round(ro["open_s"] + ro["first_vector_search_s"], 3) if ro else None
         lines.append(
-            f"{s['messages']:>10} {s['insert_rows_per_s'] or '-':>9} {s['first_search_s']:>12} "
-            f"{one['p50']:>9} {one['p95']:>9} {every['p50']:>9} {every['p95']:>9} "
-            f"{s['db_bytes'] / 1e6:>8.1f}"
+            f"{s['messages']:>10} {s['insert_rows_per_s'] or '-':>9} "
+            f"{first if first is not None else '-':>10} "
+            f"{one['p50']:>6}/{one['p95']:<7} {every['p50']:>6}/{every['p95']:<7} "
+            f"{ex.get('p50', '-'):>6}/{ex.get('p95', '-')!s:<7} "
+            f"{path.get('p50', '-'):>6}/{path.get('p95', '-')!s:<7} "
+            f"{vec.get('recall_at_10', '-'):>9} {s.get('graph_build_s', '-'):>8} "
+            f"{s['db_bytes'] / 1e6:>7.1f} {s.get('side_file_bytes', 0) / 1e6:>7.1f}"
+        )
+    if ing := r.get("ingest"):
+        lines.append(
+            f"ingest with embeddings: {ing['ingest_messages_per_s']} messages/s; the embedder "
+            f"alone on the same {ing['messages']} texts: {ing['embedder_texts_per_s']}/s "
+            f"(ratio {ing['ratio']})"
         )
     return "\n".join(lines)
 
