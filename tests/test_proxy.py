@@ -10,8 +10,9 @@ import pytest
 pytest.importorskip("fastapi")
 openai = pytest.importorskip("openai")
 
-from archivist.bench.load import FakeUpstream, LoadConfig, reply_for, run_load  # noqa: E402
+from archivist.bench.load import FakeUpstream, LoadConfig, load_table, reply_for, run_load  # noqa: E402
 from archivist.config import Settings  # noqa: E402
+from archivist.read.context import ContextItem  # noqa: E402
 from archivist.server import proxy  # noqa: E402
 from archivist.server.app import ServerSettings, create_app  # noqa: E402
 from archivist.service import MemoryService  # noqa: E402
@@ -214,9 +215,34 @@ def test_load_run_loses_and_duplicates_nothing_across_failures_and_a_restart(tmp
     )
     result = run_load(cfg, tmp_path, memory_factory=fake_memory)
     assert result["completed"] and result["restarts"] == 1
-    assert result["upstream"]["failed"] > 0 and result["retries"] > 0
+    assert result["upstream"]["failed"] > 0 and result["retries"] > 0, result["upstream"]
     m = result["messages"]
     assert m["sent"] == m["stored"] == 3 * 9 and m["lost"] == m["extra"] == m["duplicated"] == 0
+    # memory was injected, and none of it repeated the request or itself
+    c = result["context"]
+    assert c["requests"] > 0 and c["items"] > 0
+    assert c["repeated"] == c["duplicates"] == 0
+    assert "context items / repeated / twice" in load_table(result)
+
+
+def test_context_checks_count_items_that_repeat_the_request_or_themselves() -> None:
+    from archivist.bench.load import context_checks
+
+    memory = proxy.memory_message(
+        [
+            ContextItem("message", "c/1", "[1 May 2024] Ana: I moved to Porto in April.", 9),
+            ContextItem("claim", "7", "[1 May 2024] Ana: Ana works at the harbour office.", 9),
+            ContextItem("claim", "8", "[1 May 2024] Ana: Ana works at the harbour office.", 9),
+        ]
+    )
+    sent = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "system", "content": memory},
+        {"role": "user", "content": "I moved to Porto in April."},
+        {"role": "user", "content": "Ana works at the harbour office these days."},
+    ]
+    assert context_checks(sent) == {"items": 3, "repeated": 1, "duplicates": 1}
+    assert context_checks(sent[2:]) is None  # nothing injected
 
 
 def test_a_long_pause_in_a_chat_opens_a_new_session(tmp_path: Path) -> None:

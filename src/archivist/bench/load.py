@@ -85,8 +85,51 @@ def chunks(model: str, text: str) -> list[str]:
     return [f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]
 
 
+def context_checks(messages: list[dict]) -> dict[str, int] | None:
+    """What the proxy injected into one request, checked: its items, items that repeat a
+    message of the request itself, and items shown twice; None when nothing was injected.
+
+    An item repeats the request when its quoted words are one of the request's
+    messages, or hold every content word of one that has at least three (a turn
+    restated as a claim). Pure, so a test and the load run count the same way.
+    """
+    import json
+
+    from ..server.proxy import MEMORY_HEADER
+    from ..text import query_terms
+
+    memory = next(
+        (m["content"] for m in messages if str(m.get("content", "")).startswith(MEMORY_HEADER)),
+        None,
+    )
+    if memory is None:
+        return None
+    items = [line[2:] for line in memory.splitlines() if line.startswith("- ")]
+    said = [
+        str(m.get("content", ""))
+        for m in messages
+        if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
+    ]
+    texts = {" ".join(s.casefold().split()) for s in said}
+    terms = [t for s in said if len(t := set(query_terms(s))) >= 3]
+    repeated = 0
+    for item in items:
+        head, sep, quoted = item.partition(": ")
+        try:
+            words = json.loads(quoted) if sep else json.loads(item)
+        except ValueError:
+            words = quoted or item
+        mine = set(query_terms(str(words)))
+        if " ".join(str(words).casefold().split()) in texts or any(t <= mine for t in terms):
+            repeated += 1
+    return {"items": len(items), "repeated": repeated, "duplicates": len(items) - len(set(items))}
+
+
 class FakeUpstream:
-    """An OpenAI-like chat endpoint: records requests; latency, failures and errors on demand."""
+    """An OpenAI-like chat endpoint: records requests; latency, failures and errors on demand.
+
+    Each request the proxy injected memory into is checked as it arrives
+    (``context_checks``); the totals are in ``context`` and at GET /stats."""
 
     def __init__(self, latency_s: float = 0.0, fail_rate: float = 0.0, seed: int = 0) -> None:
         """``fail_rate``: each call fails with 500 at that probability (seeded, so runs repeat).
@@ -106,6 +149,7 @@ class FakeUpstream:
         self.errors: list[tuple[int, dict]] = []  # tests: the next responses, as (status, body)
         self.calls = 0
         self.failed = 0
+        self.context = {"requests": 0, "items": 0, "repeated": 0, "duplicates": 0}
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
@@ -120,6 +164,10 @@ class FakeUpstream:
         body = await request.json()
         self.received.append(body)
         self.calls += 1
+        if (checked := context_checks(body.get("messages", []))) is not None:
+            self.context["requests"] += 1
+            for key, n in checked.items():
+                self.context[key] += n
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         if self.errors:
@@ -139,7 +187,7 @@ class FakeUpstream:
         """Calls and injected failures so far (read when the upstream runs in another process)."""
         from starlette.responses import JSONResponse
 
-        return JSONResponse({"calls": self.calls, "failed": self.failed})
+        return JSONResponse({"calls": self.calls, "failed": self.failed, "context": self.context})
 
     async def models(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -349,7 +397,9 @@ async def _chat(
                 mean = cfg.think_ms / 1000
                 await asyncio.sleep(rng.uniform(0, mean) if t == 0 else rng.expovariate(1 / mean))
             history.append({"role": "user", "content": _user_text(n, t, rng)})
-            body = {"model": "fake", "messages": history, "user": f"user{n}", "stream": cfg.stream}
+            # two chats per user: the proxy has the user's other conversation to inject
+            user = f"user{n // 2}"
+            body = {"model": "fake", "messages": history, "user": user, "stream": cfg.stream}
             _, direct = await _call(client, urls["direct"], body, {}, tally, cfg.retries)
             reply, through = await _call(
                 client, urls["proxy"], body, proxy_headers, tally, cfg.retries
@@ -513,6 +563,7 @@ def run_load(
         if own_process:
             stats = httpx.get(up.url.removesuffix("/v1") + "/stats").json()
             upstream.calls, upstream.failed = stats["calls"], stats["failed"]
+            upstream.context = stats["context"]
         up.stop()
     return {
         "config": asdict(cfg),
@@ -524,6 +575,9 @@ def run_load(
         "latency_ms": _latency(tally),
         "messages": _count(Path(data_dir) / f"{TENANT}.db", tally.histories),
         "upstream": {"calls": upstream.calls, "failed": upstream.failed},
+        # what the proxy injected, as the upstream received it: items that repeat the
+        # request's own messages, and items shown twice in one context (both should be 0)
+        "context": upstream.context,
         "proxy": {k: round(v, 2) for k, v in sorted(proxy.counters.items())},
         "turn_memory_ms": proxy.turn_ms,
     }
@@ -532,6 +586,7 @@ def run_load(
 def load_table(result: dict) -> str:
     """The load run as a small text table."""
     lat, msgs, cfg = result["latency_ms"], result["messages"], result["config"]
+    ctx = result.get("context") or {"items": 0, "requests": 0, "repeated": 0, "duplicates": 0}
     mem = result["turn_memory_ms"]  # one entry per proxy run (a restart starts another)
     rows = [
         ("chats x turns", f"{cfg['chats']} x {cfg['turns']} ({result['turns']['done']} done)"),
@@ -550,6 +605,11 @@ def load_table(result: dict) -> str:
         ),
         ("messages sent / stored", f"{msgs['sent']} / {msgs['stored']}"),
         ("lost / extra / duplicated", f"{msgs['lost']} / {msgs['extra']} / {msgs['duplicated']}"),
+        (
+            "context items / repeated / twice",
+            f"{ctx['items']} in {ctx['requests']} requests / {ctx['repeated']} / "
+            f"{ctx['duplicates']}",
+        ),
         ("retries / restarts", f"{result['retries']} / {result['restarts']}"),
         ("memory failures", str(result["proxy"].get("memory_failures", 0))),
         ("wall", f"{result['wall_s']} s{'' if result['completed'] else ' (time limit hit)'}"),
