@@ -225,3 +225,35 @@ def test_new_rows_after_the_graph_are_searched_exactly(filled: SQLiteStore, emb)
     assert filled.refresh_vector_index()["graph_rows"] == 240
     assert filled.refresh_vector_index(graph=True)["graph_rows"] == 260  # extended
     assert search(filled, emb, "number 77-3", 10) == exact(filled.path, q, 10)
+
+
+def test_frequent_words_are_ranked_again_in_a_large_store(tmp_path: Path, emb, monkeypatch) -> None:
+    """Above the size threshold a word in most messages is scored apart (bounded cost),
+    not dropped: it still lifts the messages that hold it."""
+    from archivist.store import sqlite as backend
+
+    s = SQLiteStore(tmp_path / "k.db")
+    try:
+        turns = []
+        for i in range(120):
+            words = ["music"] if i % 3 == 0 else []
+            words += ["garden"] if i % 5 == 0 else ["violin"] if i % 7 == 0 else ["river"]
+            turns.append(("Ana" if i % 2 else "Lee", " ".join(words) + f" item{i}"))
+        add_direct(s, make_conversation("k", [turns[i : i + 20] for i in range(0, 120, 20)]), emb)
+        exact_bm25 = s.keyword_search("music garden", ALL, 5)
+        monkeypatch.setattr(backend, "FREQUENT_TERMS_MIN_STORE", 50)
+        s._term_df_size = 0
+        assert "music" in s._frequent_terms(["music", "garden"])  # in a third of them
+        got = s.keyword_search("music garden", ALL, 5)
+        texts = s.messages_by_rowid([r for r, _ in got])
+        both = {r for r, m in texts.items() if "music garden" in m.text}
+        assert both == set(texts)  # 8 messages hold both words: they beat garden alone
+        full = s.messages_by_rowid(r for r, _ in exact_bm25).values()
+        assert all("music garden" in m.text for m in full)  # as bm25() over every term ranks
+        alone = s.keyword_search("music", ALL, 10)
+        assert len(alone) == 10
+        assert all("music" in m.text for m in s.messages_by_rowid(r for r, _ in alone).values())
+        lee = s.keyword_search("music garden", Filters(speaker="Lee"), 5)
+        assert all(m.speaker == "Lee" for m in s.messages_by_rowid(r for r, _ in lee).values())
+    finally:
+        s.close()

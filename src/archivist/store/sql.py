@@ -20,10 +20,12 @@ from .dialect import SQLITE, Dialect
 
 
 def term_probe_sql(table: str, term: str, cap: int) -> tuple[str, list]:
-    """Count the documents holding ``term``, stopping at ``cap`` (cost bounded by cap)."""
+    """Count the documents holding ``term``, stopping at ``cap`` (cost bounded by cap),
+    and the highest rowid counted (how far into the log ``cap`` documents reach)."""
     match = 'search_text : "' + term.replace('"', '""') + '"'
     return (
-        f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+        f"SELECT count(*), max(rowid) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? "
+        "ORDER BY rowid LIMIT ?)",
         [match, int(cap)],
     )
 

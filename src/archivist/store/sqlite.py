@@ -11,6 +11,7 @@ whole log. Claims and episodes use an in-process matrix (``vecindex.DenseIndex``
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -40,8 +41,10 @@ EXACT_SCOPE_ROWS = 50_000
 # The graph is rebuilt (in the background) once this share of rows is outside it.
 ANN_STALE_SHARE = 0.25
 
-FREQUENT_TERMS_MIN_STORE = 50_000  # below this every query term is ranked
-FREQUENT_TERM_SHARE = 0.05
+FREQUENT_TERMS_MIN_STORE = 50_000  # below this bm25() ranks every query term
+FREQUENT_TERM_SHARE = 0.05  # terms in more of the messages are ranked by _add_frequent
+FREQUENT_POSTINGS = 2_000  # newest postings of a frequent term read per query
+FREQUENT_CANDIDATES = 200  # rarer terms' best matches a frequent term can lift
 
 
 class _SerialConnection:
@@ -187,41 +190,90 @@ class SQLiteStore(Store):
     def _keyword(
         self, table: str, text: str, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
-        """BM25 over ``{table}_fts``; higher score is better. Only message search drops
-        a large store's most frequent terms (see _frequent_terms)."""
-        drop = self._frequent_terms(q.query_terms(text)) if table == "messages" else set()
-        match = q.fts_query(text, drop)
+        """BM25 over ``{table}_fts``; higher score is better. In a large store, message
+        search ranks its most frequent terms apart, at a bounded cost (see _frequent)."""
+        frequent = self._frequent_terms(q.query_terms(text)) if table == "messages" else {}
+        match = q.fts_query(text, frequent)
         if match is None:
             return []
-        sql, params = q.ranked_sql(table, match, filters, limit)
-        try:
-            rows = self._db.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as e:  # should not happen: terms are quoted
-            raise StoreError(f"keyword search failed for {text!r}: {e}") from e
-        return [(key, -score) for key, score in rows]
+        rare_only = not frequent or set(q.query_terms(text)) - set(frequent)
+        want = max(limit, FREQUENT_CANDIDATES) if frequent else limit
+        found: dict[int, float] = {}
+        if rare_only:
+            sql, params = q.ranked_sql(table, match, filters, want)
+            try:
+                rows = self._db.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as e:  # should not happen: terms are quoted
+                raise StoreError(f"keyword search failed for {text!r}: {e}") from e
+            found = {key: -score for key, score in rows}
+        if frequent:
+            self._add_frequent(found, frequent, filters)
+        return sorted(found.items(), key=lambda kv: -kv[1])[:limit]
 
-    def _frequent_terms(self, terms: list[str]) -> set[str]:
-        """Query terms in more than 5% of a large store's messages (≥ 50k): not worth ranking.
+    def _add_frequent(self, found: dict[int, float], frequent: dict[str, float], f) -> None:
+        """Add each frequent term's BM25 weight to the candidates holding it.
 
-        BM25 must score every message a term matches; at 1M messages a word like
-        "went" matches half of them and costs a second per query while adding
-        almost nothing to the ranking (its IDF is near zero). Each term's
-        document count is probed once, bounded by the cap, and cached until the
-        store grows by a tenth.
+        FTS5's bm25() reads a term's whole posting list to count its documents
+        (a second per query for a word in half of 1M messages), so frequent
+        terms are scored here instead: their IDF comes from the cached document
+        count, and a document holding one gets that IDF (BM25 with tf = 1 at the
+        average length; a frequent word rarely repeats in one message). Candidates
+        are what the rarer terms found plus the term's newest postings within the
+        filters (at most FREQUENT_POSTINGS each), so a query of common words alone
+        still ranks, by how many of them a recent message holds.
+        """
+        scope = q.scope_match(f)
+        cond, params = q.where(f, "messages", "m")
+        for term, idf in frequent.items():
+            phrase = 'search_text : "' + term.replace('"', '""') + '"'
+            full = f"{scope} AND {phrase}" if scope else phrase
+            holders = set(
+                r
+                for (r,) in self._db.execute(
+                    "SELECT m.rowid FROM messages_fts JOIN messages m ON m.rowid = "
+                    f"messages_fts.rowid WHERE messages_fts MATCH ? AND {cond} "
+                    "ORDER BY messages_fts.rowid DESC LIMIT ?",
+                    (full, *params, FREQUENT_POSTINGS),
+                )
+            )
+            known = [r for r in found if r not in holders]
+            for start in range(0, len(known), 500):
+                chunk = known[start : start + 500]
+                holders.update(
+                    r
+                    for (r,) in self._db.execute(
+                        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? "
+                        f"AND rowid IN ({','.join('?' * len(chunk))})",
+                        (phrase, *chunk),
+                    )
+                )
+            for r in holders:
+                found[r] = found.get(r, 0.0) + idf
+
+    def _frequent_terms(self, terms: list[str]) -> dict[str, float]:
+        """Query terms in more than 5% of a large store's messages (≥ 50k), with their
+        IDF: ranked apart by _add_frequent.
+
+        Each term's document count is probed once, reading at most the cap's worth
+        of postings; over the cap it is extrapolated from how far into the log
+        those reach (the count would read the whole list). Cached until the store
+        grows by a tenth.
         """
         n = self._db.execute("SELECT max(rowid) FROM messages").fetchone()[0] or 0
         if n < FREQUENT_TERMS_MIN_STORE:
-            return set()
+            return {}
         cap = int(n * FREQUENT_TERM_SHARE)
         if self._term_df_size < n / 1.1:
             self._term_df, self._term_df_size = {}, n
-        out = set()
+        out = {}
         for t in terms:
             if t not in self._term_df:
                 sql, params = q.term_probe_sql("messages_fts", t, cap + 1)
-                self._term_df[t] = self._db.execute(sql, params).fetchone()[0]
-            if self._term_df[t] > cap:
-                out.add(t)
+                df, reach = self._db.execute(sql, params).fetchone()
+                self._term_df[t] = int(df * n / reach) if df > cap else df
+            df = self._term_df[t]
+            if df > cap:  # FTS5's IDF, floored the way bm25() floors it
+                out[t] = max(1e-6, math.log((n - df + 0.5) / (df + 0.5)))
         return out
 
     def entity_search(self, text: str, filters: q.Filters, limit: int) -> list[Entity]:
