@@ -197,6 +197,53 @@ def _vector_only(store: SQLiteStore, space: _Space, model: str, n: int, seed: in
     }
 
 
+_KEYWORD_QUERIES = (
+    "I went to the {w} and felt great",
+    "we saw the {w}, really love it",
+    "what did you think about the {w} and the {w2}",
+)
+
+
+def keyword_only(store: SQLiteStore, n: int, seed: int) -> dict:
+    """Whole-store BM25 with the store's handling of frequent words against bm25() over
+    every term (the baseline: reads whole posting lists) and against dropping them
+    (before): latency and top-10 overlap with the baseline, on queries mixing common
+    filler words with Zipf-drawn content words."""
+    from ..store import sql as q
+
+    rng = random.Random(seed)
+    frequent_ms, full_ms, drop_ms, same, same_drop = [], [], [], [], []
+
+    def ranked(match: str | None) -> tuple[set[int], float]:
+        t = time.perf_counter()
+        if match is None:
+            return set(), 0.0
+        sql, params = q.ranked_sql("messages", match, Filters(), 10)
+        rows = {r for r, _ in store._db.execute(sql, params).fetchall()}
+        return rows, (time.perf_counter() - t) * 1000
+
+    for _ in range(n):
+        w, w2 = rng.choices(_WORDS, weights=_WEIGHTS, k=2)
+        text = rng.choice(_KEYWORD_QUERIES).format(w=w, w2=w2)
+        t = time.perf_counter()
+        got = {r for r, _ in store.keyword_search(text, Filters(), 10)}
+        frequent_ms.append((time.perf_counter() - t) * 1000)
+        full, ms = ranked(q.fts_query(text))
+        full_ms.append(ms)
+        dropped, ms = ranked(q.fts_query(text, store._frequent_terms(q.query_terms(text))))
+        drop_ms.append(ms)
+        same.append(len(got & full) / max(1, len(full)))
+        same_drop.append(len(dropped & full) / max(1, len(full)))
+    return {
+        "queries": n,
+        "bm25_all_terms_ms": _pcts(full_ms),
+        "frequent_apart_ms": _pcts(frequent_ms),
+        "frequent_dropped_ms": _pcts(drop_ms),
+        "top10_overlap_frequent_apart": round(float(np.mean(same)), 3),
+        "top10_overlap_frequent_dropped": round(float(np.mean(same_drop)), 3),
+    }
+
+
 def _pcts(ms: list[float]) -> dict:
     return {"p50": round(percentile(ms, 50), 2), "p95": round(percentile(ms, 95), 2)}
 
@@ -298,6 +345,7 @@ def run_scale(
             row["reopen"] = _reopen(store.path, model, space.common)
             row["vector_only"] = _vector_only(store, space, model, queries, seed)
             row["side_file_bytes"] = store.vector_file_bytes()
+            row["keyword_only"] = keyword_only(store, min(queries, 30), seed)
         t = time.perf_counter()
         memory.search("first search of this size", k=1)
         row["first_search_s"] = round(time.perf_counter() - t, 3)

@@ -224,6 +224,7 @@ class SQLiteStore(Store):
         """
         scope = q.scope_match(f)
         cond, params = q.where(f, "messages", "m")
+        rare = list(found)  # probed for each term; other terms' postings are not
         for term, idf in frequent.items():
             phrase = 'search_text : "' + term.replace('"', '""') + '"'
             full = f"{scope} AND {phrase}" if scope else phrase
@@ -236,7 +237,7 @@ class SQLiteStore(Store):
                     (full, *params, FREQUENT_POSTINGS),
                 )
             )
-            known = [r for r in found if r not in holders]
+            known = [r for r in rare if r not in holders]
             for start in range(0, len(known), 500):
                 chunk = known[start : start + 500]
                 holders.update(
