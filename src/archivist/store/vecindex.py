@@ -2,8 +2,9 @@
 
 Vectors live in the store (packed float32 BLOBs, the durable copy); this is a
 read-side cache of them as one numpy matrix, so a query is one matrix-vector
-product instead of reading every BLOB again. Exact search keeps recall at 1.0
-and, measured in ``archivist bench``, stays within budget at 1M messages.
+product instead of reading every BLOB again. The SQLite store uses it for
+claims and episodes; message vectors, the bulk of a large store, live in a
+memory-mapped side file instead (store/vecfile.py), which needs no loading.
 """
 
 from __future__ import annotations
