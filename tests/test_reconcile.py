@@ -352,3 +352,28 @@ def test_add_reconciles_what_it_extracts_before_any_consolidation(tmp_path: Path
         assert mem.job_counts().get("done", 0) == 0  # no consolidation job has run
         assert [(c.old_value, c.new_value) for c in mem.conflicts()] == [("pescatarian", "vegan")]
         assert current(mem, "vegan") and not current(mem, "pescatarian")
+
+
+def test_a_change_of_kind_logs_the_kinds_so_old_mentions_read_as_history(tmp_path: Path) -> None:
+    """'soy milk' -> 'almond milk', 'window table' -> 'corner tables': the conflict's
+    values are the aspect with the word naming its kind, short enough for every line
+    naming the old kind to be marked; 'From now on, X' names its change in the next
+    clause."""
+    conv = make_conversation(
+        "habits",
+        [
+            [("Ana", "I drink my coffee with soy milk."), ("Lee", "Noted.")],
+            [("Ana", "Please book a window table at Lumi for Friday."), ("Lee", "Booked.")],
+            [("Ana", "I switched my coffee to almond milk."), ("Lee", "Fancy.")],
+            [("Ana", "From now on, corner tables please, the window is too cold."), ("Lee", "OK.")],
+        ],
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        mem.reconcile()
+        found = {(c.attribute, c.old_value, c.new_value) for c in mem.conflicts()}
+        assert ("milk", "soy milk", "almond milk") in found
+        assert ("tabl", "window table", "corner tables") in found
+        ctx = mem.context("How does Ana take her coffee?", person="Ana", budget_tokens=400)
+        soy = [line for line in ctx.text.splitlines() if "soy milk" in line]
+        assert soy and all("[history]" in line for line in soy)

@@ -243,9 +243,12 @@ def content_words(text: str) -> set[str]:
 CHANGE = re.compile(
     r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
     r"gave\s+up|given\s+up|sold|switched|swapped|got\s+rid\s+of|broke\s+up|"
-    r"cancell?ed|moved\s+out|retired|left)\b",
+    r"cancell?ed|moved\s+out|retired|left|from\s+now\s+on)\b",
     re.I,
 )
+# a cue that stands in a clause of its own, the change named in the next: "From now on,
+# aisle seats please"
+_LEADING_CUE = re.compile(r"^\W*from\s+now\s+on\W*$", re.I)
 # A statement that something ended: the change cues plus endings that name no
 # successor ("crutches handed back", "done with iOS"). The answerer's "No".
 ENDING = re.compile(
@@ -307,6 +310,8 @@ def change_clauses(text: str) -> list[str]:
             continue
         start = max((b.end() for b in _CLAUSE.finditer(text, 0, m.start())), default=0)
         end = _CLAUSE.search(text, m.end())
+        if end and _LEADING_CUE.match(text[start : end.start()]):
+            end = _CLAUSE.search(text, end.end())
         out.append(text[start : end.start() if end else len(text)])
     return out
 

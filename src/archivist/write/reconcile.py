@@ -35,6 +35,7 @@ from ..text import (
     TOPIC_STOPWORDS,
     change_clauses,
     ended_objects,
+    is_stopword,
     person_key,
     query_terms,
     stem,
@@ -47,9 +48,10 @@ Judge = Callable[[list[tuple[Claim, list[Claim]]]], list[tuple[str, int | None, 
 
 _NUMBER = re.compile(r"\d+")
 # A newer claim that says it only grew, not changed (the change cues: text.CHANGE).
+# ("too" at a clause's end only: "the band too", not "too cold")
 _ADDITION = re.compile(
-    r"\b(?:also|too|as\s+well|another|second|third|additionally|in\s+addition|besides|"
-    r"on\s+top\s+of)\b",
+    r"\b(?:also|too(?=\s*(?:[.,;:!?)]|$))|as\s+well|another|second|third|additionally|"
+    r"in\s+addition|besides|on\s+top\s+of)\b",
     re.I,
 )
 # Words that name no aspect of a life: shared, they say nothing about sameness.
@@ -63,7 +65,8 @@ _NOT_ASPECTS = {
         "make made making get getting got take took taking keep kept feel feeling "
         "think thought know want wanted love loved like liked said says tell told "
         "since now anymore longer instead switched quit sold left stopped "
-        "work works working live lives living home place stay use used come"
+        "work works working live lives living home place stay use used come "
+        "please thanks thank sorry okay"
     ).split()
 }
 
@@ -324,15 +327,46 @@ def changed_aspect(new: Claim, old: Claim) -> str | None:
     subject (the caller's grouping). The shared word must be in the clause of the
     cue: "I left the choir, the band keeps me busy" changed the choir, not the band.
     """
+    shared = shared_aspects(new, old)
+    return min(shared, key=lambda s: (-len(s), s)) if shared else None
+
+
+def shared_aspects(new: Claim, old: Claim) -> set[str]:
+    """The aspect roots ``changed_aspect`` may choose from (empty: no change of ``old``)."""
     if not _may_end(new, old) or _ADDITION.search(new.text):
-        return None
+        return set()
     changed = change_clauses(new.text)
     if not changed:
-        return None
-    shared = _aspects(" ".join(changed), new) & aspect_stems(old)
-    if not shared:
-        return None
-    return min(shared, key=lambda s: (-len(s), s))
+        return set()
+    return _aspects(" ".join(changed), new) & aspect_stems(old)
+
+
+# words that qualify an aspect without naming a kind of it ("too much milk", "usual seat")
+_NO_KIND = frozenset("much more less many few some any every usual same other own whole".split())
+
+
+def aspect_phrase(text: str, root: str) -> str | None:
+    """The aspect named with the word that says which kind: "evaporated milk" for the
+    root "milk" in "every morning with evaporated milk", "aisle seats" for "seat". A
+    conflict logs these as its values, so a line naming the old kind reads as history
+    wherever it shows (read/history.py); None when no word qualifies it."""
+    pattern = rf"\b([A-Za-z][\w-]{{2,}})\s+({re.escape(root)}\w*)\b"
+    for m in re.finditer(pattern, text, re.I):
+        kind = m.group(1)
+        if kind[0].islower() and not is_stopword(kind) and kind.casefold() not in _NO_KIND:
+            return f"{kind} {m.group(2)}"
+    return None
+
+
+def _kinds(new: Claim, old: Claim, aspect: str) -> tuple[str, str, str]:
+    """(aspect, old value, new value) of a change: the first shared aspect both name with
+    a kind ("coffee with soy milk" -> "coffee to almond milk": milk, soy milk, almond
+    milk), else ``aspect`` with the claims' whole texts."""
+    for root in sorted(shared_aspects(new, old), key=lambda r: (-len(r), r)):
+        was, now = aspect_phrase(old.text, root), aspect_phrase(new.text, root)
+        if was and now and was.casefold() != now.casefold():
+            return root, was, now
+    return aspect, old.text, new.text
 
 
 def ended_in(new: Claim, old: Claim) -> str | None:
@@ -428,7 +462,8 @@ def _by_change(s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig) -> 
         old = s.by_id[oid]
         aspect = changed_aspect(c, old)
         if aspect is not None:
-            _conflict(s, out, old, c, aspect, old.text, c.text, "evolution", cfg, "heuristic")
+            aspect, was, now = _kinds(c, old, aspect)
+            _conflict(s, out, old, c, aspect, was, now, "evolution", cfg, "heuristic")
             decided = True
         elif (stage := moved_on(c, old)) is not None:
             _conflict(s, out, old, c, *stage, "evolution", cfg, "heuristic")
