@@ -129,3 +129,13 @@ def test_normalised_is_the_statement_key() -> None:
 def test_content_words_leave_out_chat_filler_and_the_calendar() -> None:
     got = content_words("That sounds great! Pixel sleeps on pillows every Monday.")
     assert got == {"pixel", "sleeps", "pillows"}
+
+
+def test_giving_away_ones_own_thing_ends_it_giving_a_talk_does_not() -> None:
+    from archivist.text import ENDING, ended_objects
+
+    assert ended_objects("Worked perfectly. Gave the old iPhone to my dad.") == ["iPhone"]
+    assert ended_objects("I gave my old bike to my nephew.") == ["bike"]
+    assert ended_objects("We gave away the sofa yesterday.") == ["sofa"]
+    for kept in ("She gave the talk to a full room.", "I gave my sister a book."):
+        assert ended_objects(kept) == [] and not ENDING.search(kept)

@@ -254,6 +254,8 @@ _LEADING_CUE = re.compile(r"^\W*from\s+now\s+on\W*$", re.I)
 ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
+    # "gave the old iPhone to my dad", "gave away the sofa"
+    r"gave\s+away|gave(?=\s+(?:(?:my|our|his|her)\s+(?:old\s+)?|the\s+old\s+)[\w-]+(?:\s+\d+)?\s+(?:to|away)\b)|"
     r"former|ex-\w+|used\s+to)\b",
     re.I,
 )
@@ -271,7 +273,8 @@ _ENDS_OBJECT = re.compile(
     r"\b(?:no\s+longer|quit|quitting|stopped|gave\s+up|given\s+up|giving\s+up|sold|"
     r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
     r"retired\s+from|moved\s+out\s+of|done\s+with|finished\s+with|"
-    r"dropped|last\s+day\s+(?:at|of|in)|not\s+with)\b",
+    r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|"
+    r"gave\s+away|gave(?=\s+(?:(?:my|our|his|her)\s+(?:old\s+)?|the\s+old\s+)[\w-]+(?:\s+\d+)?\s+(?:to|away)\b))\b",
     re.I,
 )
 _ENDS_PARTY = re.compile(
@@ -282,7 +285,7 @@ _ENDS_PARTY = re.compile(
 # Words before the thing that ended ("the", "managing the") and words that end it ("today").
 _OBJECT_LEAD = frozenset(
     "the a an my our his her their your at from of in on with to it them up out back as "
-    "being that this those these off by over down into".split()
+    "being that this those these off by over down into old former previous".split()
 )
 _OBJECT_STOP = frozenset(
     "today yesterday tonight this last next and but so because since after before when "
