@@ -69,8 +69,9 @@ def test_pages_need_a_tenant_key(client: TestClient) -> None:
     login(client)
     assert client.get("/").status_code == 200
     # a "next" elsewhere is not followed after logging in
-    r = client.post("/login", data={"key": KEY, "next": "//evil.example"}, follow_redirects=False)
-    assert r.headers["location"] == "/"
+    for elsewhere in ("//evil.example", "/\\evil.example", "https://evil.example"):
+        r = client.post("/login", data={"key": KEY, "next": elsewhere}, follow_redirects=False)
+        assert r.headers["location"] == "/", elsewhere
     assert "httponly" in r.headers["set-cookie"].lower()
     assert "samesite=strict" in r.headers["set-cookie"].lower()
 
@@ -199,3 +200,12 @@ def test_merge_and_split_people_are_the_users_decisions(client: TestClient) -> N
     assert len(memory.person("Ana").identities) == 1 and memory.person("Lee").id != ana.id
     r = client.post("/people/merge", data={"token": token_of(r.text), "keep": ana.id, "drop": ""})
     assert r.status_code == 400 and "the person to merge is empty" in text_of(r.text)
+
+
+def test_too_many_wrong_keys_is_a_page_too(tmp_path: Path) -> None:
+    settings = ServerSettings(data_dir=tmp_path, keys=KEYS, auth_failures_per_minute=2)
+    with TestClient(create_app(settings, memory_factory=fake_memory)) as c:
+        codes = [c.post("/login", data={"key": "wrong"}).status_code for _ in range(4)]
+        assert codes[:2] == [401, 401] and codes[-1] == 429
+        r = c.post("/login", data={"key": KEY})
+        assert r.status_code == 429 and r.headers["content-type"].startswith("text/html")

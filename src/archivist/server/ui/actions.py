@@ -33,7 +33,8 @@ def login(request: Request, key: Text = "", next: Annotated[str, Form()] = "/") 
     if who is None:
         failures.failed(client)
         return render(request, "login.html", 401, next=next, failed=1)
-    target = next if next.startswith("/") and not next.startswith("//") else "/"
+    # only a page of this site: "//host" and "/\\host" are other sites to a browser
+    target = next if next.startswith("/") and next[1:2] not in ("/", "\\") else "/"
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         COOKIE,

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
@@ -119,6 +119,8 @@ class PageRoute(APIRoute):
                 return RedirectResponse(f"/login?next={target}", status_code=303)
             except ArchivistError as e:
                 return render(request, "error.html", status_for(e), message=str(e))
+            except HTTPException as e:  # too many wrong keys from this address (429)
+                return render(request, "error.html", e.status_code, message=str(e.detail))
             except RequestValidationError as e:
                 first = e.errors()[0] if e.errors() else {}
                 where = ".".join(str(p) for p in first.get("loc", ()))
