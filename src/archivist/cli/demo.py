@@ -304,6 +304,7 @@ def render(report: dict) -> str:
         *_context_text(report["context"]),
         "",
         f"Try it yourself: archivist --db {shlex.quote(report['db'])} timeline {CHANGE_PERSON}",
+        f"or browse and correct it: archivist --db {shlex.quote(report['db'])} ui",
     ]
     return "\n".join(lines)
 
