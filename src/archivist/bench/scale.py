@@ -193,6 +193,7 @@ def _vector_only(store: SQLiteStore, space: _Space, model: str, n: int, seed: in
         "exact_ms": _pcts(exact_ms),
         "path_ms": _pcts(path_ms),
         "graph": snap.graph is not None and len(snap) >= store.ann_min_rows,
+        "graph_ef": snap.graph.ef if snap.graph is not None else None,
         "recall_at_10": round(float(np.mean(hits)), 4),
     }
 

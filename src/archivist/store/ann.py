@@ -20,6 +20,17 @@ import numpy as np
 CONNECTIVITY = 32  # HNSW M: edges per node (recall@10 0.944 vs 0.913 for 16 at ef 2048)
 EXPANSION_ADD = 256  # candidates kept while inserting: 0.980 vs 0.944 for 128, 2.8x build
 EXPANSION_SEARCH = 2048  # candidates kept while searching (0.897 at 512; see docs/store.md)
+# Recall at a fixed ef falls as the graph grows: on the 1M scale store, ef 2048 / 4096 /
+# 8192 gave recall@10 0.81 / 0.89 / 0.95 at 18 / 34 / 68 ms p50 (docs/store.md).
+LARGE_GRAPH = 250_000
+LARGE_EXPANSION_SEARCH = 8192
+
+
+def search_ef(rows: int) -> int:
+    """How many candidates a search keeps for a graph of ``rows`` vectors."""
+    return EXPANSION_SEARCH if rows <= LARGE_GRAPH else LARGE_EXPANSION_SEARCH
+
+
 BUILD_BATCH = 100_000  # rows handed to usearch at a time (bounds the float32 copy)
 
 
@@ -71,7 +82,8 @@ class Graph:
         self._index = Index.restore(str(path), view=True)
         if self._index is None:
             raise OSError(f"cannot read the vector graph {path}")
-        self._index.expansion_search = EXPANSION_SEARCH
+        self.ef = search_ef(rows)
+        self._index.expansion_search = self.ef
 
     def candidates(self, query: np.ndarray, count: int) -> np.ndarray:
         """Positions of up to ``count`` approximate nearest neighbours of ``query``."""
