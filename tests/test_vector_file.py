@@ -257,3 +257,22 @@ def test_frequent_words_are_ranked_again_in_a_large_store(tmp_path: Path, emb, m
         assert all(m.speaker == "Lee" for m in s.messages_by_rowid(r for r, _ in lee).values())
     finally:
         s.close()
+
+
+def test_reset_and_a_pruned_log_rebuild_the_file(filled: SQLiteStore, emb, monkeypatch) -> None:
+    from archivist.store import common
+
+    search(filled, emb, "map it")
+    filled.reset()
+    assert search(filled, emb, "anything", 50) == []
+    add_direct(filled, chat("again", 20, seed=5), emb)
+    search(filled, emb, "catch up")
+    monkeypatch.setattr(common, "FILLS_KEPT", 3)  # deletes log more than is kept
+    other = SQLiteStore(filled.path)
+    try:
+        other.delete_conversation("again")
+        add_direct(other, chat("later", 20, seed=6), emb)
+    finally:
+        other.close()
+    later = {r for r, _ in filled.conversation_messages("later")}
+    assert set(search(filled, emb, "number 6-1", 100)) == later

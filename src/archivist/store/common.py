@@ -21,6 +21,7 @@ from .dialect import Dialect, Rows
 from .sql import Filters
 
 T = TypeVar("T")
+FILLS_KEPT = 10_000  # vector_fills rows kept; a cache further behind reloads in full
 
 
 class Connection(Protocol):
@@ -152,8 +153,16 @@ class Body:
         return {int(i): self._d.decode_vector(raw) for i, raw in rows}
 
     def _bump_vector_epoch(self, db: Connection) -> None:
-        """Cached vector indexes of other processes reload (rows went away)."""
+        """Cached vector indexes of other processes reload (rows went away).
+
+        Every delete path comes here, so this also prunes ``vector_fills``, which
+        SQLite's delete trigger fills with each deleted message (a reader further
+        behind than the rows kept rebuilds its side file; store/vecfile.py)."""
         db.execute(
             "INSERT INTO meta(key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "
             "DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)"
+        )
+        db.execute(
+            "DELETE FROM vector_fills WHERE seq <= (SELECT max(seq) FROM vector_fills) - ?",
+            (FILLS_KEPT,),
         )

@@ -20,13 +20,12 @@ import numpy as np
 from ..errors import EmbeddingMismatch, InputError
 from ..model import MAX_YEAR, MIN_YEAR, Attachment, Conversation, Message
 from . import sql as q
-from .common import Body, Connection
+from .common import FILLS_KEPT, Body, Connection
 from .records import AddResult, IndexedMessage
 
 # model.MIN_YEAR..MAX_YEAR as epoch seconds, for counting messages stored outside them.
 _EPOCH_MIN = int(datetime(MIN_YEAR, 1, 1, tzinfo=UTC).timestamp())
 _EPOCH_MAX = int(datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC).timestamp())
-FILLS_KEPT = 10_000  # vector_fills rows kept; a cache further behind reloads in full
 MSG_COLS = (
     "rowid, conversation, msg_id, session, seq, speaker, addressees, role, text, "
     "attachments, ts, session_start"
