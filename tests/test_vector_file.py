@@ -122,6 +122,28 @@ def test_a_damaged_or_foreign_side_file_is_rebuilt(filled: SQLiteStore, emb, dam
         again.close()
 
 
+def test_a_side_file_left_beside_another_database_is_not_trusted(tmp_path: Path, emb) -> None:
+    """Two stores with the same shape (same rowids, no deletes): only the store id tells
+    their side files apart."""
+    a, b = SQLiteStore(tmp_path / "a.db"), SQLiteStore(tmp_path / "b.db")
+    try:
+        add_direct(a, chat("x", 40, seed=1), emb)
+        add_direct(b, chat("x", 40, seed=2), emb)
+        search(a, emb, "map a")
+    finally:
+        a.close()
+        b.close()
+    (tmp_path / "b.db.vectors").mkdir()
+    for f in (tmp_path / "a.db.vectors").iterdir():
+        (tmp_path / "b.db.vectors" / f.name).write_bytes(f.read_bytes())
+    b = SQLiteStore(tmp_path / "b.db")
+    try:
+        q = emb.embed_batch(["number 2-3"])[0]
+        assert search(b, emb, "number 2-3", 10) == exact(b.path, q, 10)
+    finally:
+        b.close()
+
+
 def test_rows_written_behind_the_side_files_back_are_found(filled: SQLiteStore, emb) -> None:
     """A crash after SQLite committed but before the side file was touched: the next
     search catches up from the rows above its watermark."""

@@ -558,6 +558,13 @@ MIGRATIONS: tuple[Migration, ...] = (
                 "CREATE TRIGGER messages_vec_ad AFTER DELETE ON messages "
                 "BEGIN INSERT INTO vector_fills(msg_rowid) VALUES (old.rowid); END",
             ),
+            # Which database a side file belongs to: one left beside another store's
+            # file (a file copied over it) is rebuilt, not trusted.
+            Only(
+                "sqlite",
+                "INSERT INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(16)))) "
+                "ON CONFLICT (key) DO NOTHING",
+            ),
         ),
     ),
 )

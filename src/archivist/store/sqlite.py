@@ -160,6 +160,7 @@ class SQLiteStore(Store):
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute("PRAGMA busy_timeout=30000")
             self.migrate()
+            self._vectors.store_id = self.meta("store_id") or ""
         except sqlite3.DatabaseError as e:
             self._db.close()
             raise StoreError(f"{self.path} is not a usable archivist store: {e}") from e

@@ -55,6 +55,7 @@ class State:
 
     model: str
     dim: int
+    store: str = ""  # the database's meta store_id (migration 0009)
     gen: int = 0
     rows: int = 0
     dead: int = 0
@@ -139,8 +140,9 @@ def _map(path: Path, dtype, shape: tuple[int, ...]) -> np.ndarray:
 class VectorFile:
     """One store's side file: brought up to date from SQLite, shared by its threads."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, store_id: str = "") -> None:
         self.db_path = db_path
+        self.store_id = store_id
         self.root = db_path.with_name(db_path.name + ".vectors")
         self._guard = threading.Lock()
         self._snap: Snapshot | None = None
@@ -154,19 +156,19 @@ class VectorFile:
         """The file mapped and up to date with the store's ``top`` (max rowid, log seq)."""
         with self._guard:
             snap = self._mapped()
-            if snap is not None and snap.state.model == model and self._covers(snap, top):
+            if snap is not None and self._covers(snap, model, top):
                 return snap
             with self._flock("lock"):
                 snap = self._mapped()
-                if snap is None or snap.state.model != model or not self._covers(snap, top):
+                if snap is None or not self._covers(snap, model, top):
                     self._write_state(self._catch_up(snap.state if snap else None, model))
                     snap = self._mapped()
             assert snap is not None
             return snap
 
-    @staticmethod
-    def _covers(snap: Snapshot, top: tuple[int, int]) -> bool:
-        return (snap.state.rowid, snap.state.seq) == top
+    def _covers(self, snap: Snapshot, model: str, top: tuple[int, int]) -> bool:
+        st = snap.state
+        return st.model == model and st.store == self.store_id and (st.rowid, st.seq) == top
 
     def _mapped(self) -> Snapshot | None:
         """The current state's files, mapped again only when ``state.json`` changed."""
@@ -222,6 +224,7 @@ class VectorFile:
             fresh = (
                 state is None
                 or state.model != model
+                or state.store != self.store_id  # a file left beside another database
                 or state.seq > hi  # another copy of the store (a restore)
                 or (hi > state.seq and (lo is None or lo > state.seq + 1))  # log pruned
                 or (hi == state.seq and top < state.rowid)
@@ -261,7 +264,7 @@ class VectorFile:
                 f.unlink(missing_ok=True)
         for name in (f"ids-{gen}.i64", f"vecs-{gen}.f32", f"dead-{gen}.i64"):
             (self.root / name).write_bytes(b"")
-        return State(model=model, dim=dim, gen=gen)
+        return State(model=model, dim=dim, store=self.store_id, gen=gen)
 
     def _apply_log(self, conn: sqlite3.Connection, state: State, model: str, hi: int) -> State:
         """Tombstone the logged rowids' old rows; append their rows that have a vector now."""
