@@ -211,13 +211,20 @@ def test_drift_measure_and_guard(tmp_path: Path, upstream) -> None:
 
 def test_load_run_loses_and_duplicates_nothing_across_failures_and_a_restart(tmp_path) -> None:
     cfg = LoadConfig(
-        chats=3, turns=4, latency_ms=1, fail_rate=0.2, restart=True, max_seconds=60, seed=1
+        chats=4,
+        turns=4,
+        latency_ms=1,
+        fail_rate=0.2,
+        restart=True,
+        max_seconds=60,
+        seed=1,
+        chats_per_user=2,
     )
     result = run_load(cfg, tmp_path, memory_factory=fake_memory)
     assert result["completed"] and result["restarts"] == 1
     assert result["upstream"]["failed"] > 0 and result["retries"] > 0, result["upstream"]
     m = result["messages"]
-    assert m["sent"] == m["stored"] == 3 * 9 and m["lost"] == m["extra"] == m["duplicated"] == 0
+    assert m["sent"] == m["stored"] == 4 * 9 and m["lost"] == m["extra"] == m["duplicated"] == 0
     # memory was injected, and none of it repeated the request or itself
     c = result["context"]
     assert c["requests"] > 0 and c["items"] > 0

@@ -311,6 +311,9 @@ class LoadConfig:
     stream: bool = False
     drift_guard: bool = False
     context_budget: int = 1500
+    # chats per user: from 2 on, a user's other chats are earlier conversations the
+    # proxy injects from (1: each chat its own user, so little or nothing to inject)
+    chats_per_user: int = 1
     max_seconds: float = 300.0
     retries: int = 20
     seed: int = 0
@@ -397,8 +400,7 @@ async def _chat(
                 mean = cfg.think_ms / 1000
                 await asyncio.sleep(rng.uniform(0, mean) if t == 0 else rng.expovariate(1 / mean))
             history.append({"role": "user", "content": _user_text(n, t, rng)})
-            # two chats per user: the proxy has the user's other conversation to inject
-            user = f"user{n // 2}"
+            user = f"user{n // cfg.chats_per_user}"
             body = {"model": "fake", "messages": history, "user": user, "stream": cfg.stream}
             _, direct = await _call(client, urls["direct"], body, {}, tally, cfg.retries)
             reply, through = await _call(

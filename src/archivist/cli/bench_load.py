@@ -28,6 +28,13 @@ from .common import Context, emit_json, pass_ctx
 @click.option("--stream", is_flag=True, help="Streaming chat completions.")
 @click.option("--drift-guard", is_flag=True, help="Turn the drift guard on and count its cost.")
 @click.option("--budget", default=1500, show_default=True, type=click.IntRange(0))
+@click.option(
+    "--chats-per-user",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Chats each user has: from 2 on the proxy injects the user's other chats.",
+)
 @click.option("--max-seconds", default=300.0, show_default=True, help="Stop the run after this.")
 @click.option(
     "--data-dir",
@@ -52,6 +59,7 @@ def load(
     stream: bool,
     drift_guard: bool,
     budget: int,
+    chats_per_user: int,
     max_seconds: float,
     data_dir: Path | None,
     in_process: bool,
@@ -78,6 +86,7 @@ def load(
         stream=stream,
         drift_guard=drift_guard,
         context_budget=budget,
+        chats_per_user=chats_per_user,
         max_seconds=max_seconds,
     )
     with tempfile.TemporaryDirectory(prefix="archivist-load-") as tmp:
