@@ -38,22 +38,23 @@ class NeedKey(Exception):
     """No valid API key in the cookie: the browser is sent to the login page."""
 
 
+def _when(value: datetime | str | None) -> datetime | None:
+    """A datetime, an ISO string (the context log's) or nothing."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value) if value else None
+    return value
+
+
 def day(value: datetime | str | None) -> str:
     """'5 Aug 2024': how people read a date."""
-    if value is None or value == "":
-        return ""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return f"{value.day} {value:%b %Y}"
+    when = _when(value)
+    return f"{when.day} {when:%b %Y}" if when else ""
 
 
 def moment(value: datetime | str | None) -> str:
     """'5 Aug 2024, 18:02' (in the timestamp's own zone)."""
-    if value is None or value == "":
-        return ""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return f"{day(value)}, {value:%H:%M}"
+    when = _when(value)
+    return f"{day(when)}, {when:%H:%M}" if when else ""
 
 
 templates.env.filters["day"] = day
