@@ -49,6 +49,7 @@ log = logging.getLogger("archivist.server")
 
 # -- errors and authentication ------------------------------------------------------------
 
+
 async def _archivist_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ArchivistError)
     body = {"error": {"type": type(exc).__name__, "message": str(exc)}}
