@@ -259,3 +259,20 @@ def test_a_yes_no_question_about_another_value_is_answered_no(tmp_path: Path) ->
     ama = m.ask("Is Ama vegan?", person="Ama", at=datetime(2024, 3, 3, tzinfo=UTC))
     assert ama.abstain, ama.answer
     m.close()
+
+
+def test_a_yes_needs_the_names_the_question_asks_about(tmp_path: Path) -> None:
+    """ "Is Oscar Kofi's cat?" is no yes from "we got another cat named Bailey": the
+    evidence must hold, say or hear every name the question asks about."""
+    conv = make_conversation(
+        "pets",
+        [[("Kofi", "We got another cat, named Bailey, she is tiny."), ("Ama", "Cute!")]],
+        people=("Kofi", "Ama"),
+    )
+    m = MemoryService(tmp_path / "names.db", embedder=FakeEmbedder())
+    m.add(conv)
+    oscar = m.ask("Is Oscar Kofi's cat?", person="Kofi")
+    assert not oscar.answer.startswith("Yes"), oscar.answer
+    bailey = m.ask("Is Bailey Kofi's cat?", person="Kofi")
+    assert bailey.answer.startswith("Yes") and "Bailey" in bailey.answer, bailey.answer
+    m.close()

@@ -553,6 +553,31 @@ def on_attribute(
     return found[0] if found else None
 
 
+def names_missing(question: str, s: Sentence) -> list[str]:
+    """The names a yes/no question asks about that its evidence sentence does not hold,
+    say or hear: "Is Oscar Melanie's pet?" is no yes from "we got another cat named
+    Bailey" (Melanie's own words, with no Oscar in them). Months and days are times,
+    not names; a hypothetical ("Would Caroline like Vivaldi?") is an inference from
+    other evidence, so it asks for no name."""
+    if fold(question.split()[0] if question.split() else "") in ("would", "could", "might"):
+        return []
+    people = {fold(p) for p in (s.message.speaker, *s.message.addressees)}
+    low = fold(s.text)
+    missing = []
+    for token in question.split()[1:]:
+        name = re.sub(r"(?:['’]s)?\W*$", "", token.strip('"“”('))
+        if (
+            len(name) > 1
+            and name[0].isupper()
+            and not is_stopword(name)
+            and fold(name) not in CALENDAR_WORDS
+            and fold(name) not in people
+            and not re.search(rf"(?<!\w){re.escape(fold(name))}(?!\w)", low)
+        ):
+            missing.append(name)
+    return missing
+
+
 def states_other_value(question: str, sentence: str) -> bool:
     """Whether ``sentence`` gives the single-valued attribute a yes/no question asks
     about another value: "Is Lee vegan?" against "I've been pescatarian for years".
@@ -599,6 +624,8 @@ def compose(
         yes = yes_or_no(best, shape, at_is_past_of=current, wanted=wanted)
         if yes and not shape.negated and states_other_value(question, best.text):
             yes = False  # "Is Lee vegan?" - "I've been pescatarian for years": no
+        elif yes and names_missing(question, best):
+            return None  # a yes must be about what the question names
         # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
         # reads as contradicting its own quote
         ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
