@@ -95,6 +95,7 @@ def context_checks(messages: list[dict]) -> dict[str, int] | None:
     """
     import json
 
+    from ..read.context_lines import same_text
     from ..server.proxy import MEMORY_HEADER
     from ..text import query_terms
 
@@ -110,7 +111,7 @@ def context_checks(messages: list[dict]) -> dict[str, int] | None:
         for m in messages
         if m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
     ]
-    texts = {" ".join(s.casefold().split()) for s in said}
+    texts = {same_text(s) for s in said}
     terms = [t for s in said if len(t := set(query_terms(s))) >= 3]
     repeated = 0
     for item in items:
@@ -120,7 +121,7 @@ def context_checks(messages: list[dict]) -> dict[str, int] | None:
         except ValueError:
             words = quoted or item
         mine = set(query_terms(str(words)))
-        if " ".join(str(words).casefold().split()) in texts or any(t <= mine for t in terms):
+        if same_text(str(words)) in texts or any(t <= mine for t in terms):
             repeated += 1
     return {"items": len(items), "repeated": repeated, "duplicates": len(items) - len(set(items))}
 

@@ -578,16 +578,14 @@ def names_missing(question: str, s: Sentence) -> list[str]:
     return missing
 
 
-def states_other_value(question: str, sentence: str) -> bool:
-    """Whether ``sentence`` gives the single-valued attribute a yes/no question asks
-    about another value: "Is Lee vegan?" against "I've been pescatarian for years".
+def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
+    """Whether ``sentence`` gives a single-valued attribute a yes/no question asks about
+    (``asked_attributes``) another value: "Is Lee vegan?" against "I've been
+    pescatarian for years".
 
     Such a sentence answers "no" though it denies nothing; one that names the asked
     value too, or a value that may be the same ("analyst", "senior analyst"), does not.
     """
-    asked = asked_attributes(question)
-    if not asked:
-        return False
     low = sentence.casefold()
     stated = [a for a, _ in attribute_values(sentence)]
     return any(
@@ -607,7 +605,8 @@ def compose(
     # the best scored sentence that is relevant at all: a weak but recent one on top
     # ("Nope. August I'm back on days") does not hide "on night shifts until July"
     best = next((s for s in ranked if s.relevance >= floor), None)
-    if shape.form == "yes_no" and (asked := asked_attributes(question)):
+    asked = asked_attributes(question) if shape.form == "yes_no" else []
+    if asked:
         # a question about one's diet, job or home is answered by what they said of it
         # last ("Is Lee pescatarian?" - "I went vegan": no), however few words it shares;
         # if they said nothing of it, only a sentence naming the asked value answers
@@ -622,7 +621,7 @@ def compose(
     current = shape.now and not shape.before
     if shape.form == "yes_no":
         yes = yes_or_no(best, shape, at_is_past_of=current, wanted=wanted)
-        if yes and not shape.negated and states_other_value(question, best.text):
+        if yes and not shape.negated and states_other_value(asked, best.text):
             yes = False  # "Is Lee vegan?" - "I've been pescatarian for years": no
         elif yes and names_missing(question, best):
             return None  # a yes must be about what the question names

@@ -358,15 +358,16 @@ def aspect_phrase(text: str, root: str) -> str | None:
     return None
 
 
-def _kinds(new: Claim, old: Claim, aspect: str) -> tuple[str, str, str]:
-    """(aspect, old value, new value) of a change: the first shared aspect both name with
-    a kind ("coffee with soy milk" -> "coffee to almond milk": milk, soy milk, almond
-    milk), else ``aspect`` with the claims' whole texts."""
-    for root in sorted(shared_aspects(new, old), key=lambda r: (-len(r), r)):
+def _kinds(new: Claim, old: Claim, shared: set[str]) -> tuple[str, str, str]:
+    """(aspect, old value, new value) of a change over the ``shared`` aspects: the first
+    both name with a kind ("coffee with soy milk" -> "coffee to almond milk": milk, soy
+    milk, almond milk), else ``changed_aspect``'s choice with the claims' whole texts."""
+    ordered = sorted(shared, key=lambda r: (-len(r), r))
+    for root in ordered:
         was, now = aspect_phrase(old.text, root), aspect_phrase(new.text, root)
         if was and now and was.casefold() != now.casefold():
             return root, was, now
-    return aspect, old.text, new.text
+    return ordered[0], old.text, new.text
 
 
 def ended_in(new: Claim, old: Claim) -> str | None:
@@ -460,9 +461,8 @@ def _by_change(s: _State, out: ClaimOutcome, c: Claim, cfg: ReconcileConfig) -> 
         if oid == c.id:
             continue
         old = s.by_id[oid]
-        aspect = changed_aspect(c, old)
-        if aspect is not None:
-            aspect, was, now = _kinds(c, old, aspect)
+        if shared := shared_aspects(c, old):  # the aspects changed_aspect chooses from
+            aspect, was, now = _kinds(c, old, shared)
             _conflict(s, out, old, c, aspect, was, now, "evolution", cfg, "heuristic")
             decided = True
         elif (stage := moved_on(c, old)) is not None:
