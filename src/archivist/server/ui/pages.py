@@ -35,16 +35,17 @@ def overview(request: Request, tenant: UiTenant) -> HTMLResponse:
         for p in memory.persons()
     ]
     people.sort(key=lambda pn: (-pn[1], pn[0].name.casefold()))
+    status = tenant.status()  # its stats and job counts, read once for the page
     return render(
         request,
         "overview.html",
         people=people,
         conversations=memory.conversations(),
-        stats=memory.stats(),
+        stats=status["stats"],
         conflicts=list(reversed(memory.conflicts()))[:10],
-        jobs=memory.job_counts(),
+        jobs=status["jobs"],
         llm=memory.llm_summary(),
-        status=tenant.status(),
+        status=status,
     )
 
 
