@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from archivist.read.extractive import denies
+from archivist.read.extractive import asked_kinds, denies, reply_prompt
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.text import stem
@@ -109,3 +109,82 @@ def test_where_is_answered_by_a_sentence_naming_a_place(tmp_path: Path) -> None:
         m.add(make_conversation("move", chat, people=("Esteban", "Nadia")))
         got = m.ask("Where is Esteban now?", person="Esteban")
     assert "Berlin" in got.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("Which city does Rosa live in?", {"residence"}),
+        ("Where does Rosa live now?", {"residence"}),
+        ("What does Rosa do for a living?", {"job"}),
+        ("Where does Rosa work?", {"employer", "job"}),
+        ("What does Rosa eat these days?", {"diet"}),
+        ("Who is Rosa's girlfriend?", {"partner"}),
+        ("How old is Rosa?", {"age"}),
+        ("What does Rosa do on weekends?", set()),
+        ("Which books did Rosa read?", set()),
+    ],
+)
+def test_which_attribute_an_open_question_asks_for(question: str, kinds: set[str]) -> None:
+    assert asked_kinds(question) == kinds
+
+
+def test_where_someone_lives_is_what_they_last_said_of_their_home(tmp_path: Path) -> None:
+    """A sentence sharing the question's words ("the flat in Bonfim") does not beat the
+    person's own statement of where they live; a relative's home is not theirs."""
+    chat = (
+        (("Rosa", "I live in Lyon, up in Croix-Rousse."), ("Ines", "Nice.")),
+        (
+            ("Rosa", "Finally settled in Porto. The flat in Bonfim is tiny but it has a balcony."),
+            ("Ines", "Jealous."),
+            ("Rosa", "And my sister lives in Braga now, so we meet on Sundays."),
+        ),
+    )
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("home", chat, people=("Rosa", "Ines")))
+        got = m.ask("Which city does Rosa live in?", person="Rosa")
+    assert "Porto" in got.answer and "Lyon" not in got.answer and "Braga" not in got.answer
+
+
+def test_what_holds_now_is_answered_without_what_stopped(tmp_path: Path) -> None:
+    """"no longer X, Y" answers with Y; "my old team" is not the team now."""
+    chat = (
+        (("Gabi", "I manage the support team at the insurer."), ("Rafa", "Busy.")),
+        (
+            ("Gabi", "I'm no longer managing the support team, I moved over to the data team."),
+            ("Rafa", "Miss it?"),
+            ("Gabi", "Not even a little. My old team got a new manager, he's great."),
+        ),
+    )
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("team", chat, people=("Gabi", "Rafa")))
+        got = m.ask("What team is Gabi on?", person="Gabi")
+    assert got.answer == "I moved over to the data team."
+
+
+def test_a_short_reply_is_read_and_quoted_with_its_question(tmp_path: Path) -> None:
+    """"My girlfriend!" answers who Marisol is only beside "who's this Marisol?"."""
+    chat = (
+        (
+            ("Andres", "So who's this Marisol you keep posting climbing photos with?"),
+            ("Diego", "My girlfriend! We've been together since April."),
+            ("Andres", "About time."),
+        ),
+    )
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("news", chat, people=("Andres", "Diego")))
+        got = m.ask("Is Marisol Diego's girlfriend?", person="Diego")
+    assert got.answer.startswith("Yes: My girlfriend! (in reply to Andres: So who's this Marisol")
+
+
+def test_reply_prompt_needs_a_question_by_someone_else() -> None:
+    asked = make_conversation(
+        "c", ((("Ana", "How many kids do you have?"), ("Lee", "Two of them. Both loud.")),)
+    ).messages
+    told = make_conversation(
+        "c", ((("Ana", "I have two kids."), ("Lee", "Two of them. Both loud.")),)
+    ).messages
+    assert reply_prompt(asked[1], asked[0]) == "Ana: How many kids do you have?"
+    assert reply_prompt(told[1], told[0]) == ""
+    assert reply_prompt(asked[1], None) == ""
+    assert reply_prompt(asked[0], asked[0]) == ""  # one's own question

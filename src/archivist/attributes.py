@@ -179,7 +179,7 @@ def _elliptic(before: str) -> bool:
     )
 
 
-def _holds(text: str, subject: str, start: int, attribute: str = "") -> bool:
+def holds_for(text: str, subject: str, start: int, attribute: str = "") -> bool:
     """Whether ``subject`` is the one the cue at ``start`` speaks of.
 
     The subject's name must come before the cue with nothing in between that
@@ -219,7 +219,7 @@ def attribute_of(text: str, subject: str) -> AttributeValue | None:
     text; a cue that belongs to someone else in the sentence is skipped.
     """
     for found, m in attribute_values(text):
-        if _holds(text, subject, m.start(), found.attribute):
+        if holds_for(text, subject, m.start(), found.attribute):
             if found.change:
                 return found
             if _CORRECTION.search(text):

@@ -35,6 +35,7 @@ from .extractive import (
     meaning_text,
     message_sentences,
     rank_sentences,
+    reply_prompt,
     shape_of,
     someone_elses,
 )
@@ -330,13 +331,16 @@ def extractive_answer(
     person: str | None = None,
     claims: Mapping[tuple[str, str], Sequence[Claim]] | None = None,
     embedder: Embedder | None = None,
+    prompts: Mapping[tuple[str, str], str] | None = None,
 ) -> Answer:
     """The answer read off the evidence among the first k hits, or an abstention.
 
     ``verify``: check the speaker first, over all the hits given. ``claims``
     (message key -> its claims, any status) says which sentences no longer
     hold at ``at``; without it every sentence counts as holding. ``embedder``
-    adds meaning to word overlap. See read/extractive.py for how it reads.
+    adds meaning to word overlap; ``prompts`` (message key -> "Asker: question?",
+    ``reply_prompt``) the question a short reply answers. See read/extractive.py
+    for how it reads.
     """
     names = names_in(question, people)
     if person and person.casefold() not in {n.casefold() for n in names}:
@@ -356,17 +360,17 @@ def extractive_answer(
     owner = lambda text, m: owner_and_subject(  # noqa: E731
         text, m.speaker, m.addressees, people, kin=kin, by_kin=by_kin
     )
-    sentences = message_sentences(top, claims or {}, at, owner)
+    sentences = message_sentences(top, claims or {}, at, owner, prompts)
     if not sentences:
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
     shape = shape_of(question, asks_when=asks_when(question))
     wanted = asked_stems(question, names, shape.before)
-    texts = [s.text for s in sentences]
+    texts = [f"{s.asked} {s.text}" if s.asked else s.text for s in sentences]
     lexical = lexical_scores(texts, wanted, aspect_stems(question), weights, question)
-    meaning = _meaning(embedder, meaning_text(question, names), [s.text for s in sentences])
+    meaning = _meaning(embedder, meaning_text(question, names), texts)
     target = person or (as_written(names[0], question) if len(names) == 1 else None)
-    ranked = rank_sentences(sentences, shape, lexical, meaning, target)
-    composed = compose(question, shape, ranked, wanted)
+    ranked = rank_sentences(sentences, shape, lexical, meaning, target, wanted)
+    composed = compose(question, shape, ranked, wanted, target)
     if composed is None:
         reason = f"weak evidence: best relevance {ranked[0].relevance:.2f}"
         return replace(abstain(question, reason), context_tokens=tokens)
@@ -386,7 +390,7 @@ def extractive_answer(
             if own_word(s.message.speaker, s.owner, target)
             and (shape.form == "yes_no" or not denies(s.message.text, wanted))
         ]
-        mine = compose(question, shape, own, wanted) if own else None
+        mine = compose(question, shape, own, wanted, target) if own else None
         if mine is None:
             wrong = not_theirs(question, target, theirs, best.message, best.text, best.relevance)
             return replace(wrong, context_tokens=tokens)
@@ -637,6 +641,16 @@ def _extractive(core: Core, question: str, ev: Evidence, at: datetime | None) ->
             seen.add(key)
             hits.append(h)
     claims = as_known_by(core.store, core.store.claims_for_message_ids(seen), at)
+    prompts = {
+        key: prompt
+        for h in hits
+        if (key := (h.message.conversation, h.message.id))
+        and (
+            prompt := reply_prompt(
+                h.message, core.store.message_before(h.message.conversation, h.message.seq)
+            )
+        )
+    }
     return extractive_answer(
         question,
         hits,
@@ -647,4 +661,5 @@ def _extractive(core: Core, question: str, ev: Evidence, at: datetime | None) ->
         person=ev.person,
         claims=claims,
         embedder=core.embedder,
+        prompts=prompts,
     )

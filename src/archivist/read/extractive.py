@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..attributes import AttributeValue, attribute_values, compatible_values
+from ..attributes import AttributeValue, attribute_values, compatible_values, holds_for
 from ..model import Claim, Hit, Message
-from ..text import CALENDAR_WORDS, ENDING, NEGATION, fold, is_stopword, stem, words
+from ..text import CALENDAR_WORDS, ENDING, KIN_WORDS, NEGATION, fold, is_stopword, stem, words
 from ..timeground import find_times, spoken_day
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
@@ -89,6 +89,10 @@ _PLURAL_ASK = re.compile(
     re.I,
 )
 _INSTEAD = re.compile(r",?\s*\b(instead\s+of|rather\s+than|replacing)\b[^,.;!?]*", re.I)
+# A clause that says what stopped, beside one that says what holds now.
+_STOPPED = r"[^,;.!?]*\b(?:no\s+longer|anymore|any\s+more)\b[^,;.!?]*"
+_NO_LONGER_LEAD = re.compile(rf"^{_STOPPED}[,;]\s*(?:(?:but|and|so)\s+)?", re.I)
+_NO_LONGER_TAIL = re.compile(rf"[,;]\s*(?:(?:but|and|so)\s+)?{_STOPPED}(?=[.!?]*$)", re.I)
 _NUMBERS = {
     w: i
     for i, w in enumerate(
@@ -245,6 +249,9 @@ class Sentence:
     relevance: float = 0.0
     score: float = 0.0
     subject: bool = False  # the owner is the sentence's subject (archivist/subject.py)
+    # the question a short reply answers, with who asked it ("Andrés: So who's this
+    # Marisol?" for "My girlfriend!"): read with the reply, quoted beside it
+    asked: str = ""
 
 
 def someone_elses(s: Sentence, person: str, *, by_subject: bool = True) -> str | None:
@@ -375,6 +382,17 @@ def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
     return False
 
 
+# What a sentence that also denies says holds instead: "vegan now", "I moved over to…"
+_STATES_NEW = re.compile(
+    _NOW.pattern + r"|\b(?:instead|switched|moved|joined|started|became|went)\b", re.I
+)
+
+
+def _former(text: str, wanted: Sequence[str]) -> bool:
+    """Whether the sentence calls what the question asks about old ("my old team")."""
+    return any(stem(m.group(1)) in wanted for m in _FORMER.finditer(text))
+
+
 def denies(text: str, wanted: Sequence[str] = ()) -> bool:
     """Whether a sentence says something does not (or no longer) hold: a negation or
     an ending bearing on what is asked ("fish but no meat" denies no fish), what
@@ -387,7 +405,7 @@ def denies(text: str, wanted: Sequence[str] = ()) -> bool:
         return True
     if any(stem(m.group(1)) not in wanted for m in _RESTRICTION.finditer(text)):
         return True
-    return any(stem(m.group(1)) in wanted for m in _FORMER.finditer(text))
+    return _former(text, wanted)
 
 
 def _overlap(claim: Claim, sentence: str) -> float:
@@ -426,8 +444,10 @@ def rank_sentences(
     lexical: Sequence[float],
     meaning: Sequence[float],
     person: str | None,
+    wanted: Sequence[str] = (),
 ) -> list[Sentence]:
-    """The sentences scored for the question, best first (see the module docstring)."""
+    """The sentences scored for the question, best first (see the module docstring).
+    ``wanted``: the question's stems (``asked_stems``), for what a sentence calls old."""
     scored = []
     latest = max((s.message.timestamp for s in sentences), default=None)
     earliest = min((s.message.timestamp for s in sentences), default=None)
@@ -457,9 +477,16 @@ def rank_sentences(
                 score *= 1.3
         if s.ended is not None and not shape.past and not shape.before:
             score *= HISTORY_WEIGHT
-        if shape.form in ("open", "count") and NEGATION.search(s.text) and not _NOW.search(s.text):
-            # "not in Lyon anymore" says what is not; "vegan now, so no fish" says what is
+        if (
+            shape.form in ("open", "count")
+            and NEGATION.search(s.text)
+            and not _STATES_NEW.search(s.text)
+        ):
+            # "not in Lyon anymore" says what is not; "vegan now, so no fish" and "no
+            # longer on support, I moved over to the data team" say what is
             score *= NEGATED_WEIGHT
+        if shape.form in ("open", "count") and shape.now and _former(s.text, wanted):
+            score *= HISTORY_WEIGHT  # "my old team got a new manager" is not her team now
         if shape.form == "when" and (find_times(s.text, s.message.timestamp) or s.when):
             score *= WHEN_WEIGHT
         if s.text.rstrip().endswith("?"):
@@ -485,8 +512,16 @@ def quoted(s: Sentence, *, drop_replaced: bool = False) -> str:
     a scorer of short answers should not pay for them, a reader sees them.
     """
     text = s.text.strip()
+    if s.asked:
+        return f"{text} (in reply to {s.asked})"
     if drop_replaced:
         text = _INSTEAD.sub("", text).strip()
+        # "I'm no longer managing the support team, I moved over to the data team"
+        # answers "What team is she on?" with its second clause alone
+        if (kept := _NO_LONGER_LEAD.sub("", text, count=1)) != text and words(kept):
+            text = kept[0].upper() + kept[1:]
+        elif (kept := _NO_LONGER_TAIL.sub("", text, count=1)) != text and words(kept):
+            text = kept
     return text
 
 
@@ -533,6 +568,85 @@ def asked_attributes(question: str) -> list[AttributeValue]:
 
 _ASKED_WHO = re.compile(r"^\s*(?i:is|are|was|were|does|do|did|has|have)\s+(?P<who>[A-Z][\w'’-]*)")
 
+# Open questions that ask for a single-valued attribute (attributes.py) by its kind,
+# not by a value: "Which city does Tomás live in?", "What does Lee eat?", "How old…?"
+_ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "residence",
+        re.compile(
+            r"^\W*(?:where|which|what)\b.*\b(?:live|lives|(?<!a\s)living|based|reside|resides|home)\b"
+            r"|^\W*(?:which|what)\s+(?:city|town|country|neighbou?rhood)\b",
+            re.I,
+        ),
+    ),
+    (
+        "job",
+        re.compile(
+            r"^\W*what\b.*\b(?:job|occupation|profession|position|role|job\s+title)\b"
+            r"|^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+do(?:\s+for\s+(?:a\s+living|work))?"
+            r"\W*$|\bwork(?:s|ing)?\s+as\b",
+            re.I,
+        ),
+    ),
+    (
+        "employer",
+        re.compile(
+            r"^\W*(?:where|which\s+company|what\s+company)\b.*\bwork(?:s|ing)?\b(?!\s+as)"
+            r"|^\W*who\b.*\bwork(?:s|ing)?\s+for\b",
+            re.I,
+        ),
+    ),
+    ("diet", re.compile(r"^\W*what\b.*\b(?:eat|eats|eating|diet)\b", re.I)),
+    (
+        "partner",
+        re.compile(
+            r"^\W*who\b.*\b(?:partner|girlfriend|boyfriend|husband|wife|spouse|fianc[ée]e?)\b"
+            r"|^\W*who\s+is\s+[A-Z][\w'’-]*\s+(?:dating|seeing|married\s+to|engaged\s+to)\b",
+            re.I,
+        ),
+    ),
+    ("age", re.compile(r"^\W*how\s+old\b", re.I)),
+)
+
+
+_KIN = re.compile(rf"\b(?:{KIN_WORDS})\b", re.I)
+
+
+def asked_kinds(question: str) -> frozenset[str]:
+    """The single-valued attributes an open question asks for by kind: "Which city
+    does Tomás live in?" -> residence. Where someone works names their employer or,
+    failing that, their job, so "employer" asks for either."""
+    kinds = {kind for kind, pattern in _ASKS_FOR if pattern.search(question)}
+    if "employer" in kinds:
+        kinds.add("job")
+    return frozenset(kinds)
+
+
+def stating_kind(
+    kinds: frozenset[str], person: str | None, ranked: Sequence[Sentence]
+) -> Sentence | None:
+    """The person's own sentence that states one of the asked attributes and still
+    holds, the latest first: "Finally settled in Porto." answers "Which city does
+    Tomás live in?" though "The flat in Bonfim is tiny" shares as many words."""
+    if not kinds or not person:
+        return None
+    key = person.casefold()
+    found = [
+        s
+        for s in ranked
+        if s.ended is None
+        and s.message.role != "assistant"
+        and not s.text.rstrip().endswith("?")
+        and (s.owner or s.message.speaker).casefold() == key
+        and any(
+            a.attribute in kinds
+            and holds_for(s.text, person, m.start(), a.attribute)
+            and not _KIN.search(s.text[: m.start()])  # "my sister lives in Porto"
+            for a, m in attribute_values(s.text)
+        )
+    ]
+    return max(found, key=lambda s: s.message.timestamp, default=None)
+
 
 def on_attribute(
     question: str, asked: Sequence[AttributeValue], ranked: Sequence[Sentence]
@@ -562,7 +676,7 @@ def names_missing(question: str, s: Sentence) -> list[str]:
     if fold(question.split()[0] if question.split() else "") in ("would", "could", "might"):
         return []
     people = {fold(p) for p in (s.message.speaker, *s.message.addressees)}
-    low = fold(s.text)
+    low = fold(f"{s.text} {s.asked}")
     missing = []
     for token in question.split()[1:]:
         name = re.sub(r"(?:['’]s)?\W*$", "", token.strip('"“”('))
@@ -598,9 +712,14 @@ def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
 
 
 def compose(
-    question: str, shape: Shape, ranked: Sequence[Sentence], wanted: Sequence[str] = ()
+    question: str,
+    shape: Shape,
+    ranked: Sequence[Sentence],
+    wanted: Sequence[str] = (),
+    person: str | None = None,
 ) -> tuple[str, list[Sentence], str] | None:
-    """The answer text, the sentences it rests on and why; None to abstain."""
+    """The answer text, the sentences it rests on and why; None to abstain.
+    ``person``: the one asked about, whose own statement of an asked attribute wins."""
     floor = MIN_YES_NO if shape.form == "yes_no" else MIN_RELEVANCE
     # the best scored sentence that is relevant at all: a weak but recent one on top
     # ("Nope. August I'm back on days") does not hide "on night shifts until July"
@@ -615,6 +734,11 @@ def compose(
             best = stating
         elif best is not None and not any(a.value.casefold() in fold(best.text) for a in asked):
             best = None
+    elif shape.form == "open" and shape.now and not shape.before and not shape.plural:
+        # "Where does Tomás live?" is answered by what he last said of his home
+        stating = stating_kind(asked_kinds(question), person, ranked)
+        if stating is not None:
+            best = stating
     if best is None:
         return None
     why = f"best evidence relevance {best.relevance:.2f}"
@@ -658,18 +782,38 @@ def split_sentences(text: str) -> list[str]:
     return [p.strip() for p in SENTENCE_BREAK.split(text) if p.strip()]
 
 
+REPLY_WORDS = 8  # a reply's first sentence this short may mean nothing without its question
+
+
+def reply_prompt(m: Message, before: Message | None) -> str:
+    """The question ``m`` opens by answering, as "Asker: question?", or "": the message
+    just before it, by someone else, asking something, when ``m``'s first sentence is
+    short ("My girlfriend!" after "So who's this Marisol you keep posting…?")."""
+    if before is None or before.speaker == m.speaker or "?" not in before.text:
+        return ""
+    first = split_sentences(m.indexed_text())[:1]
+    if not first or len(first[0].split()) > REPLY_WORDS:
+        return ""
+    question = [t for t in split_sentences(before.text) if "?" in t]
+    return f"{before.speaker}: {question[-1]}"
+
+
 def message_sentences(
     hits: Sequence[Hit],
     claims: Mapping[tuple[str, str], Sequence[Claim]],
     at: datetime,
     owner_of,
+    prompts: Mapping[tuple[str, str], str] | None = None,
 ) -> list[Sentence]:
-    """Every sentence of the hits, with its owner, its claims' end and event time."""
+    """Every sentence of the hits, with its owner, its claims' end and event time;
+    ``prompts`` (``reply_prompt`` by message key) gives a reply's first sentence
+    the question it answers."""
     out = []
     for rank, h in enumerate(hits):
         m = h.message
         said = claims.get((m.conversation, m.id), ())
-        for text in split_sentences(m.indexed_text()):
+        prompt = (prompts or {}).get((m.conversation, m.id), "")
+        for i, text in enumerate(split_sentences(m.indexed_text())):
             mine = sentence_claims(text, said)
             starts = [c.valid_from for c in mine if c.valid_from is not None]
             ended = ended_at(mine, at)
@@ -685,6 +829,7 @@ def message_sentences(
                     ended=ended,
                     when=min(starts) if starts else None,
                     subject=subject,
+                    asked=prompt if i == 0 else "",
                 )
             )
     return out
