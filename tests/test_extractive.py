@@ -147,7 +147,7 @@ def test_where_someone_lives_is_what_they_last_said_of_their_home(tmp_path: Path
 
 
 def test_what_holds_now_is_answered_without_what_stopped(tmp_path: Path) -> None:
-    """"no longer X, Y" answers with Y; "my old team" is not the team now."""
+    """Asked what holds now, "no longer X, Y" answers Y and "my old team" is not it."""
     chat = (
         (("Gabi", "I manage the support team at the insurer."), ("Rafa", "Busy.")),
         (
@@ -163,7 +163,7 @@ def test_what_holds_now_is_answered_without_what_stopped(tmp_path: Path) -> None
 
 
 def test_a_short_reply_is_read_and_quoted_with_its_question(tmp_path: Path) -> None:
-    """"My girlfriend!" answers who Marisol is only beside "who's this Marisol?"."""
+    """A reply like "My girlfriend!" answers who Marisol is only beside its question."""
     chat = (
         (
             ("Andres", "So who's this Marisol you keep posting climbing photos with?"),
