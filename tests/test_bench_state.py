@@ -113,6 +113,9 @@ def test_coverage_looks_for_any_expected_string() -> None:
     assert covers(probe(expect=("vegan",)), "- Priya: pescatarian") is False
     assert covers(probe(expect_all=("band", "chess")), "chess on Fridays") is True
     assert covers(probe(abstain=True), "anything") is None
+    # a yes or no is read from the evidence, not found in it
+    assert covers(probe(expect=("yes",)), "- Camille: no alcohol until the 15th") is None
+    assert covers(probe(expect=("No", "quit")), "- Noor: quit the clinic") is True
 
 
 def test_stale_counts_only_on_lines_without_the_history_marker() -> None:

@@ -17,7 +17,10 @@ found in "now", "yes" not in "yesterday"):
   (all of ``expect_all`` when given) and no ``stale``; an abstain probe's
   answer abstains and, when ``expect`` is given, names one of them.
 - coverage: some ``expect`` (else ``expect_all``) string is in the context
-  text; abstain probes with neither are not scored.
+  text; abstain probes with neither are not scored, nor are probes whose only
+  expected strings are a bare "yes" or "no": a context holds the evidence a
+  yes or no is read from ("no alcohol until the 15th"), not the answer word,
+  so such a probe judges the answer only.
 - stale-as-current: a ``stale`` value is on a context line that is not
   marked as history (a bare "yes" or "no" judges the answer only). A line
   is marked as history when it holds, exactly (case-sensitive), the marker
@@ -238,22 +241,23 @@ def check_answer(probe: Probe, text: str, abstained: bool) -> str | None:
     return None
 
 
+def shown_values(stale: Sequence[str]) -> list[str]:
+    """The strings a context can show (as current, for stale ones): all but a bare yes or no."""
+    return [s for s in stale if s.casefold().strip() not in ANSWER_WORDS]
+
+
 def covers(probe: Probe, context_text: str) -> bool | None:
-    """Whether the context holds some expected string; None when there is none to look for."""
-    wanted = probe.expect or probe.expect_all
+    """Whether the context holds some expected string; None when there is none to look
+    for (a bare yes or no is an answer word, not something a context shows)."""
+    wanted = shown_values(probe.expect or probe.expect_all)
     if not wanted:
         return None
     return any(_has(context_text, e) for e in wanted)
 
 
-def stale_values(stale: Sequence[str]) -> list[str]:
-    """The stale strings a context can show as current: all but a bare yes or no."""
-    return [s for s in stale if s.casefold().strip() not in ANSWER_WORDS]
-
-
 def stale_lines(stale: Sequence[str], context_text: str, marks: Sequence[str]) -> list[str]:
     """Context lines naming a stale value (not a bare yes or no) without a history marker."""
-    values = stale_values(stale)
+    values = shown_values(stale)
     return [
         line
         for line in context_text.splitlines()
@@ -301,7 +305,7 @@ def _figures(rows: Sequence[ProbeResult]) -> dict:
     correct = sum(r.answer_ok for r in rows)
     scored = [r for r in rows if r.covered is not None]
     hits = sum(bool(r.covered) for r in scored)
-    with_stale = sum(1 for r in rows if stale_values(r.probe.stale))
+    with_stale = sum(1 for r in rows if shown_values(r.probe.stale))
     stale = sum(r.stale_current for r in rows)
     return {
         "probes": len(rows),
