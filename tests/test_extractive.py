@@ -188,3 +188,16 @@ def test_reply_prompt_needs_a_question_by_someone_else() -> None:
     assert reply_prompt(told[1], told[0]) == ""
     assert reply_prompt(asked[1], None) == ""
     assert reply_prompt(asked[0], asked[0]) == ""  # one's own question
+
+
+def test_what_stopped_stays_in_the_answer_when_it_is_what_was_asked(tmp_path: Path) -> None:
+    chat = (
+        (
+            ("Gabi", "I'm no longer managing the support team, I moved over to the data team."),
+            ("Rafa", "Nice."),
+        ),
+    )
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("team", chat, people=("Gabi", "Rafa")))
+        got = m.ask("Which team does Gabi manage now?", person="Gabi")
+    assert "no longer managing the support team" in got.answer

@@ -505,8 +505,9 @@ def rank_sentences(
     return sorted(out, key=lambda s: (-s.score, s.rank))
 
 
-def quoted(s: Sentence, *, drop_replaced: bool = False) -> str:
-    """The sentence as said; ``drop_replaced`` cuts what it replaced ("instead of the ThinkPad").
+def quoted(s: Sentence, *, drop_replaced: bool = False, wanted: Sequence[str] = ()) -> str:
+    """The sentence as said; ``drop_replaced`` cuts what it replaced ("instead of the
+    ThinkPad") and what stopped, unless that bears on more of ``wanted`` (stems).
 
     Speaker and date travel beside it (``Answer.speaker``, ``Answer.said_at``):
     a scorer of short answers should not pay for them, a reader sees them.
@@ -517,12 +518,19 @@ def quoted(s: Sentence, *, drop_replaced: bool = False) -> str:
     if drop_replaced:
         text = _INSTEAD.sub("", text).strip()
         # "I'm no longer managing the support team, I moved over to the data team"
-        # answers "What team is she on?" with its second clause alone
-        if (kept := _NO_LONGER_LEAD.sub("", text, count=1)) != text and words(kept):
-            text = kept[0].upper() + kept[1:]
-        elif (kept := _NO_LONGER_TAIL.sub("", text, count=1)) != text and words(kept):
-            text = kept
+        # answers "What team is she on?" with its second clause alone, but not "Which
+        # team does she manage now?": what stopped is cut only when what is left
+        # holds every asked word it held
+        for cut, lead in ((_NO_LONGER_LEAD, True), (_NO_LONGER_TAIL, False)):
+            if (kept := cut.sub("", text, count=1)) != text and words(kept):
+                if _stems(text) & set(wanted) <= _stems(kept):
+                    text = kept[0].upper() + kept[1:] if lead else kept
+                break
     return text
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in words(text)}
 
 
 def count_in(text: str) -> int | None:
@@ -759,7 +767,7 @@ def compose(
     if shape.form == "count":
         n = count_in(best.text)
         head = f"{n}. " if n is not None else ""
-        return f"{head}{quoted(best, drop_replaced=current)}", [best], why
+        return f"{head}{quoted(best, drop_replaced=current, wanted=wanted)}", [best], why
     chosen = [best]
     if shape.plural:
         # items of a list are told at different times: relevance decides, not the
@@ -775,7 +783,7 @@ def compose(
             ):
                 chosen.append(s)
     chosen.sort(key=lambda s: s.message.timestamp)
-    return "; ".join(quoted(s, drop_replaced=current) for s in chosen), chosen, why
+    return "; ".join(quoted(s, drop_replaced=current, wanted=wanted) for s in chosen), chosen, why
 
 
 def split_sentences(text: str) -> list[str]:
