@@ -201,3 +201,22 @@ def test_what_stopped_stays_in_the_answer_when_it_is_what_was_asked(tmp_path: Pa
         m.add(make_conversation("team", chat, people=("Gabi", "Rafa")))
         got = m.ask("Which team does Gabi manage now?", person="Gabi")
     assert "no longer managing the support team" in got.answer
+
+
+def test_when_reads_the_time_said_beside_the_event(tmp_path: Path) -> None:
+    """The date may follow in the next sentence; "since when" wants the "since" time,
+    not the first time the message names."""
+    chat = (
+        (
+            ("Kofi", "I got promoted to senior analyst!!! Officially from the 1st of November."),
+            ("Efua", "Drinks on you."),
+            ("Kofi", "Mum fell in January and moved into a care home. She's there since March."),
+        ),
+    )
+    start = T0.replace(month=10, day=3)
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("news", chat, people=("Kofi", "Efua"), start=start))
+        promoted = m.ask("From when is Kofi's promotion effective?", person="Kofi")
+        since = m.ask("Since when has Kofi's mum been in the care home?", person="Kofi")
+    assert "November" in promoted.answer
+    assert "March" in since.answer and "January" not in since.answer

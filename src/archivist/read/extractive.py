@@ -428,11 +428,35 @@ def ended_at(claims: Sequence[Claim], at: datetime) -> datetime | None:
     return min((c.valid_to for c in claims if c.valid_to is not None), default=None)
 
 
-def event_time(s: Sentence) -> tuple[datetime, str]:
-    """When the sentence's event happened: a time it names, its claim's start, else its date."""
-    refs = find_times(s.text, s.message.timestamp)
-    if refs:
-        return refs[0].start, refs[0].granularity
+# "Since when…?", "By when…?": the time said with that word ("since February", "out
+# by July 10th") answers first, even in a later sentence of the message.
+_WHEN_WORDS = {"since": "since|from", "from": "since|from", "by": "by|until|till|before"}
+_WHEN_WORDS |= {"until": _WHEN_WORDS["by"], "till": _WHEN_WORDS["by"]}
+_PREP_WHEN = re.compile(r"^\W*(since|from|by|until|till)\s+when\b", re.I)
+
+
+def event_time(s: Sentence, question: str = "") -> tuple[datetime, str]:
+    """When the sentence's event happened: a time it names, else one the sentences after
+    it in its message name ("I got promoted! Officially from the 1st of November."),
+    else its claim's start, else its date. "Since when…?" and "By when…?" take a time
+    said with "since" or "by" first ("fell in January… been there since February")."""
+    said = s.message.timestamp
+    text = s.message.indexed_text()
+    start = text.find(s.text)
+    parts = [s.text, text[start + len(s.text) :] if start >= 0 else ""]
+    found = [(part, ref) for part in parts for ref in find_times(part, said)]
+    if m := _PREP_WHEN.match(question):
+        cue = _WHEN_WORDS[m[1].lower()]
+        said_with = re.compile(rf"\b(?:{cue})\s+$", re.I)
+        with_cue = [
+            (p, r)
+            for p, r in found
+            if re.match(rf"(?:{cue})\b", r.text, re.I) or said_with.search(p[: p.find(r.text)])
+        ]
+        found = with_cue + found
+    if found:
+        ref = found[0][1]
+        return ref.start, ref.granularity
     if s.when is not None:
         return s.when, "day"
     return s.message.timestamp, "day"
@@ -762,7 +786,7 @@ def compose(
         ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
         return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
     if shape.form == "when":
-        when, granularity = event_time(best)
+        when, granularity = event_time(best, question)
         return format_when(when, granularity), [best], why
     if shape.form == "count":
         n = count_in(best.text)

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from ..text import name_words
 
 _WHEN = re.compile(
-    r"^\s*(when|what (year|month|day|date|time)|which (year|month|day|date)|how long ago)\b"
+    r"^\s*(?:(?:since|from|until|till|by)\s+)?"
+    r"(when|what (year|month|day|date|time)|which (year|month|day|date)|how long ago)\b"
     r"|\b(what|which) (year|month|date|day)\b|\bhow long (ago|before|after)\b",
     re.IGNORECASE,
 )
@@ -37,5 +38,5 @@ def names_in(query: str, people: Iterable[str]) -> list[str]:
 
 
 def asks_when(query: str) -> bool:
-    """True for questions about time ("When did…", "What year…", "How long ago…")."""
+    """True for questions about time ("When did…", "Since when…", "What year…", "How long ago…")."""
     return bool(_WHEN.search(query))
