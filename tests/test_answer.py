@@ -130,6 +130,7 @@ def test_pure_helpers() -> None:
     assert stem("camping") == stem("camp")
     assert coverage("I went camping", ["camp", "tent"]) == 0.5
     assert format_when(T0) == "8 May 2023"
+    assert format_when(T0.replace(month=12), "season") == "winter 2023"
     assert sentence_owner("My race was fun", "Mel", ("Caro",), PEOPLE) == "Mel"
     assert sentence_owner("Your race was fun", "Mel", ("Caro",), PEOPLE) == "Caro"
     assert sentence_owner("That race was fun", "Mel", ("Caro",), PEOPLE) is None

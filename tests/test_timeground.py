@@ -273,3 +273,11 @@ def test_relative_times_are_resolved_where_they_stand() -> None:
     # each sentence in its own tense: the dinner is the coming Saturday
     invite = "Are you coming to dinner on Saturday? He booked a place."
     assert dated(invite, at).startswith("Are you coming to dinner on Saturday [27 May 2023]?")
+
+
+def test_a_weekly_habit_is_no_day() -> None:
+    """ "classes on Thursday nights" happen every week: grounding them to one Thursday
+    would make the classes a one-day window that expires the next day."""
+    assert [r.text for r in find_times("I've started classes on Thursday nights.", AT)] == []
+    assert [r.text for r in find_times("Yoga on Tuesdays.", AT)] == []
+    assert [r.text for r in find_times("See you on Thursday night!", AT)] == ["on Thursday"]

@@ -324,7 +324,8 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
     (r"\b(this\s+past)\s+(weekend)\b", _h_relative_period),
     (
         rf"\b(last|next|this|this\s+past|this\s+coming|on|until|till|by|before|from|after|since)"
-        rf"\s+{_WD}\b(?!s)",
+        # not "on Thursdays" nor "on Thursday nights": a habit, not a day
+        rf"\s+{_WD}\b(?!s|\s+(?:nights|mornings|afternoons|evenings)\b)",
         _h_weekday,
     ),
     (rf"\b({_NUM})\s+{_UNIT}\s+ago\b", _h_count(-1)),

@@ -344,11 +344,17 @@ def _extends(want: str, have: set[str]) -> bool:
     return len(want) >= 3 and any(h.startswith(want) and len(h) <= len(want) + 2 for h in have)
 
 
+_SEASONS = {m: season for season, ms in (("winter", (12, 1, 2)), ("spring", (3, 4, 5)),
+             ("summer", (6, 7, 8)), ("autumn", (9, 10, 11))) for m in ms}  # fmt: skip
+
+
 def format_when(when: datetime, granularity: str = "day") -> str:
     """Dates the way LoCoMo writes them: "7 May 2023", "May 2023", "2022"."""
     if granularity == "year":
         return str(when.year)
-    if granularity in ("month", "season"):
+    if granularity == "season":  # "next spring": the season said, not its first month
+        return f"{_SEASONS[when.month]} {when.year}"
+    if granularity == "month":
         return f"{when:%B} {when.year}"
     if granularity == "week":
         return f"the week of {when.day} {when:%B} {when.year}"
@@ -435,16 +441,25 @@ _WHEN_WORDS |= {"until": _WHEN_WORDS["by"], "till": _WHEN_WORDS["by"]}
 _PREP_WHEN = re.compile(r"^\W*(since|from|by|until|till)\s+when\b", re.I)
 
 
-def event_time(s: Sentence, question: str = "") -> tuple[datetime, str]:
+def event_time(s: Sentence, question: str = "", wanted: Sequence[str] = ()) -> tuple[datetime, str]:
     """When the sentence's event happened: a time it names, else one the sentences after
     it in its message name ("I got promoted! Officially from the 1st of November."),
-    else its claim's start, else its date. "Since when…?" and "By when…?" take a time
-    said with "since" or "by" first ("fell in January… been there since February")."""
+    else its claim's start, else its date. Of several times in a sentence, the one
+    nearest an asked word (``wanted`` stems): "Japanese classes on Thursday nights for
+    my Tokyo trip next spring" dates the trip in spring. "Since when…?" and "By
+    when…?" take a time said with "since" or "by" first ("fell in January… been
+    there since February")."""
     said = s.message.timestamp
     text = s.message.indexed_text()
     start = text.find(s.text)
     parts = [s.text, text[start + len(s.text) :] if start >= 0 else ""]
-    found = [(part, ref) for part in parts for ref in find_times(part, said)]
+    found = []
+    for part in parts:
+        asked = [t.start() for t in _TOKEN.finditer(part) if stem(t.group(0).lower()) in wanted]
+        refs = find_times(part, said)
+        if asked:
+            refs.sort(key=lambda r: min(abs(part.find(r.text) - a) for a in asked))
+        found += [(part, ref) for ref in refs]
     if m := _PREP_WHEN.match(question):
         cue = _WHEN_WORDS[m[1].lower()]
         said_with = re.compile(rf"\b(?:{cue})\s+$", re.I)
@@ -786,7 +801,7 @@ def compose(
         ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
         return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
     if shape.form == "when":
-        when, granularity = event_time(best, question)
+        when, granularity = event_time(best, question, wanted)
         return format_when(when, granularity), [best], why
     if shape.form == "count":
         n = count_in(best.text)
