@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from archivist.read.extractive import asked_kinds, denies, reply_prompt
+from archivist.read.extractive import (
+    Sentence,
+    asked_kinds,
+    asked_stems,
+    compose,
+    denies,
+    reply_prompt,
+    shape_of,
+)
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.text import stem
@@ -220,3 +228,27 @@ def test_when_reads_the_time_said_beside_the_event(tmp_path: Path) -> None:
         since = m.ask("Since when has Kofi's mum been in the care home?", person="Kofi")
     assert "November" in promoted.answer
     assert "March" in since.answer and "January" not in since.answer
+
+
+def test_a_yes_or_no_is_read_from_a_sentence_about_what_is_asked() -> None:
+    """ "Back home!" ranks first (newer, near in meaning) but says nothing of the stay;
+    the stay that ended answers, read as no."""
+    said = make_conversation(
+        "reno",
+        (
+            (
+                ("Keiko", "I'm staying at my parents' for two weeks."),
+                ("Keiko", "Back home!"),
+            ),
+        ),
+        people=("Keiko", "Hiro"),
+    ).messages
+    question = "Is Keiko still staying at her parents' place?"
+    shape = shape_of(question, asks_when=False)
+    ranked = [
+        Sentence("Back home!", said[1], "Keiko", 0, relevance=0.5, score=1.0),
+        Sentence(said[0].text, said[0], "Keiko", 1, T0, relevance=0.6, score=0.4),
+    ]
+    wanted = asked_stems(question, ["Keiko"], shape.before)
+    text, used, _ = compose(question, shape, ranked, wanted, "Keiko")
+    assert used == [ranked[1]] and text.startswith("No: I'm staying at my parents'")

@@ -758,6 +758,11 @@ def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
     )
 
 
+def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
+    """Whether the sentence (with the question it replies to) holds an asked word."""
+    return coverage(f"{s.text} {s.asked}", wanted) > 0
+
+
 def compose(
     question: str,
     shape: Shape,
@@ -771,6 +776,11 @@ def compose(
     # the best scored sentence that is relevant at all: a weak but recent one on top
     # ("Nope. August I'm back on days") does not hide "on night shifts until July"
     best = next((s for s in ranked if s.relevance >= floor), None)
+    if shape.form == "yes_no" and wanted:
+        # a yes or no is read from a sentence that speaks of what is asked, when one
+        # does: "Back home!" is near "staying at her parents'" in meaning, but it is the
+        # stay that answers whether she is still there
+        best = next((s for s in ranked if s.relevance >= floor and _speaks_of(s, wanted)), best)
     asked = asked_attributes(question) if shape.form == "yes_no" else []
     if asked:
         # a question about one's diet, job or home is answered by what they said of it
