@@ -388,6 +388,19 @@ def test_a_promotion_ends_the_job_a_first_week_named(tmp_path: Path) -> None:
         assert start.kind == "fact" and start.valid_from is not None and start.valid_to is None
 
 
+def test_a_move_in_a_month_is_the_home_from_then_on(tmp_path: Path) -> None:
+    """ "Transferring to the Berlin office in June" begins the Berlin home in June; it is
+    not a June-only window that lapses on 1 July."""
+    conv = make_conversation(
+        "esteban",
+        [[("Ana", "It's official: I'm transferring to the Berlin office in June."), ("Lee", "Ok")]],
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        (move,) = [c for c in mem.claims(conversation="esteban") if "Berlin" in c.text]
+        assert move.kind == "fact" and move.valid_from is not None and move.valid_to is None
+
+
 def test_a_line_is_history_by_its_own_claims_not_by_a_later_claim_in_the_same_words() -> None:
     """March's "Marta is making bacalhau" did not end with July's foresight in the same
     words: a message line is marked by the claims it is evidence of."""

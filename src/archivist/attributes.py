@@ -97,6 +97,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "",
     ),
     ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{PLACE}"), "move"),
+    (  # "transferring to the Berlin office": a move with the job, to that city
+        "residence",
+        re.compile(
+            rf"\btransferr(?:ed|ing)\s+to\s+(?:the|our|their)\s+{PLACE}\s+"
+            r"(?:office|branch|campus|site|headquarters|HQ)\b"
+        ),
+        "move",
+    ),
     (
         "diet",
         re.compile(
@@ -167,7 +175,12 @@ def clean_value(attribute: str, value: str) -> str:
     return v
 
 
-_SOMEONE = re.compile(r"\b(?:he|she|they|his|her|their|him|them)\b|['’]s\b", re.I)
+# a third person, or a possessive ("Ana's"), but not "it's" or "that's"
+_SOMEONE = re.compile(
+    r"\b(?:he|she|they|his|her|their|him|them)\b"
+    r"|(?<!\bit)(?<!\bthat)(?<!\bthere)(?<!\bhere)(?<!\bwhat)(?<!\blet)['’]s\b",
+    re.I,
+)
 
 
 def _elliptic(before: str) -> bool:

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
+from ..attributes import attribute_of
 from ..model import Attachment, Claim, EntityMention, Episode, Message
 from ..subject import kin_names, relative_subject
 from ..text import (
@@ -364,6 +365,14 @@ _STARTS = re.compile(r"\b(?:from|starting|as\s+of|effective)\s+(?:on\s+)?(?:the\
 _ENDS = re.compile(r"\b(?:to|until|till|through)\b|[-–]\s*\d", re.I)
 
 
+def _begins_state(text: str, speaker: str) -> bool:
+    """Does ``text`` give the speaker a new value of a state (attributes.py: home, job,
+    employer, diet, partner; "moving to Porto in March") with no end said? The time
+    it names is when that state begins, not its span."""
+    found = attribute_of(text, speaker)
+    return found is not None and found.attribute != "age" and not _WINDOW.search(text)
+
+
 def _open_start(text: str) -> bool:
     """Does ``text`` say when something begins ("from the 1st", "as of Monday") and no end?"""
     start = _STARTS.search(text)
@@ -394,8 +403,9 @@ def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Cla
     subject, how = _subject(core, m.speaker, addressee, known, kin)
     valid_from, valid_to = ground(core, m.timestamp)
     kind = "question" if question else _kind(core, m, known)
-    if kind == "foresight" and valid_to and _open_start(core):
-        kind = "fact"  # "from the 1st of November": holds from that day on
+    if kind == "foresight" and valid_to and (_open_start(core) or _begins_state(core, m.speaker)):
+        # "from the 1st of November", "moving to Porto in March": holds from then on
+        kind = "fact"
     if kind in ("fact", "preference", "event") and valid_to and not _WINDOW.search(core):
         valid_to = None  # "promoted today": began or happened then, not over the next day
     entities = _entities(core, known)
