@@ -15,6 +15,7 @@ from archivist.read.extractive import (
     denies,
     reply_prompt,
     shape_of,
+    split_sentences,
 )
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
@@ -252,3 +253,28 @@ def test_a_yes_or_no_is_read_from_a_sentence_about_what_is_asked() -> None:
     wanted = asked_stems(question, ["Keiko"], shape.before)
     text, used, _ = compose(question, shape, ranked, wanted, "Keiko")
     assert used == [ranked[1]] and text.startswith("No: I'm staying at my parents'")
+
+
+def test_why_is_answered_with_the_reason_said_next() -> None:
+    """The best sentence says what changed; the next one of its message says why."""
+    (said,) = make_conversation(
+        "seat",
+        (
+            (
+                (
+                    "Dima",
+                    "From now on, aisle seats please. Since the knee operation I need to stretch.",
+                ),
+            ),
+        ),
+        people=("Dima", "Ines"),
+    ).messages
+    what, why = split_sentences(said.text)
+    ranked = [
+        Sentence(what, said, "Dima", 0, relevance=0.8, score=0.8),
+        Sentence(why, said, "Dima", 0, relevance=0.3, score=0.3),
+    ]
+    question = "Why did Dima change his seat preference?"
+    shape = shape_of(question, asks_when=False)
+    text, used, _ = compose(question, shape, ranked, asked_stems(question, ["Dima"], shape.before))
+    assert used == ranked and text == f"{what}; {why}"

@@ -758,6 +758,22 @@ def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
     )
 
 
+_WHY = re.compile(r"^\W*(?:why|how\s+come|what\s+(?:made|caused|led))\b", re.I)
+_BECAUSE = re.compile(r"\b(?:because|since|so|due\s+to|thanks\s+to|after|cause|cos|reason)\b", re.I)
+
+
+def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
+    """The sentence said right after ``best`` in its message, when it gives a reason."""
+    text = best.message.indexed_text()
+    at = text.find(best.text)
+    if at < 0:
+        return None
+    following = split_sentences(text[at + len(best.text) :])[:1]
+    if not following or not _BECAUSE.search(following[0]):
+        return None
+    return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
+
+
 def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
     """Whether the sentence (with the question it replies to) holds an asked word."""
     return coverage(f"{s.text} {s.asked}", wanted) > 0
@@ -818,6 +834,12 @@ def compose(
         head = f"{n}. " if n is not None else ""
         return f"{head}{quoted(best, drop_replaced=current, wanted=wanted)}", [best], why
     chosen = [best]
+    if _WHY.match(question) and not _BECAUSE.search(best.text):
+        # "Why did he change his seat?" - "From now on, aisle seats please." says what,
+        # the next sentence of the message says why: "Since the knee operation I need…"
+        reason = _reason_after(best, ranked)
+        if reason is not None:
+            chosen.append(reason)
     if shape.plural:
         # items of a list are told at different times: relevance decides, not the
         # recency that picked the best; what no longer holds stays out of "now"
