@@ -144,6 +144,21 @@ def test_adding_the_same_conversation_twice_adds_nothing(store, embedder) -> Non
     assert snapshot(store) == before
 
 
+def test_a_conversation_stored_again_after_a_delete_reads_back_as_stored_now(
+    store, embedder
+) -> None:
+    """A process remembers decoded message rows (store/log.py): a row that changed
+    under the same id and position reads back as it is now."""
+    conv = ana_lee()
+    add_direct(store, conv, embedder)
+    assert [m for _, m in store.conversation_messages("ana-lee")] == list(conv.messages)
+    assert store.delete_conversation("ana-lee") == len(conv.messages)
+    first = replace(conv.messages[0], text="Something else entirely.")
+    again = replace(conv, messages=(first, *conv.messages[1:]))
+    add_direct(store, again, embedder)
+    assert [m for _, m in store.conversation_messages("ana-lee")] == list(again.messages)
+
+
 def test_cached_vectors_returns_what_was_stored(store, embedder) -> None:
     conv = ana_lee()
     rows, vectors = indexed(conv, embedder)
@@ -725,6 +740,25 @@ def test_appending_to_a_session_adds_and_keeps_what_was_there(three, embedder) -
     again = _save_part(three, embedder, s1, 4)
     assert {c.id for c in three.list_claims(Filters(conversation="ana-lee"))} == set(again)
     assert three.claims_to_reconcile("ana-lee")[0] == []
+
+
+def test_claims_read_back_after_reconciliation_show_what_it_changed(three, embedder) -> None:
+    """A process remembers decoded claim rows (store/derived.py): a claim reconciliation
+    closed reads back closed."""
+    s1 = [m for m in ana_lee().messages if m.session == 1]
+    first = _save_part(three, embedder, s1[:2], 2)
+    _, todo = three.claims_to_reconcile("ana-lee")
+    assert [(c.id, c.status) for c in todo] == [(first[0], "current"), (first[1], "current")]
+    update = {first[0]: ("superseded", first[1], W1)}
+    three.save_reconciliation(
+        ReconcileBatch("ana-lee", update, [], [], [], reconciled=[], model=embedder.name)
+    )
+    _, todo = three.claims_to_reconcile("ana-lee")
+    assert [(c.id, c.status, c.replaced_by) for c in todo] == [
+        (first[0], "superseded", first[1]),
+        (first[1], "current", None),
+    ]
+    assert todo[0].valid_to == W1
 
 
 def test_llm_cache_and_usage(store) -> None:

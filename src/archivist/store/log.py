@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -47,6 +48,21 @@ def row_to_message(r: Sequence) -> tuple[int, Message]:
         timestamp=datetime.fromisoformat(ts),
         session_start=datetime.fromisoformat(sstart) if sstart else None,
     )
+
+
+@lru_cache(maxsize=1 << 14)
+def _cached_message(r: tuple) -> tuple[int, Message]:
+    return row_to_message(r)
+
+
+def decoded_message(r: Sequence) -> tuple[int, Message]:
+    """``row_to_message``, remembered per process by the whole row: an add reads its
+    conversation back (a 300-message log was a fifth of the add) and the row decodes
+    to the same frozen Message every time; a changed row is another key."""
+    try:
+        return _cached_message(tuple(r))
+    except TypeError:  # a value that does not hash: decode it as it is
+        return row_to_message(r)
 
 
 def _at(row: IndexedMessage, seq: int) -> IndexedMessage:
@@ -463,7 +479,7 @@ class MessageLog(Body):
             f"SELECT {MSG_COLS} FROM messages WHERE conversation = ? ORDER BY seq",
             (conversation,),
         )
-        return [row_to_message(r) for r in rows]
+        return [decoded_message(r) for r in rows]
 
     def message_before(self, conversation: str, seq: int) -> Message | None:
         """The message said just before position ``seq`` of a conversation, if any."""

@@ -19,7 +19,7 @@ import numpy as np
 from ..model import Claim, ClaimEvent, Conflict, Entity
 from . import sql as q
 from .common import Body, Connection, all_of, dt, json_tuple, record
-from .derived import CLAIM_COLS, claim_cols, row_to_claim
+from .derived import CLAIM_COLS, claim_cols, decoded_claim, row_to_claim
 from .records import ReconcileBatch
 
 ENTITY_COLS = (
@@ -76,7 +76,7 @@ class Reconciliation(Body):
         and an add to a long conversation should not read all of it back.
         """
         todo = [
-            row_to_claim(r)
+            decoded_claim(r)
             for r in self._db.execute(
                 f"SELECT {CLAIM_COLS} FROM claims WHERE conversation = ? AND reconciled = 0 "
                 "ORDER BY said_epoch, id",
@@ -88,7 +88,7 @@ class Reconciliation(Body):
         speakers = sorted({q.person_key(c.speaker) for c in todo})
         marks = ", ".join("?" for _ in speakers)
         done = [
-            row_to_claim(r)
+            decoded_claim(r)
             for r in self._db.execute(
                 f"SELECT {CLAIM_COLS} FROM claims WHERE conversation = ? AND reconciled <> 0 "
                 f"AND speaker_key IN ({marks}) ORDER BY said_epoch, id",
