@@ -159,6 +159,15 @@ def test_a_conversation_stored_again_after_a_delete_reads_back_as_stored_now(
     assert [m for _, m in store.conversation_messages("ana-lee")] == list(again.messages)
 
 
+def test_last_messages_are_the_end_of_the_log_in_order(store, embedder) -> None:
+    conv = ana_lee()
+    add_direct(store, conv, embedder)
+    log = store.conversation_messages("ana-lee")
+    assert store.last_messages("ana-lee", 2) == log[-2:]
+    assert store.last_messages("ana-lee", 100) == log
+    assert store.last_messages("nope", 2) == []
+
+
 def test_cached_vectors_returns_what_was_stored(store, embedder) -> None:
     conv = ana_lee()
     rows, vectors = indexed(conv, embedder)

@@ -481,6 +481,14 @@ class MessageLog(Body):
         )
         return [decoded_message(r) for r in rows]
 
+    def last_messages(self, conversation: str, n: int) -> list[tuple[int, Message]]:
+        """The last ``n`` messages of a conversation, in log order: what an append follows."""
+        rows = self._db.execute(
+            f"SELECT {MSG_COLS} FROM messages WHERE conversation = ? ORDER BY seq DESC LIMIT ?",
+            (conversation, int(n)),
+        )
+        return [decoded_message(r) for r in reversed(rows.fetchall())]
+
     def message_before(self, conversation: str, seq: int) -> Message | None:
         """The message said just before position ``seq`` of a conversation, if any."""
         row = self._db.execute(

@@ -50,6 +50,17 @@ def near_batch(context: list[Message], batch: set[str], before: int) -> list[Mes
     return [m for i, m in enumerate(ordered) if i in keep]
 
 
+def stored_context(
+    core: Core, conv: Conversation, existing: dict[str, str], before: int
+) -> list[Message]:
+    """The stored messages ``conv`` is numbered and indexed after. New turns only (a live
+    chat's add): its last ``before`` messages, at least one (the numbering continues
+    from it), which is all ``near_batch`` keeps of the log; else the whole log."""
+    if any(m.id in existing for m in conv.messages):
+        return [m for _, m in core.store.conversation_messages(conv.id)]
+    return [m for _, m in core.store.last_messages(conv.id, max(1, before))]
+
+
 def add_conversation(
     core: Core,
     conv: Conversation,
@@ -70,7 +81,7 @@ def add_conversation(
         return AddResult(conversation=conv.id, unchanged=len(conv.messages))
     context = list(conv.messages)
     if existing:  # earlier turns stored before: they are this batch's context
-        stored = [m for _, m in store.conversation_messages(conv.id)]
+        stored = stored_context(core, conv, existing, index.embed_context)
         conv = continue_numbering(conv, stored)
         batch_ids = {m.id for m in conv.messages}
         context = [m for m in stored if m.id not in batch_ids] + list(conv.messages)
