@@ -23,6 +23,7 @@ from archivist.read.context import (
     estimate_tokens,
     pack,
 )
+from archivist.read.context_lines import days_once
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from conftest import make_conversation
@@ -122,7 +123,7 @@ def test_sections_come_in_design_order(mem) -> None:
     titles = [t for _, t in SECTIONS]
     shown = [line[3:] for line in ctx.text.splitlines() if line.startswith("## ")]
     assert shown == [t for t in titles if t in shown]
-    assert {"Key info", "Summaries", "Relevant and recent messages"} <= set(shown)
+    assert {"Key info", "Summaries", "Messages"} <= set(shown)
     order = [k for k, _ in SECTIONS]
     ranks = [order.index(i.kind) for i in ctx.items]
     assert ranks == sorted(ranks)
@@ -298,7 +299,7 @@ def test_a_short_reply_comes_with_its_question_or_not_at_all() -> None:
     both = pack({"message": [reply]}, 100, AFTER)
     assert [i.id for i in both.items] == ["c/1", "c/2"]  # the question first
     # room for the reply alone: a bare "Two of them." is not shown
-    alone = estimate_tokens("## Relevant and recent messages") + estimate_tokens(f"- {reply.text}")
+    alone = estimate_tokens("## Messages") + estimate_tokens(f"- {reply.text}")
     assert pack({"message": [reply]}, alone + 2, AFTER).items == ()
 
 
@@ -366,3 +367,81 @@ def test_key_info_is_shown_whole_or_not_at_all() -> None:
     assert not any(i.kind == "key_info" for i in ctx.items)  # 10 tokens of room: no cut fact
     ctx = pack({"key_info": [fact]}, 2000, AFTER)
     assert [i.kind for i in ctx.items] == ["key_info"] and "[cut]" not in ctx.text
+
+
+def _said(i: int, day: int, hour: int, text: str, relevance: float = 0.5) -> Candidate:
+    when = datetime(2023, 5, day, hour, tzinfo=UTC)
+    line = f"[{day} May 2023] Ana → Lee: {text}"
+    return Candidate(
+        "message",
+        f"c/{i}",
+        line,
+        relevance=relevance,
+        when=when,
+        conversation="c",
+        skippable=True,
+        body=text,
+        evidence=frozenset({("c", str(i))}),
+    )
+
+
+def test_days_once_writes_each_day_on_its_first_line() -> None:
+    lines = ["[8 May 2023] Ana: a", "[8 May 2023] Lee: b", "[9 May 2023] Ana: c", "Lee: d"]
+    assert days_once(lines) == ["[8 May 2023] Ana: a", "Lee: b", "[9 May 2023] Ana: c", "Lee: d"]
+
+
+def test_a_day_is_written_once_and_its_lines_cost_what_they_show() -> None:
+    """Whatever order the lines are chosen in, the day is on the first line of it."""
+    lines = [
+        _said(2, 8, 11, "The Azores trip is booked for June.", relevance=1.0),
+        _said(1, 8, 9, "Marta is coming to the Azores too.", relevance=0.9),
+        _said(3, 9, 9, "I started learning Portuguese.", relevance=0.8),
+    ]
+    ctx = pack({"message": lines}, 200, AFTER)
+    assert ctx.text.splitlines() == [
+        "## Messages",
+        "- [8 May 2023] Ana → Lee: Marta is coming to the Azores too.",
+        "- Ana → Lee: The Azores trip is booked for June.",
+        "- [9 May 2023] Ana → Lee: I started learning Portuguese.",
+    ]
+    assert ctx.tokens == estimate_tokens("## Messages") + sum(i.tokens for i in ctx.items)
+    assert all(i.tokens == estimate_tokens(f"- {i.text}") for i in ctx.items)
+    for budget in range(20, 60):  # packed to any budget, the text never costs more
+        small = pack({"message": lines}, budget, AFTER)
+        assert small.tokens <= budget
+        assert small.tokens == sum(estimate_tokens(x) for x in small.text.splitlines())
+
+
+def test_a_claim_does_not_push_out_a_message_that_outranks_it() -> None:
+    """Claims and messages are ranked together: a claims section filled first left out
+    search hits that held what a LoCoMo question needed."""
+    hit = _said(1, 8, 9, "The store is doing great, sales doubled this month.", relevance=1.0)
+    weak = replace(_claim(7, "[8 May 2023] Ana (fact): Ana likes her job."), relevance=0.2)
+    strong = replace(_claim(8, "[8 May 2023] Ana (plan): Ana opens a second store."), relevance=1)
+    one_line = estimate_tokens("## Messages") + estimate_tokens(f"- {hit.text}") + 2
+    ctx = pack({"claim": [weak], "message": [hit]}, one_line, AFTER)
+    assert [i.id for i in ctx.items] == ["c/1"]
+    both = pack({"claim": [weak, strong], "message": [hit]}, 120, AFTER)
+    assert [i.id for i in both.items] == ["8", "c/1"]  # claims first in the text
+
+
+def test_a_message_is_not_dropped_for_words_other_lines_hold() -> None:
+    """Only an assistant's echo is judged against everything shown: "The store's doing
+    great!" says something new even when 'store' and 'great' are on other lines."""
+    lines = [
+        _said(1, 8, 9, "My store opened, a great day.", relevance=1.0),
+        _said(2, 8, 10, "The store is doing great!", relevance=0.9),
+    ]
+    assert [i.id for i in pack({"message": lines}, 200, AFTER).items] == ["c/1", "c/2"]
+    echo = replace(lines[1], reply=True)
+    assert [i.id for i in pack({"message": [lines[0], echo]}, 200, AFTER).items] == ["c/1"]
+
+
+def test_a_claim_of_a_shown_turn_is_not_shown() -> None:
+    hit = _said(1, 8, 9, "I'm on antibiotics for 10 days, so no alcohol for me.", relevance=1)
+    claim = replace(
+        _claim(5, "[8 May 2023] Ana (foresight): Ana takes no alcohol (until 18 May 2023)."),
+        relevance=0.9,
+        evidence=frozenset({("c", "1")}),
+    )
+    assert [i.id for i in pack({"claim": [claim], "message": [hit]}, 200, AFTER).items] == ["c/1"]

@@ -214,10 +214,10 @@ def test_memory_message_snapshot() -> None:
             "## Key info",
             '- Ana: "nurse in Porto"',
             "",
-            "## Claims, theories, open questions and plans",
+            "## Claims",
             '- [2024-03-01] Ana (fact): "Ana owns a red kayak."',
             "",
-            "## Relevant and recent messages",
+            "## Messages",
             '- [2024-03-01 09:00] Ana → assistant: "I said \\"hi\\"\\nthen"',
             "</memory>",
         ]

@@ -8,7 +8,10 @@ stands for, and a reply is never shown without what it answers.
 Otherwise, sections, in order: key info; message summaries from the longest
 span to the most recent; dossiers of relevant entities; briefs of less relevant
 ones; the most relevant current claims (facts, theories, open questions,
-plans); then recent messages. Gathering candidates reads the store
+plans); then relevant and recent messages. Claims and messages are ranked
+together: a claim is shown only where it outranks the turns it would leave out.
+In those sections and in the whole history, lines in time order, each day is
+written once, on its first line. Gathering candidates reads the store
 (``gather``); ranking and packing them into the budget are pure functions
 (``score``, ``pack``).
 
@@ -16,8 +19,8 @@ Tokens are estimated, not counted: ``ceil(words × 1.3)`` per line (English
 text averages about 1.3 tokens a word with common BPE vocabularies; no
 tokenizer dependency). Budget shares (``ContextConfig``): key info, summaries,
 dossiers and briefs each have a cap (5/25/15/5 %) and together may never use
-the last 40 %, which stays for claims (20 % reserved) and recent messages
-(20 % reserved); what claims leave unused goes to messages. Below 2,000 tokens
+the last 40 %, which stays for claims and messages (20 % that claims may not
+take). Below 2,000 tokens
 claims get at most 20 %, summaries, dossiers and briefs nothing, and key info
 only the whole sentences the turn bears on: measured on LoCoMo, they held
 fewer of the turns a question needs than the messages they displaced
@@ -29,7 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -42,6 +45,8 @@ from .context_lines import (
     Candidate,
     bearing_on,
     claim_line,
+    day_of,
+    days_once,
     fragments_as_turns,
     message_line,
     same_text,
@@ -61,8 +66,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("summary", "Summaries"),
     ("dossier", "Entities"),
     ("brief", "Other entities"),
-    ("claim", "Claims, theories, open questions and plans"),
-    ("message", "Relevant and recent messages"),
+    ("claim", "Claims"),
+    ("message", "Messages"),
     ("log", "Earlier messages, oldest first"),  # the whole history, when it fits
 )
 EARLY = ("key_info", "summary", "dossier", "brief")  # capped, and never eat the reserves
@@ -110,6 +115,10 @@ class ContextConfig:
     # they are what the chat in front of the assistant holds (the proxy leaves its request
     # out anyway), and pinned they cost a LoCoMo context at 250 tokens 7 points of recall
     keep_last: int = 0
+    # relevance of a claim search did not find, by the share of the turn's words it holds:
+    # below the hits that fill a budget (at 0.8, every claim saying "dogs" brought its turn
+    # before the hits for "How many dogs does Andrew have?", and LoCoMo recall fell)
+    claim_overlap: float = 0.3
     max_claims: int = 300  # claims of the conversation(s) offered besides search hits
     max_dossiers: int = 3
     max_briefs: int = 6
@@ -255,7 +264,7 @@ def _says_again(
         return True
     if c.skippable:
         known = said.get(c.conversation, set())
-        if c.kind == "message":
+        if c.reply:
             known = known | shown
         share = config.echo_share if c.reply else config.covered_share
         if known and share_in(words, known) >= share:
@@ -276,10 +285,145 @@ def _allowances(budget: int, config: ContextConfig) -> dict[str, float]:
     return caps
 
 
+def _line(
+    c: Candidate,
+    days: Mapping[str, tuple[datetime, int]] | None,
+    room: float,
+    config: ContextConfig,
+    kind: str = "",
+) -> tuple[str, int, str, tuple[datetime, int] | None] | None:
+    """``c`` as a line fitted to ``room`` (``_fit``), its cost, its day, and, when it
+    writes its day, (when, tokens the day adds).
+
+    In a section in time order (``days``: each day written there, the time of the
+    line that writes it and what that costs; None in another section) a day is
+    written once, on its first line (``days_once``): a line is fitted without it,
+    and costs what writing the day adds only when it is the day's first line,
+    less what the day's line until then no longer pays.
+    """
+    day, rest = day_of(c.text) if days is not None else ("", c.text)
+    when = c.when or datetime.min.replace(tzinfo=UTC)
+    held = days.get(day) if days is not None and day else None
+    first = bool(day) and (held is None or when < held[0])
+    most = math.ceil(3 * config.tokens_per_word) if first else 0  # what a day can add
+    line = _fit(f"- {rest}", int(room - most), config, cut=kind != "key_info")
+    if line is None:
+        return None
+    cost = estimate_tokens(line, config.tokens_per_word)
+    if not first:
+        return line, cost, day, None
+    own = estimate_tokens(f"- [{day}] {line[2:]}", config.tokens_per_word) - cost
+    return line, cost + own - (held[1] if held else 0), day, (when, own)
+
+
+def _dated_lines(
+    kind: str,
+    shown: Sequence[tuple[Candidate, float]],
+    lines: Mapping[int, str],
+    config: ContextConfig,
+) -> list[tuple[str, int]]:
+    """The section's lines in the order ``shown`` and their costs, each day written once
+    in a section in time order."""
+    texts = [lines[id(c)][2:] for c, _ in shown]
+    if kind in IN_TIME_ORDER:
+        days = [day_of(c.text)[0] for c, _ in shown]
+        texts = days_once([f"[{d}] {t}" if d else t for d, t in zip(days, texts, strict=True)])
+    return [(f"- {t}", estimate_tokens(f"- {t}", config.tokens_per_word)) for t in texts]
+
+
 def _order(kind: str, chosen: list[tuple[Candidate, float]]) -> list[tuple[Candidate, float]]:
     if kind in IN_TIME_ORDER:
         return sorted(chosen, key=lambda cs: cs[0].when or datetime.min.replace(tzinfo=UTC))
     return chosen
+
+
+@dataclass
+class _Shown:
+    """What a context shows so far, which each further candidate is checked against."""
+
+    pinned: set[tuple[str, str]]  # the conversation's last turns, shown whatever else is
+    texts: set[str] = field(default_factory=set)
+    words: set[str] = field(default_factory=set)
+    turns: set[tuple[str, str]] = field(default_factory=set)  # shown as messages
+    claimed: set[tuple[str, str]] = field(default_factory=set)  # a shown claim stands for
+    said: dict[str, set[str]] = field(default_factory=dict)  # words of shown summaries
+    spanned: dict[str, set[int]] = field(default_factory=dict)  # sessions they span
+
+    def again(self, c: Candidate, config: ContextConfig) -> bool:
+        """Would ``c`` show what is shown (``_says_again``), or a summary of spanned sessions?"""
+        if c.kind == "summary" and c.covers and c.covers <= self.spanned.get(c.conversation, set()):
+            return True
+        if c.kind == "claim" and c.evidence and c.evidence <= self.turns:
+            return True  # its turns are shown whole
+        words = set(query_terms(c.body or c.text))
+        return same_text(c.body or c.text) in self.texts or _says_again(
+            c, words, self.said, self.words, self.pinned, self.claimed, config
+        )
+
+    def add(self, c: Candidate, line: str) -> None:
+        self.texts.add(same_text(c.body or c.text))
+        self.words.update(query_terms(line))
+        if c.kind == "message":
+            self.turns |= c.evidence
+        if c.kind == "claim" and len(c.evidence) == 1:
+            self.claimed |= c.evidence
+        if c.kind == "summary":
+            self.spanned.setdefault(c.conversation, set()).update(c.covers)
+            self.said.setdefault(c.conversation, set()).update(query_terms(line))
+
+
+@dataclass
+class _Section:
+    """A section being filled: its lines so far, what they cost, the days written."""
+
+    kind: str
+    room: float  # its cap, its header included
+    header: int  # what its header costs, paid with its first line
+    chosen: list[tuple[Candidate, float, str]] = field(default_factory=list)
+    spent: int = 0
+    days: dict[str, tuple[datetime, int]] = field(default_factory=dict)
+
+    def left(self, group_left: float) -> float:
+        """Room for a further line: its own cap and the group's, less a header not yet paid."""
+        return min(self.room - self.spent, group_left) - (0 if self.chosen else self.header)
+
+
+def _take(
+    c: Candidate, section: _Section, room: float, shown: _Shown, config: ContextConfig
+) -> list[tuple[Candidate, str, int]]:
+    """``c``'s line (after the question it answers, for a short reply) fitted to ``room``,
+    with its cost; nothing if it does not fit or would say again what is shown."""
+    if shown.again(c, config):
+        return []
+    days = section.days if section.kind in IN_TIME_ORDER else None
+    got = _line(c, days, room, config, section.kind)
+    if got is None:
+        return []
+    line, cost, day, holds = got
+    taken = [(c, line, cost)]
+    booked = {day: holds} if holds else {}
+    ask = c.prompt
+    if ask is not None and same_text(ask.body or ask.text) not in shown.texts:
+        asked = _line(ask, None if days is None else {**days, **booked}, room - cost, config)
+        if asked is None:
+            return []  # a bare "Two of them." without its question misleads
+        taken.insert(0, (ask, asked[0], asked[1]))
+        booked |= {asked[2]: asked[3]} if asked[3] else {}
+    section.days |= booked
+    return taken
+
+
+# claims and messages are ranked together: a claim stands for its turn in fewer words,
+# and is shown only where it outranks the turns it would leave out (on LoCoMo, a claims
+# section filled first pushed out search hits that held what a question needs)
+GROUPS: tuple[tuple[str, ...], ...] = (
+    ("key_info",),
+    ("summary",),
+    ("dossier",),
+    ("brief",),
+    ("claim", "message"),
+    ("log",),
+)
 
 
 def pack(
@@ -292,79 +436,82 @@ def pack(
     """Fill the sections in order within ``budget``; return the text and the items shown.
 
     Ranked sections take pinned candidates (the conversation's last turns) and
-    then their best-scoring ones first (ties: the newer); key info and
-    summaries keep the order they were given. A summary whose sessions shown
-    summaries already span is skipped, and so is a skippable claim or message
-    whose words a shown summary already holds. Nothing is shown twice: an item
-    with the words of a shown one is skipped, and so are a claim of one of the
-    conversation's last turns (shown anyway) and a message whose words its shown
-    claims already hold.
+    then their best-scoring ones first (ties: the newer), claims and messages
+    in one ranking (``GROUPS``); key info and summaries keep the order they
+    were given. A summary whose sessions shown summaries already span is
+    skipped, and so is a skippable claim or message whose words a shown summary
+    already holds. Nothing is shown twice: an item with the words of a shown
+    one is skipped, and so are a claim of a turn shown (or pinned) and a message
+    whose words its shown claims already hold.
     """
     caps = _allowances(budget, config)
     used = early_used = 0
-    shown_texts: set[str] = set()
-    shown_words: set[str] = set()
-    # a last turn is shown whatever else is: its claims would say it twice
-    pinned = {e for c in sections.get("message", ()) if c.pinned for e in c.evidence}
-    claimed: set[tuple[str, str]] = set()  # turns a shown claim stands for
-    said: dict[str, set[str]] = {}
-    spanned: dict[str, set[int]] = {}
+    shown = _Shown({e for c in sections.get("message", ()) if c.pinned for e in c.evidence})
     blocks: list[str] = []
     items: list[ContextItem] = []
-    for kind, title in SECTIONS:
-        header = f"## {title}"
-        if kind in EARLY:
-            room = min(caps[kind], caps["early"] - early_used)
-        elif kind == "claim":
-            room = min(budget - used - caps["messages_reserve"], caps["claim"])
-        else:
-            room = budget - used
-        cands = [(c, score(c, at, previous, config)) for c in sections.get(kind, ())]
-        if kind in RANKED:
+    for group in GROUPS:
+        filling = {
+            kind: _Section(
+                kind,
+                _room(kind, caps, budget - used, early_used),
+                estimate_tokens(f"## {dict(SECTIONS)[kind]}", config.tokens_per_word),
+            )
+            for kind in group
+        }
+        cands = [
+            (c, score(c, at, previous, config), filling[kind])
+            for kind in group
+            for c in sections.get(kind, ())
+        ]
+        if group[0] in RANKED:
             cands.sort(key=lambda cs: (cs[0].pinned, cs[1], cs[0].when or at), reverse=True)
-        spent = estimate_tokens(header, config.tokens_per_word)
-        chosen: list[tuple[Candidate, float, str, int]] = []
-        for c, s in cands:
-            if kind == "summary" and c.covers and c.covers <= spanned.get(c.conversation, set()):
-                continue
-            text = same_text(c.body or c.text)
-            words = set(query_terms(c.body or c.text))
-            if text in shown_texts or _says_again(
-                c, words, said, shown_words, pinned, claimed, config
-            ):
-                continue
-            line = _fit(f"- {c.text}", int(room - spent), config, cut=kind != "key_info")
-            if line is None:
-                continue
-            cost = estimate_tokens(line, config.tokens_per_word)
-            taken = [(c, line, cost)]
-            ask = c.prompt
-            if ask is not None and same_text(ask.body or ask.text) not in shown_texts:
-                asked = _fit(f"- {ask.text}", int(room - spent - cost), config)
-                if asked is None:
-                    continue  # a bare "Two of them." without its question misleads
-                taken.insert(0, (ask, asked, estimate_tokens(asked, config.tokens_per_word)))
+        group_spent = 0
+        for c, s, section in cands:
+            room = section.left(budget - used - group_spent)
+            taken = _take(c, section, room, shown, config)
+            extra = section.header if taken and not section.chosen else 0
             for one, line, cost in taken:
-                chosen.append((one, s, line, cost))
-                spent += cost
-                shown_texts.add(same_text(one.body or one.text))
-                shown_words.update(query_terms(line))
-            if c.kind == "claim" and len(c.evidence) == 1:
-                claimed |= c.evidence
-            if kind == "summary":
-                spanned.setdefault(c.conversation, set()).update(c.covers)
-                said.setdefault(c.conversation, set()).update(query_terms(line))
-        if not chosen:
-            continue
-        used += spent
-        early_used += spent if kind in EARLY else 0
-        shown = _order(kind, [(c, s) for c, s, _, _ in chosen])
-        lines = {id(c): (line, cost) for c, _, line, cost in chosen}
-        blocks.append("\n".join([header, *(lines[id(c)][0] for c, _ in shown)]))
-        for c, s in shown:
-            line, cost = lines[id(c)]
-            items.append(ContextItem(c.kind, c.id, line[2:], cost, s))
+                section.chosen.append((one, s, line))
+                section.spent += cost
+                group_spent += cost
+                shown.add(one, line)
+            section.spent += extra
+            group_spent += extra
+        for kind in group:
+            section = filling[kind]
+            if not section.chosen:
+                continue
+            spent, block, shown_items = _written(section, config)
+            used += spent
+            early_used += spent if kind in EARLY else 0
+            blocks.append(block)
+            items.extend(shown_items)
     return Context("\n\n".join(blocks), tuple(items), used, budget)
+
+
+def _room(kind: str, caps: Mapping[str, float], left: float, early_used: float) -> float:
+    """A section's cap: early ones within theirs and the early share; claims leave the
+    messages their reserve; messages and the whole history take what is left."""
+    if kind in EARLY:
+        return min(caps[kind], caps["early"] - early_used)
+    if kind == "claim":
+        return min(left - caps["messages_reserve"], caps["claim"])
+    return left
+
+
+def _written(section: _Section, config: ContextConfig) -> tuple[int, str, list[ContextItem]]:
+    """A filled section's cost, text and items: its lines in their order, each day once."""
+    shown = _order(section.kind, [(c, s) for c, s, _ in section.chosen])
+    lines = _dated_lines(
+        section.kind, shown, {id(c): line for c, _, line in section.chosen}, config
+    )
+    header = f"## {dict(SECTIONS)[section.kind]}"
+    spent = estimate_tokens(header, config.tokens_per_word) + sum(n for _, n in lines)
+    items = [
+        ContextItem(c.kind, c.id, line[2:], cost, s)
+        for (c, s), (line, cost) in zip(shown, lines, strict=True)
+    ]
+    return spent, "\n".join([header, *(line for line, _ in lines)]), items
 
 
 # -- gathering candidates: reads only ---------------------------------------------------
@@ -421,7 +568,7 @@ def assemble_context(
 def whole_cost(messages: Sequence[Candidate], config: ContextConfig = DEFAULT_CONTEXT) -> int:
     """Tokens of ``messages`` shown whole, as the message section shows them."""
     header = f"## {dict(SECTIONS)['log']}"
-    lines = [header, *(f"- {c.text}" for c in messages)]
+    lines = [header, *(f"- {text}" for text in days_once([c.text for c in messages]))]
     return sum(estimate_tokens(line, config.tokens_per_word) for line in lines)
 
 
@@ -600,11 +747,11 @@ def _claims(
 ) -> list[Candidate]:
     """Claims holding at ``at``: search hits' claims, the scope's claims, last turn's claims.
 
-    A claim search did not find is as relevant as the share of the turn's content
-    words it holds, people's names aside: "What book did Caroline recommend to
-    Melanie?" makes every claim about either of them share a word, and on LoCoMo
-    such claims ("Melanie's words mean a lot to Caroline") filled the budget
-    before the messages that answer.
+    A claim search did not find is relevant by the share of the turn's content
+    words it holds (``claim_overlap`` of it), people's names aside: "What book did
+    Caroline recommend to Melanie?" makes every claim about either of them share a
+    word, and on LoCoMo such claims ("Melanie's words mean a lot to Caroline")
+    filled the budget before the messages that answer.
     """
     top = max((h.score for h in hits), default=0.0) or 1.0
     rel: dict[int, float] = {}
@@ -626,7 +773,7 @@ def _claims(
             "claim",
             str(c.id),
             claim_line(c),
-            relevance=max(rel.get(c.id, 0.0), 0.8 * _overlap(words, c.text)),  # type: ignore[arg-type]
+            relevance=max(rel.get(c.id, 0.0), config.claim_overlap * _overlap(words, c.text)),  # type: ignore[arg-type]
             importance=c.importance / 10,
             salience=c.salience / 10,
             when=c.said_at,
