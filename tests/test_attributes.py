@@ -72,7 +72,7 @@ def test_same_value_for_reconciliation_compatible_for_identity() -> None:
 
 
 def test_it_s_is_no_possessive_and_a_transfer_is_a_move() -> None:
-    """"It's official: I'm transferring to the Berlin office" is the speaker's move; "It's"
+    """ "It's official: I'm transferring to the Berlin office" is the speaker's move; "It's"
     names nobody else, while "Ana's sister lives in Porto" is still not Ana's home."""
     got = attribute_of("It's official: I'm transferring to the Berlin office in June.", "Ana")
     assert got is not None and (got.attribute, got.value, got.change) == (
