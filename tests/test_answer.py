@@ -12,6 +12,7 @@ from archivist.read.answer import (
     Answer,
     answer_from,
     coverage,
+    focus_owner,
     retrieve,
     sentence_owner,
     stem,
@@ -277,3 +278,33 @@ def test_a_yes_needs_the_names_the_question_asks_about(tmp_path: Path) -> None:
     bailey = m.ask("Is Bailey Kofi's cat?", person="Kofi")
     assert bailey.answer.startswith("Yes") and "Bailey" in bailey.answer, bailey.answer
     m.close()
+
+
+def test_asked_words_belong_to_the_pronoun_before_them() -> None:
+    said = "I hope I find something I'm as passionate about as you are with watercolor painting."
+    wanted = [stem("watercolor"), stem("painting")]
+    assert focus_owner(said, "Sam", ("Evan",), wanted) == "Evan"
+    assert focus_owner("You asked, so: my watercolor painting.", "Sam", ("Evan",), wanted) == "Sam"
+    assert focus_owner("Watercolor painting is fun, you know.", "Sam", ("Evan",), wanted) is None
+    assert focus_owner(said, "Sam", ("Evan", "Ana"), wanted) is None  # whose "you"?
+
+
+def test_a_question_about_what_the_speaker_said_of_the_other_abstains(tmp_path: Path) -> None:
+    """Sam's "as passionate as you are with watercolor painting" is Evan's painting."""
+    chat = (
+        (
+            (
+                "Evan",
+                "Watercolor painting got me through the winter, I took it up after the surgery.",
+            ),
+            (
+                "Sam",
+                "I hope I find something I'm as passionate as you are with watercolor painting.",
+            ),
+            ("Evan", "You will."),
+        ),
+    )
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("art", chat, people=("Evan", "Sam")))
+        got = m.ask("How did Sam get into watercolor painting?")
+    assert got.abstain and "Evan" in got.answer

@@ -132,6 +132,8 @@ def test_where_is_answered_by_a_sentence_naming_a_place(tmp_path: Path) -> None:
         ("How old is Rosa?", {"age"}),
         ("What does Rosa do on weekends?", set()),
         ("Which books did Rosa read?", set()),
+        ("What happened to Rosa's job in August?", set()),  # an event, not the job now
+        ("What did Rosa eat at the wedding?", set()),
     ],
 )
 def test_which_attribute_an_open_question_asks_for(question: str, kinds: set[str]) -> None:
@@ -197,6 +199,10 @@ def test_reply_prompt_needs_a_question_by_someone_else() -> None:
     assert reply_prompt(told[1], told[0]) == ""
     assert reply_prompt(asked[1], None) == ""
     assert reply_prompt(asked[0], asked[0]) == ""  # one's own question
+    thanks = make_conversation(
+        "c", ((("Ana", "What motivated you, Lee?"), ("Lee", "Thanks, Ana! Long story.")),)
+    ).messages
+    assert reply_prompt(thanks[1], thanks[0]) == ""  # says nothing of its own
 
 
 def test_what_stopped_stays_in_the_answer_when_it_is_what_was_asked(tmp_path: Path) -> None:

@@ -197,6 +197,21 @@ def owner_and_subject(
     return (named[0] if len(named) == 1 else None), False
 
 
+def focus_owner(text: str, speaker: str, addressees: Sequence[str], wanted: Sequence[str]):
+    """Whose the asked words are in a sentence that speaks of both sides: the person of
+    the nearest "I/my" or "you/your" before the first asked word ("I hope I find
+    something I'm as passionate about as you are with watercolor painting" puts the
+    watercolor painting on the one addressed), or None when no pronoun comes first."""
+    tokens = [fold(t) for t in re.findall(r"[\w'’]+", text)]
+    first = next((i for i, t in enumerate(tokens) if stem(t) in wanted), None)
+    for t in reversed(tokens[:first] if first is not None else []):
+        if t in _FIRST:
+            return speaker
+        if t in _SECOND:
+            return addressees[0] if len(addressees) == 1 else None
+    return None
+
+
 def evidence_kin(hits: Sequence[Hit]) -> dict[tuple[str, str], str]:
     """The relatives the evidence names ("my mum Halina"), for "Mum had a fall"."""
     return kin_names(
@@ -268,6 +283,14 @@ def verify_speaker(
     mine, other = 0.0, None
     for u in units:
         cov = coverage(u.text, wanted, weights, extend=False)
+        m = u.hit.message
+        if (
+            u.owner is not None
+            and u.valid_from is None
+            and {fold(w) for w in words(u.text)} & _SECOND
+        ):
+            # a sentence to someone: the asked words may be theirs, not the speaker's
+            u = replace(u, owner=focus_owner(u.text, m.speaker, m.addressees, wanted) or u.owner)
         if (
             yes_no
             and cov > 0
@@ -365,9 +388,11 @@ def extractive_answer(
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
     shape = shape_of(question, asks_when=asks_when(question))
     wanted = asked_stems(question, names, shape.before)
+    # a reply shares its question's words ("My girlfriend!" answers who Marisol is), but
+    # its meaning is its own: the question's words would blur it
     texts = [f"{s.asked} {s.text}" if s.asked else s.text for s in sentences]
     lexical = lexical_scores(texts, wanted, aspect_stems(question), weights, question)
-    meaning = _meaning(embedder, meaning_text(question, names), texts)
+    meaning = _meaning(embedder, meaning_text(question, names), [s.text for s in sentences])
     target = person or (as_written(names[0], question) if len(names) == 1 else None)
     ranked = rank_sentences(sentences, shape, lexical, meaning, target, wanted)
     composed = compose(question, shape, ranked, wanted, target)

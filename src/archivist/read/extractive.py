@@ -394,6 +394,9 @@ _STATES_NEW = re.compile(
 )
 
 
+_OLD_STEMS = frozenset(stem(w) for w in ("old", "former", "previous", "ex"))
+
+
 def _former(text: str, wanted: Sequence[str]) -> bool:
     """Whether the sentence calls what the question asks about old ("my old team")."""
     return any(stem(m.group(1)) in wanted for m in _FORMER.finditer(text))
@@ -497,6 +500,7 @@ def rank_sentences(
         later = [s for s in sentences if shape.before & {stem(w) for w in words(s.text)}]
         bound = min((s.message.timestamp for s in later), default=None)
     own = [lex / 2 + sem for lex, sem in zip(lexical, meaning, strict=True)]
+    calls_old = bool(_OLD_STEMS & set(wanted))  # "John's old area": the question's own word
     by_message: dict[int, float] = {}
     for s, r in zip(sentences, own, strict=True):
         by_message[id(s.message)] = max(by_message.get(id(s.message), 0.0), r)
@@ -524,7 +528,12 @@ def rank_sentences(
             # "not in Lyon anymore" says what is not; "vegan now, so no fish" and "no
             # longer on support, I moved over to the data team" say what is
             score *= NEGATED_WEIGHT
-        if shape.form in ("open", "count") and shape.now and _former(s.text, wanted):
+        if (
+            shape.form in ("open", "count")
+            and shape.now
+            and not calls_old
+            and _former(s.text, wanted)
+        ):
             score *= HISTORY_WEIGHT  # "my old team got a new manager" is not her team now
         if shape.form == "when" and (find_times(s.text, s.message.timestamp) or s.when):
             score *= WHEN_WEIGHT
@@ -621,38 +630,49 @@ _ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "residence",
         re.compile(
-            r"^\W*(?:where|which|what)\b.*\b(?:live|lives|(?<!a\s)living|based|reside|resides|home)\b"
-            r"|^\W*(?:which|what)\s+(?:city|town|country|neighbou?rhood)\b",
+            r"^\W*where\s+(?:does|do|is|are)\s+.*\b(?:live|lives|based|reside|resides|home)\b"
+            r"|^\W*(?:which|what)\s+(?:city|town|country|neighbou?rhood)\s+(?:does|do|is|are)\b",
             re.I,
         ),
     ),
     (
         "job",
         re.compile(
-            r"^\W*what\b.*\b(?:job|occupation|profession|position|role|job\s+title)\b"
-            r"|^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+do(?:\s+for\s+(?:a\s+living|work))?"
-            r"\W*$|\bwork(?:s|ing)?\s+as\b",
+            r"^\W*what(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+(?:current\s+|new\s+)?"
+            r"(?:job|occupation|profession|position|role|job\s+title)\b"
+            r"|^\W*what\s+(?:job|occupation|profession|position|role)\s+(?:does|do|is)\b"
+            r"|^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+(?:do(?:\s+for\s+(?:a\s+living|work))?"
+            r"\W*$|work\s+as\b)",
             re.I,
         ),
     ),
     (
         "employer",
         re.compile(
-            r"^\W*(?:where|which\s+company|what\s+company)\b.*\bwork(?:s|ing)?\b(?!\s+as)"
-            r"|^\W*who\b.*\bwork(?:s|ing)?\s+for\b",
+            r"^\W*where\s+(?:does|do|is|are)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?work(?:s|ing)?\W*$"
+            r"|^\W*(?:which|what)\s+company\s+(?:does|do|is)\b"
+            r"|^\W*who\s+(?:does|do|is)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?work(?:s|ing)?\s+for\b",
             re.I,
         ),
     ),
-    ("diet", re.compile(r"^\W*what\b.*\b(?:eat|eats|eating|diet)\b", re.I)),
+    (
+        "diet",
+        re.compile(
+            r"^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?eat\b"
+            r"|^\W*what(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+diet\b",
+            re.I,
+        ),
+    ),
     (
         "partner",
         re.compile(
-            r"^\W*who\b.*\b(?:partner|girlfriend|boyfriend|husband|wife|spouse|fianc[ée]e?)\b"
+            r"^\W*who(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+(?:current\s+|new\s+)?"
+            r"(?:partner|girlfriend|boyfriend|husband|wife|spouse|fianc[ée]e?)\b"
             r"|^\W*who\s+is\s+[A-Z][\w'’-]*\s+(?:dating|seeing|married\s+to|engaged\s+to)\b",
             re.I,
         ),
     ),
-    ("age", re.compile(r"^\W*how\s+old\b", re.I)),
+    ("age", re.compile(r"^\W*how\s+old\s+is\b", re.I)),
 )
 
 
@@ -759,7 +779,7 @@ def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
 
 
 _WHY = re.compile(r"^\W*(?:why|how\s+come|what\s+(?:made|caused|led))\b", re.I)
-_BECAUSE = re.compile(r"\b(?:because|since|so|due\s+to|thanks\s+to|after|cause|cos|reason)\b", re.I)
+_BECAUSE = re.compile(r"\b(?:because|since|due\s+to|thanks\s+to|after|cause|cos|reason)\b", re.I)
 
 
 def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
@@ -769,7 +789,7 @@ def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None
     if at < 0:
         return None
     following = split_sentences(text[at + len(best.text) :])[:1]
-    if not following or not _BECAUSE.search(following[0]):
+    if not following or not _BECAUSE.search(following[0]) or following[0].endswith("?"):
         return None
     return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
 
@@ -864,6 +884,23 @@ def split_sentences(text: str) -> list[str]:
 REPLY_WORDS = 8  # a reply's first sentence this short may mean nothing without its question
 
 
+# What a reply says when it says nothing of its own: "Thanks, Melanie!", "Yep!", "Sure thing"
+_EMPTY_REPLY = frozenset(
+    "thanks thank thx yes yeah yep yup no nope sure ok okay right wow haha lol cool great "
+    "nice awesome totally definitely absolutely exactly agreed true thing".split()
+)
+
+
+def _says_something(reply: str, before: Message) -> bool:
+    """Whether a reply holds a word of its own: not a function word, an interjection or
+    a name ("My girlfriend!", "5 years already!"; not "Thanks, Melanie!")."""
+    names = {fold(w) for p in (before.speaker, *before.addressees) for w in words(p)}
+    return any(
+        not is_stopword(w) and fold(w) not in _EMPTY_REPLY and fold(w) not in names
+        for w in words(reply)
+    )
+
+
 def reply_prompt(m: Message, before: Message | None) -> str:
     """The question ``m`` opens by answering, as "Asker: question?", or "": the message
     just before it, by someone else, asking something, when ``m``'s first sentence is
@@ -871,7 +908,7 @@ def reply_prompt(m: Message, before: Message | None) -> str:
     if before is None or before.speaker == m.speaker or "?" not in before.text:
         return ""
     first = split_sentences(m.indexed_text())[:1]
-    if not first or len(first[0].split()) > REPLY_WORDS:
+    if not first or len(first[0].split()) > REPLY_WORDS or not _says_something(first[0], before):
         return ""
     question = [t for t in split_sentences(before.text) if "?" in t]
     return f"{before.speaker}: {question[-1]}"
