@@ -197,7 +197,9 @@ def owner_and_subject(
     return (named[0] if len(named) == 1 else None), False
 
 
-def focus_owner(text: str, speaker: str, addressees: Sequence[str], wanted: Sequence[str]):
+def focus_owner(
+    text: str, speaker: str, addressees: Sequence[str], wanted: Sequence[str]
+) -> str | None:
     """Whose the asked words are in a sentence that speaks of both sides: the person of
     the nearest "I/my" or "you/your" before the first asked word ("I hope I find
     something I'm as passionate about as you are with watercolor painting" puts the
@@ -666,16 +668,11 @@ def _extractive(core: Core, question: str, ev: Evidence, at: datetime | None) ->
             seen.add(key)
             hits.append(h)
     claims = as_known_by(core.store, core.store.claims_for_message_ids(seen), at)
-    prompts = {
-        key: prompt
-        for h in hits
-        if (key := (h.message.conversation, h.message.id))
-        and (
-            prompt := reply_prompt(
-                h.message, core.store.message_before(h.message.conversation, h.message.seq)
-            )
-        )
-    }
+    prompts = {}  # the question each short reply answers
+    for h in hits:
+        m = h.message
+        if prompt := reply_prompt(m, core.store.message_before(m.conversation, m.seq)):
+            prompts[(m.conversation, m.id)] = prompt
     return extractive_answer(
         question,
         hits,
