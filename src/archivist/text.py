@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 # Function words of conversational English: no retrieval signal in a question
 # ("what", "did", "the"), no content in an answer. Contractions are listed with
@@ -124,6 +125,11 @@ def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     A possessive loses its 's ("Melanie's" -> melanie), other apostrophes go
     ("didnt"); single letters are dropped unless they are digits.
     """
+    return list(_query_terms(text, keep_stopwords))
+
+
+@lru_cache(maxsize=16384)  # context assembly reads the same lines' words many times a turn
+def _query_terms(text: str, keep_stopwords: bool) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for m in _TERM.finditer(fold(text)):
         raw = m.group(0)
@@ -133,7 +139,7 @@ def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
         ):
             continue
         seen.setdefault(w, None)
-    return list(seen)
+    return tuple(seen)
 
 
 def fts_quote(term: str) -> str:

@@ -35,6 +35,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
+from functools import lru_cache
 
 from .model import date_in_range
 
@@ -462,6 +463,7 @@ _HAS_YEAR = re.compile(r"\b\d{4}\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(\s+)")
 
 
+@lru_cache(maxsize=8192)  # the same stored lines are dated for every context shown
 def dated(text: str, at: datetime) -> str:
     """``text`` with each time it names relative to ``at`` resolved after it, in
     brackets: "ran a charity race last Saturday [20 May 2023]". A time that names its
