@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from archivist.read.attributes_asked import asked_kinds
 from archivist.read.extractive import (
     Sentence,
-    asked_kinds,
     asked_stems,
     compose,
     denies,

@@ -53,6 +53,7 @@ from .context_lines import (
     turn_words,
     without,
 )
+from .extractive import REPLY_WORDS, follows_question
 from .history import bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import search_memory
@@ -873,9 +874,6 @@ def _messages(
     return _message_candidates(store, list(msgs.values()), hits, last, at, rel)
 
 
-REPLY_WORDS = 8  # a reply this short may mean nothing without the question it answers
-
-
 def _message_candidates(
     store: Store,
     messages: Sequence[Message],
@@ -932,7 +930,7 @@ def _asked(store: Store, messages: Sequence[Message]) -> dict[tuple[str, str], M
         before = by_seq.get((m.conversation, m.seq - 1)) or store.message_before(
             m.conversation, m.seq
         )
-        if before is not None and before.speaker != m.speaker and "?" in before.text:
+        if follows_question(m, before):
             out[(m.conversation, m.id)] = before
     return out
 

@@ -27,10 +27,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..attributes import AttributeValue, attribute_values, compatible_values, holds_for
 from ..model import Claim, Hit, Message
-from ..text import CALENDAR_WORDS, ENDING, KIN_WORDS, NEGATION, fold, is_stopword, stem, words
+from ..text import CALENDAR_WORDS, ENDING, NEGATION, fold, is_stopword, stem, words
 from ..timeground import find_times, spoken_day
+from .attributes_asked import (
+    asked_attributes,
+    asked_kinds,
+    on_attribute,
+    states_other_value,
+    stating_kind,
+)
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
 # below this; yes/no needs more, since "Yes" or "No" is a claim of its own.
@@ -444,6 +450,13 @@ _WHEN_WORDS |= {"until": _WHEN_WORDS["by"], "till": _WHEN_WORDS["by"]}
 _PREP_WHEN = re.compile(r"^\W*(since|from|by|until|till)\s+when\b", re.I)
 
 
+def _after(s: Sentence) -> str:
+    """What its message says after the sentence ("" if the sentence is not found in it)."""
+    text = s.message.indexed_text()
+    start = text.find(s.text)
+    return text[start + len(s.text) :] if start >= 0 else ""
+
+
 def event_time(s: Sentence, question: str = "", wanted: Sequence[str] = ()) -> tuple[datetime, str]:
     """When the sentence's event happened: a time it names, else one the sentences after
     it in its message name ("I got promoted! Officially from the 1st of November."),
@@ -453,9 +466,7 @@ def event_time(s: Sentence, question: str = "", wanted: Sequence[str] = ()) -> t
     when…?" take a time said with "since" or "by" first ("fell in January… been
     there since February")."""
     said = s.message.timestamp
-    text = s.message.indexed_text()
-    start = text.find(s.text)
-    parts = [s.text, text[start + len(s.text) :] if start >= 0 else ""]
+    parts = [s.text, _after(s)]
     found = []
     for part in parts:
         asked = [t.start() for t in _TOKEN.finditer(part) if stem(t.group(0).lower()) in wanted]
@@ -608,132 +619,6 @@ def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool, wanted: Sequence[s
     return affirms != shape.negated
 
 
-_IS_QUESTION = re.compile(
-    r"^\s*(?i:is|are|was|were)\s+(?P<who>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)\s+(?P<rest>.+?)"
-    r"[\s?]*$"
-)
-
-
-def asked_attributes(question: str) -> list[AttributeValue]:
-    """The single-valued attributes a yes/no question asks about, with the asked value:
-    "Is Lee vegan?" -> diet = vegan; "Does Tomás live in Lisbon?" -> residence = Lisbon."""
-    m = _IS_QUESTION.match(question)
-    statement = f"{m['who']} is {m['rest']}" if m else question  # "Lee is vegan"
-    return [a for a, _ in attribute_values(statement)]
-
-
-_ASKED_WHO = re.compile(r"^\s*(?i:is|are|was|were|does|do|did|has|have)\s+(?P<who>[A-Z][\w'’-]*)")
-
-# Open questions that ask for a single-valued attribute (attributes.py) by its kind,
-# not by a value: "Which city does Tomás live in?", "What does Lee eat?", "How old…?"
-_ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "residence",
-        re.compile(
-            r"^\W*where\s+(?:does|do|is|are)\s+.*\b(?:live|lives|based|reside|resides|home)\b"
-            r"|^\W*(?:which|what)\s+(?:city|town|country|neighbou?rhood)\s+(?:does|do|is|are)\b",
-            re.I,
-        ),
-    ),
-    (
-        "job",
-        re.compile(
-            r"^\W*what(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+(?:current\s+|new\s+)?"
-            r"(?:job|occupation|profession|position|role|job\s+title)\b"
-            r"|^\W*what\s+(?:job|occupation|profession|position|role)\s+(?:does|do|is)\b"
-            r"|^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+(?:do(?:\s+for\s+(?:a\s+living|work))?"
-            r"\W*$|work\s+as\b)",
-            re.I,
-        ),
-    ),
-    (
-        "employer",
-        re.compile(
-            r"^\W*where\s+(?:does|do|is|are)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?work(?:s|ing)?\W*$"
-            r"|^\W*(?:which|what)\s+company\s+(?:does|do|is)\b"
-            r"|^\W*who\s+(?:does|do|is)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?work(?:s|ing)?\s+for\b",
-            re.I,
-        ),
-    ),
-    (
-        "diet",
-        re.compile(
-            r"^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?eat\b"
-            r"|^\W*what(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+diet\b",
-            re.I,
-        ),
-    ),
-    (
-        "partner",
-        re.compile(
-            r"^\W*who(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+(?:current\s+|new\s+)?"
-            r"(?:partner|girlfriend|boyfriend|husband|wife|spouse|fianc[ée]e?)\b"
-            r"|^\W*who\s+is\s+[A-Z][\w'’-]*\s+(?:dating|seeing|married\s+to|engaged\s+to)\b",
-            re.I,
-        ),
-    ),
-    ("age", re.compile(r"^\W*how\s+old\s+is\b", re.I)),
-)
-
-
-_KIN = re.compile(rf"\b(?:{KIN_WORDS})\b", re.I)
-
-
-def asked_kinds(question: str) -> frozenset[str]:
-    """The single-valued attributes an open question asks for by kind: "Which city
-    does Tomás live in?" -> residence. Where someone works names their employer or,
-    failing that, their job, so "employer" asks for either."""
-    kinds = {kind for kind, pattern in _ASKS_FOR if pattern.search(question)}
-    if "employer" in kinds:
-        kinds.add("job")
-    return frozenset(kinds)
-
-
-def stating_kind(
-    kinds: frozenset[str], person: str | None, ranked: Sequence[Sentence]
-) -> Sentence | None:
-    """The person's own sentence that states one of the asked attributes and still
-    holds, the latest first: "Finally settled in Porto." answers "Which city does
-    Tomás live in?" though "The flat in Bonfim is tiny" shares as many words."""
-    if not kinds or not person:
-        return None
-    key = person.casefold()
-    found = [
-        s
-        for s in ranked
-        if s.ended is None
-        and s.message.role != "assistant"
-        and not s.text.rstrip().endswith("?")
-        and (s.owner or s.message.speaker).casefold() == key
-        and any(
-            a.attribute in kinds
-            and holds_for(s.text, person, m.start(), a.attribute)
-            and not _KIN.search(s.text[: m.start()])  # "my sister lives in Porto"
-            for a, m in attribute_values(s.text)
-        )
-    ]
-    return max(found, key=lambda s: s.message.timestamp, default=None)
-
-
-def on_attribute(
-    question: str, asked: Sequence[AttributeValue], ranked: Sequence[Sentence]
-) -> Sentence | None:
-    """The sentence of the person asked about that states the asked attribute (any
-    value) and holds longest: for "Is Lee vegan?" a "pescatarian" sentence shares no
-    word with the question, yet answers it. One still holding wins over one that
-    ended, then the latest. Someone else's diet is not the asked person's."""
-    kinds = {a.attribute for a in asked}
-    who = m["who"].casefold() if (m := _ASKED_WHO.match(question)) else None
-    found = [
-        s
-        for s in ranked
-        if (who is None or s.message.speaker.casefold() == who or who in s.text.casefold())
-        and kinds & {a.attribute for a, _ in attribute_values(s.text)}
-    ]
-    found.sort(key=lambda s: (s.ended is None, s.message.timestamp), reverse=True)
-    return found[0] if found else None
-
-
 def names_missing(question: str, s: Sentence) -> list[str]:
     """The names a yes/no question asks about that its evidence sentence does not hold,
     say or hear: "Is Oscar Melanie's pet?" is no yes from "we got another cat named
@@ -759,36 +644,13 @@ def names_missing(question: str, s: Sentence) -> list[str]:
     return missing
 
 
-def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
-    """Whether ``sentence`` gives a single-valued attribute a yes/no question asks about
-    (``asked_attributes``) another value: "Is Lee vegan?" against "I've been
-    pescatarian for years".
-
-    Such a sentence answers "no" though it denies nothing; one that names the asked
-    value too, or a value that may be the same ("analyst", "senior analyst"), does not.
-    """
-    low = sentence.casefold()
-    stated = [a for a, _ in attribute_values(sentence)]
-    return any(
-        s.attribute == a.attribute
-        and a.value.casefold() not in low
-        and not compatible_values(s.value, a.value)
-        for a in asked
-        for s in stated
-    )
-
-
 _WHY = re.compile(r"^\W*(?:why|how\s+come|what\s+(?:made|caused|led))\b", re.I)
 _BECAUSE = re.compile(r"\b(?:because|since|due\s+to|thanks\s+to|after|cause|cos|reason)\b", re.I)
 
 
 def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
     """The sentence said right after ``best`` in its message, when it gives a reason."""
-    text = best.message.indexed_text()
-    at = text.find(best.text)
-    if at < 0:
-        return None
-    following = split_sentences(text[at + len(best.text) :])[:1]
+    following = split_sentences(_after(best))[:1]
     if not following or not _BECAUSE.search(following[0]) or following[0].endswith("?"):
         return None
     return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
@@ -881,7 +743,7 @@ def split_sentences(text: str) -> list[str]:
     return [p.strip() for p in SENTENCE_BREAK.split(text) if p.strip()]
 
 
-REPLY_WORDS = 8  # a reply's first sentence this short may mean nothing without its question
+REPLY_WORDS = 8  # a reply this short may mean nothing without the question it answers
 
 
 # What a reply says when it says nothing of its own: "Thanks, Melanie!", "Yep!", "Sure thing"
@@ -901,11 +763,17 @@ def _says_something(reply: str, before: Message) -> bool:
     )
 
 
+def follows_question(m: Message, before: Message | None) -> bool:
+    """Whether ``before``, the message just before ``m``, is someone else's asking
+    something: what a short reply may answer ("How many kids?" → "Two of them.")."""
+    return before is not None and before.speaker != m.speaker and "?" in before.text
+
+
 def reply_prompt(m: Message, before: Message | None) -> str:
     """The question ``m`` opens by answering, as "Asker: question?", or "": the message
     just before it, by someone else, asking something, when ``m``'s first sentence is
     short ("My girlfriend!" after "So who's this Marisol you keep posting…?")."""
-    if before is None or before.speaker == m.speaker or "?" not in before.text:
+    if not follows_question(m, before):
         return ""
     first = split_sentences(m.indexed_text())[:1]
     if not first or len(first[0].split()) > REPLY_WORDS or not _says_something(first[0], before):

@@ -328,7 +328,12 @@ def changed_aspect(new: Claim, old: Claim) -> str | None:
     cue: "I left the choir, the band keeps me busy" changed the choir, not the band.
     """
     shared = shared_aspects(new, old)
-    return min(shared, key=lambda s: (-len(s), s)) if shared else None
+    return min(shared, key=_longest_first) if shared else None
+
+
+def _longest_first(root: str) -> tuple[int, str]:
+    """The order aspect roots are chosen in: the longest (most specific), then a-z."""
+    return -len(root), root
 
 
 def shared_aspects(new: Claim, old: Claim) -> set[str]:
@@ -362,7 +367,7 @@ def _kinds(new: Claim, old: Claim, shared: set[str]) -> tuple[str, str, str]:
     """(aspect, old value, new value) of a change over the ``shared`` aspects: the first
     both name with a kind ("coffee with soy milk" -> "coffee to almond milk": milk, soy
     milk, almond milk), else ``changed_aspect``'s choice with the claims' whole texts."""
-    ordered = sorted(shared, key=lambda r: (-len(r), r))
+    ordered = sorted(shared, key=_longest_first)
     for root in ordered:
         was, now = aspect_phrase(old.text, root), aspect_phrase(new.text, root)
         if was and now and was.casefold() != now.casefold():

@@ -1,0 +1,166 @@
+"""What a question asks of a single-valued attribute (attributes.py: home, job, diet...),
+and the evidence sentence that states it.
+
+Two readings of a question: a yes/no one names a value ("Is Lee vegan?" -> diet =
+vegan; ``asked_attributes``), an open one names a kind ("Which city does Tomás
+live in?" -> residence; ``asked_kinds``). Either is answered by what the person
+last said of that attribute, however few words it shares with the question: the
+extractive answerer (read/extractive.py) asks ``on_attribute`` and
+``stating_kind`` for that sentence, and ``states_other_value`` whether it says no.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..attributes import AttributeValue, attribute_values, compatible_values, holds_for
+from ..text import KIN_WORDS
+
+if TYPE_CHECKING:
+    from .extractive import Sentence
+
+_IS_QUESTION = re.compile(
+    r"^\s*(?i:is|are|was|were)\s+(?P<who>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)\s+(?P<rest>.+?)"
+    r"[\s?]*$"
+)
+
+
+def asked_attributes(question: str) -> list[AttributeValue]:
+    """The single-valued attributes a yes/no question asks about, with the asked value:
+    "Is Lee vegan?" -> diet = vegan; "Does Tomás live in Lisbon?" -> residence = Lisbon."""
+    m = _IS_QUESTION.match(question)
+    statement = f"{m['who']} is {m['rest']}" if m else question  # "Lee is vegan"
+    return [a for a, _ in attribute_values(statement)]
+
+
+_ASKED_WHO = re.compile(r"^\s*(?i:is|are|was|were|does|do|did|has|have)\s+(?P<who>[A-Z][\w'’-]*)")
+
+# Open questions that ask for a single-valued attribute (attributes.py) by its kind,
+# not by a value: "Which city does Tomás live in?", "What does Lee eat?", "How old…?"
+_ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "residence",
+        re.compile(
+            r"^\W*where\s+(?:does|do|is|are)\s+.*\b(?:live|lives|based|reside|resides|home)\b"
+            r"|^\W*(?:which|what)\s+(?:city|town|country|neighbou?rhood)\s+(?:does|do|is|are)\b",
+            re.I,
+        ),
+    ),
+    (
+        "job",
+        re.compile(
+            r"^\W*what(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+(?:current\s+|new\s+)?"
+            r"(?:job|occupation|profession|position|role|job\s+title)\b"
+            r"|^\W*what\s+(?:job|occupation|profession|position|role)\s+(?:does|do|is)\b"
+            r"|^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+(?:do(?:\s+for\s+(?:a\s+living|work))?"
+            r"\W*$|work\s+as\b)",
+            re.I,
+        ),
+    ),
+    (
+        "employer",
+        re.compile(
+            r"^\W*where\s+(?:does|do|is|are)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?work(?:s|ing)?\W*$"
+            r"|^\W*(?:which|what)\s+company\s+(?:does|do|is)\b"
+            r"|^\W*who\s+(?:does|do|is)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?work(?:s|ing)?\s+for\b",
+            re.I,
+        ),
+    ),
+    (
+        "diet",
+        re.compile(
+            r"^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?eat\b"
+            r"|^\W*what(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+diet\b",
+            re.I,
+        ),
+    ),
+    (
+        "partner",
+        re.compile(
+            r"^\W*who(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+(?:current\s+|new\s+)?"
+            r"(?:partner|girlfriend|boyfriend|husband|wife|spouse|fianc[ée]e?)\b"
+            r"|^\W*who\s+is\s+[A-Z][\w'’-]*\s+(?:dating|seeing|married\s+to|engaged\s+to)\b",
+            re.I,
+        ),
+    ),
+    ("age", re.compile(r"^\W*how\s+old\s+is\b", re.I)),
+)
+
+
+_KIN = re.compile(rf"\b(?:{KIN_WORDS})\b", re.I)
+
+
+def asked_kinds(question: str) -> frozenset[str]:
+    """The single-valued attributes an open question asks for by kind: "Which city
+    does Tomás live in?" -> residence. Where someone works names their employer or,
+    failing that, their job, so "employer" asks for either."""
+    kinds = {kind for kind, pattern in _ASKS_FOR if pattern.search(question)}
+    if "employer" in kinds:
+        kinds.add("job")
+    return frozenset(kinds)
+
+
+def stating_kind(
+    kinds: frozenset[str], person: str | None, ranked: Sequence[Sentence]
+) -> Sentence | None:
+    """The person's own sentence that states one of the asked attributes and still
+    holds, the latest first: "Finally settled in Porto." answers "Which city does
+    Tomás live in?" though "The flat in Bonfim is tiny" shares as many words."""
+    if not kinds or not person:
+        return None
+    key = person.casefold()
+    found = [
+        s
+        for s in ranked
+        if s.ended is None
+        and s.message.role != "assistant"
+        and not s.text.rstrip().endswith("?")
+        and (s.owner or s.message.speaker).casefold() == key
+        and any(
+            a.attribute in kinds
+            and holds_for(s.text, person, m.start(), a.attribute)
+            and not _KIN.search(s.text[: m.start()])  # "my sister lives in Porto"
+            for a, m in attribute_values(s.text)
+        )
+    ]
+    return max(found, key=lambda s: s.message.timestamp, default=None)
+
+
+def on_attribute(
+    question: str, asked: Sequence[AttributeValue], ranked: Sequence[Sentence]
+) -> Sentence | None:
+    """The sentence of the person asked about that states the asked attribute (any
+    value) and holds longest: for "Is Lee vegan?" a "pescatarian" sentence shares no
+    word with the question, yet answers it. One still holding wins over one that
+    ended, then the latest. Someone else's diet is not the asked person's."""
+    kinds = {a.attribute for a in asked}
+    who = m["who"].casefold() if (m := _ASKED_WHO.match(question)) else None
+    found = [
+        s
+        for s in ranked
+        if (who is None or s.message.speaker.casefold() == who or who in s.text.casefold())
+        and kinds & {a.attribute for a, _ in attribute_values(s.text)}
+    ]
+    found.sort(key=lambda s: (s.ended is None, s.message.timestamp), reverse=True)
+    return found[0] if found else None
+
+
+def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
+    """Whether ``sentence`` gives a single-valued attribute a yes/no question asks about
+    (``asked_attributes``) another value: "Is Lee vegan?" against "I've been
+    pescatarian for years".
+
+    Such a sentence answers "no" though it denies nothing; one that names the asked
+    value too, or a value that may be the same ("analyst", "senior analyst"), does not.
+    """
+    low = sentence.casefold()
+    stated = [a for a, _ in attribute_values(sentence)]
+    return any(
+        s.attribute == a.attribute
+        and a.value.casefold() not in low
+        and not compatible_values(s.value, a.value)
+        for a in asked
+        for s in stated
+    )
