@@ -13,13 +13,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Protocol, TypeVar
 
 from ..attributes import AttributeValue, attribute_values, compatible_values, holds_for
+from ..model import Message
 from ..text import KIN_WORDS
 
-if TYPE_CHECKING:
-    from .extractive import Sentence
+
+class Stated(Protocol):
+    """What these readers need of an evidence sentence (read/extractive.py's Sentence)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def message(self) -> Message: ...
+    @property
+    def owner(self) -> str | None: ...
+    @property
+    def ended(self) -> datetime | None: ...
+
+
+S = TypeVar("S", bound=Stated)
 
 _IS_QUESTION = re.compile(
     r"^\s*(?i:is|are|was|were)\s+(?P<who>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)\s+(?P<rest>.+?)"
@@ -102,9 +117,7 @@ def asked_kinds(question: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def stating_kind(
-    kinds: frozenset[str], person: str | None, ranked: Sequence[Sentence]
-) -> Sentence | None:
+def stating_kind(kinds: frozenset[str], person: str | None, ranked: Sequence[S]) -> S | None:
     """The person's own sentence that states one of the asked attributes and still
     holds, the latest first: "Finally settled in Porto." answers "Which city does
     Tomás live in?" though "The flat in Bonfim is tiny" shares as many words."""
@@ -128,9 +141,7 @@ def stating_kind(
     return max(found, key=lambda s: s.message.timestamp, default=None)
 
 
-def on_attribute(
-    question: str, asked: Sequence[AttributeValue], ranked: Sequence[Sentence]
-) -> Sentence | None:
+def on_attribute(question: str, asked: Sequence[AttributeValue], ranked: Sequence[S]) -> S | None:
     """The sentence of the person asked about that states the asked attribute (any
     value) and holds longest: for "Is Lee vegan?" a "pescatarian" sentence shares no
     word with the question, yet answers it. One still holding wins over one that
