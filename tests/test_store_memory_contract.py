@@ -777,3 +777,35 @@ def test_what_is_forgotten_leaves_the_context_log_and_the_llm_cache(make_memory)
     assert mem.store.llm_cache_get("k") is None
     mem.forget_claim(vegetarian.id)
     assert mem.store.context_logs() == []
+
+
+def test_a_request_holding_all_its_user_s_memory_is_shown_nothing(make_memory) -> None:
+    """Issue 14: the proxy's context adds what the chat does not hold. When every
+    stored trace of the user came from the request's own messages there is nothing
+    to add, and no search is run; a stored turn the request lacks, another chat of
+    theirs, or a claim about them elsewhere is memory again."""
+    mem = make_memory()
+    chat = make_conversation(
+        "chat-a",
+        [[("Ana", "I moved to Porto in March."), ("Lee", "Noted!")], [("Ana", "Packing tips?")]],
+    )
+    mem.add(chat)
+    mem.consolidate()
+    request = list(chat.messages)
+    ids = {m.id for m in request}
+    assert not mem.store.holds_beyond("Ana", "chat-a", ids)
+    asked = "What should I pack for Porto?"
+    assert mem.context(asked, person="Ana", request=request).items == ()
+    # the client trimmed its history: the stored first turn is memory the chat lacks
+    assert mem.store.holds_beyond("Ana", "chat-a", ids - {request[0].id})
+    trimmed = mem.context(asked, person="Ana", request=request[1:])
+    assert "Porto in March" in trimmed.text
+    # someone memory never heard of is not shown other people's chats with their words
+    stranger = make_conversation("chat-z", [[("Zoe", "What should I pack for Porto?")]])
+    assert not mem.store.holds_beyond("Zoe", "chat-z", {"D1:1"})
+    assert mem.context(asked, person="Zoe", request=list(stranger.messages)).items == ()
+    # another chat of Ana's is memory beyond either; Lee, addressed in chat-a, has memory
+    mem.add(make_conversation("chat-b", [[("Ana", "Hello again.")]]))
+    assert mem.store.holds_beyond("Ana", "chat-a", ids)
+    assert mem.store.holds_beyond("Ana", "chat-b", {"D1:1"})
+    assert mem.store.holds_beyond("Lee", "chat-z", set())

@@ -340,7 +340,8 @@ def ended_objects(sentence: str) -> list[str]:
     return list(dict.fromkeys(thing for thing, _ in endings(sentence)))
 
 
-def endings(sentence: str) -> list[tuple[str, int]]:
+@lru_cache(maxsize=16384)  # history marks read every line of a context, every turn
+def endings(sentence: str) -> tuple[tuple[str, int], ...]:
     """(what ended, where the clause saying so ends) for each ending the sentence
     states; the offsets let a reader mark that clause as history in place."""
     found: list[tuple[str, int]] = []
@@ -375,4 +376,4 @@ def endings(sentence: str) -> list[tuple[str, int]]:
             found += [(n, end) for n in names]
         elif len(last) >= 4 and last.isalpha() and last.casefold() not in _OBJECT_STOP:
             found.append((last, end))  # "crutches handed back", "the cast is off"
-    return found
+    return tuple(found)

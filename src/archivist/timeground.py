@@ -364,7 +364,8 @@ _QUICK = re.compile(
 )
 
 
-def _found(text: str, at: datetime) -> list[tuple[int, TimeRef]]:
+@lru_cache(maxsize=16384)  # a context reads the same stored lines' times every turn
+def _found(text: str, at: datetime) -> tuple[tuple[int, TimeRef], ...]:
     """Non-overlapping (position, TimeRef) pairs, the longest match winning, in text order.
 
     Nothing is grounded against a time outside model.MIN_YEAR..MAX_YEAR (a
@@ -372,7 +373,7 @@ def _found(text: str, at: datetime) -> list[tuple[int, TimeRef]]:
     leave the calendar is skipped, not raised.
     """
     if not date_in_range(at) or not _QUICK.search(text):
-        return []
+        return ()
     candidates: list[tuple[int, int, re.Match, Handler]] = []
     for pattern, handler in _PATTERNS:
         for m in pattern.finditer(text):
@@ -390,7 +391,7 @@ def _found(text: str, at: datetime) -> list[tuple[int, TimeRef]]:
         if ref is not None:
             taken.append((start, end))
             out.append((start, ref))
-    return sorted(out, key=lambda p: p[0])
+    return tuple(sorted(out, key=lambda p: p[0]))
 
 
 def find_times(text: str, at: datetime) -> list[TimeRef]:

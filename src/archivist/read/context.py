@@ -555,6 +555,8 @@ def assemble_context(
             raise InputError(f"{name} {problem}")
     at = at or core.clock()
     prev = previous_keys(previous)
+    if request and person is not None and _all_in_request(core, person, request):
+        return pack({}, budget_tokens, at, prev, config)
     sections = gather(
         core, question_or_turn or "", person, conversation, at, prev, config, budget_tokens
     )
@@ -564,6 +566,23 @@ def assemble_context(
     if log is not None and whole_cost(log, config) <= budget_tokens:
         return pack({"log": log}, budget_tokens, at, prev, config)
     return pack(sections, budget_tokens, at, prev, config)
+
+
+def _all_in_request(core: Core, person: str, request: Sequence[Message]) -> bool:
+    """Whether everything memory holds of ``person`` came from the request's messages.
+
+    Then every item the context could show repeats the chat in front of the
+    assistant (the messages themselves, or claims, key info and summaries read
+    from them), so nothing is searched for: a user's first conversation costs a
+    few index probes a turn instead of a search. Nor is anything shown to
+    someone memory has never heard of (no message, claim, entity or person of
+    that name outside the request): a new user of a shared store is not shown
+    other people's chats that share the words of their first message.
+    """
+    convs = {m.conversation for m in request}
+    if len(convs) != 1:
+        return False
+    return not core.store.holds_beyond(person, convs.pop(), {m.id for m in request})
 
 
 def whole_cost(messages: Sequence[Candidate], config: ContextConfig = DEFAULT_CONTEXT) -> int:

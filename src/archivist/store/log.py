@@ -11,7 +11,7 @@ conversation take turns.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -511,6 +511,30 @@ class MessageLog(Body):
             "SELECT participants FROM conversations WHERE id = ?", (conversation,)
         ).fetchone()
         return None if row is None else json.loads(row[0])
+
+    def holds_beyond(self, person: str, conversation: str, ids: Collection[str]) -> bool:
+        """Whether memory holds anything of ``person`` beyond messages ``ids`` of ``conversation``.
+
+        True when, outside ``conversation``, they sent or received a stored
+        message, a claim is by or about them, an entity or a person bears their
+        name; or when ``conversation`` has a stored message not among ``ids``.
+        False means whatever memory knows of them came from those messages (or
+        there is nothing at all): a chat request holding them all has nothing
+        to be reminded of. Index probes, each stopping at its first row.
+        """
+        key = q.person_key(person)
+        probes = (
+            "SELECT 1 FROM message_people mp JOIN messages m ON m.rowid = mp.msg_rowid "
+            "WHERE mp.person = ? AND m.conversation <> ? LIMIT 1",
+            "SELECT 1 FROM claims WHERE speaker_key = ? AND conversation <> ? LIMIT 1",
+            "SELECT 1 FROM claims WHERE subject_key = ? AND conversation <> ? LIMIT 1",
+            "SELECT 1 FROM entities WHERE name_key = ? AND conversation <> ? LIMIT 1",
+            "SELECT 1 FROM person_identities WHERE name_key = ? AND conversation <> ? LIMIT 1",
+        )
+        for sql in probes:
+            if self._db.execute(sql, (key, conversation)).fetchone() is not None:
+                return True
+        return not set(self.existing_hashes(conversation)) <= set(ids)
 
     def conversations(self) -> list[dict]:
         rows = self._db.execute(
