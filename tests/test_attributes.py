@@ -82,3 +82,18 @@ def test_it_s_is_no_possessive_and_a_transfer_is_a_move() -> None:
     )
     assert attribute_of("Ana's sister lives in Porto.", "Ana") is None
     assert attribute_of("I got transferred to the Marketing team.", "Ana") is None
+
+
+def test_a_home_named_by_its_place_and_a_home_bought_are_residences() -> None:
+    """ "£1,450 a month for this shoebox in Walthamstow" says where the speaker lives;
+    "Completed on the flat in Leyton" is a move there. A flat merely seen is neither."""
+    got = attribute_of("£1,450 a month for this shoebox in Walthamstow.", "Zainab")
+    assert got is not None and (got.attribute, got.value) == ("residence", "Walthamstow")
+    got = attribute_of("Completed on the flat in Leyton today!!!", "Zainab")
+    assert got is not None and (got.attribute, got.value, got.change) == (
+        "residence",
+        "Leyton",
+        "move",
+    )
+    assert attribute_of("We viewed the flat in Leyton today.", "Zainab") is None
+    assert attribute_of("Her flat in Leyton is lovely.", "Zainab") is None

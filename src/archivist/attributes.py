@@ -42,6 +42,7 @@ JOB_END = (
 )
 NAME = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"
 # A place: capitalised words, plus ", Country" only where the sentence ends with it.
+HOME_WORDS = "flat|apartment|house|home|place|studio|shoebox|bedsit|condo|cottage"
 PLACE = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}(?:,\s+[A-Z][\w'-]+(?=\s*[.!?;]|$))?)"
 
 
@@ -97,6 +98,22 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "",
     ),
     ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{PLACE}"), "move"),
+    (  # "this shoebox in Walthamstow", "our flat in Bonfim": one's home named by its place
+        "residence",
+        re.compile(
+            r"\b(?i:(?:my|our|this)\s+(?:(?:little|tiny|tiny\s+little|rented|new)\s+)?"
+            rf"(?:{HOME_WORDS})\s+in)\s+{PLACE}"
+        ),
+        "",
+    ),
+    (  # "Completed on the flat in Leyton", "moved into a house in Leith": a new home
+        "residence",
+        re.compile(
+            r"\b(?i:(?:bought|buying|completed\s+on|closed\s+on|moved\s+into|moving\s+into)\s+"
+            rf"(?:a|an|the|my|our)\s+(?:new\s+)?(?:{HOME_WORDS})\s+in)\s+{PLACE}"
+        ),
+        "move",
+    ),
     (  # "transferring to the Berlin office": a move with the job, to that city
         "residence",
         re.compile(
