@@ -308,3 +308,31 @@ def test_a_question_about_what_the_speaker_said_of_the_other_abstains(tmp_path: 
         m.add(make_conversation("art", chat, people=("Evan", "Sam")))
         got = m.ask("How did Sam get into watercolor painting?")
     assert got.abstain and "Evan" in got.answer
+
+
+def test_what_held_before_a_named_value_is_the_person_s_statement_before_it(
+    tmp_path: Path,
+) -> None:
+    """ "Where did Yara live before Leyton?" shares no word with "£1,450 a month for this
+    shoebox in Walthamstow": her own statement of her home, said before Leyton was named,
+    answers; a later home and someone else's home do not."""
+    conv = make_conversation(
+        "flat",
+        [
+            [
+                ("Yara", "£1,450 a month for this shoebox in Walthamstow."),
+                ("Omar", "My place in Hackney is worse."),
+            ],
+            [("Yara", "Completed on the flat in Leyton today!"), ("Omar", "Congrats!")],
+            [("Yara", "Might rent a room in Bristol for the summer."), ("Omar", "Nice.")],
+        ],
+        people=("Yara", "Omar"),
+        start=datetime(2024, 1, 5, 9, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "before.db", embedder=FakeEmbedder())
+    m.add(conv)
+    got = m.ask("Where did Yara live before Leyton?", person="Yara")
+    assert not got.abstain and "Walthamstow" in got.answer, got.answer
+    now = m.ask("Where does Yara live?", person="Yara")
+    assert "Leyton" in now.answer, now.answer
+    m.close()

@@ -134,6 +134,9 @@ def test_where_is_answered_by_a_sentence_naming_a_place(tmp_path: Path) -> None:
         ("Which books did Rosa read?", set()),
         ("What happened to Rosa's job in August?", set()),  # an event, not the job now
         ("What did Rosa eat at the wedding?", set()),
+        ("What did Rosa eat before going vegan?", {"diet"}),  # what held before a change
+        ("Where did Rosa live before Leyton?", {"residence"}),
+        ("Where did Rosa work before Acme?", {"employer", "job"}),
     ],
 )
 def test_which_attribute_an_open_question_asks_for(question: str, kinds: set[str]) -> None:

@@ -58,8 +58,10 @@ _ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "residence",
         re.compile(
-            r"^\W*where\s+(?:does|do|is|are)\s+.*\b(?:live|lives|based|reside|resides|home)\b"
-            r"|^\W*(?:which|what)\s+(?:city|town|country|neighbou?rhood)\s+(?:does|do|is|are)\b",
+            r"^\W*where\s+(?:does|do|is|are|did|was|were)\s+.*\b(?:live|lives|based|reside|"
+            r"resides|home)\b"
+            r"|^\W*(?:which|what)\s+(?:city|town|country|neighbou?rhood)\s+"
+            r"(?:does|do|is|are|did|was|were)\b",
             re.I,
         ),
     ),
@@ -77,7 +79,8 @@ _ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "employer",
         re.compile(
-            r"^\W*where\s+(?:does|do|is|are)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?work(?:s|ing)?\W*$"
+            r"^\W*where\s+(?:does|do|is|are|did|was)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?"
+            r"work(?:s|ing)?(?:\W*$|\s+before\b)"
             r"|^\W*(?:which|what)\s+company\s+(?:does|do|is)\b"
             r"|^\W*who\s+(?:does|do|is)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?work(?:s|ing)?\s+for\b",
             re.I,
@@ -87,6 +90,7 @@ _ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
         "diet",
         re.compile(
             r"^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?eat\b"
+            r"|^\W*what\s+did\s+[A-Z][\w'’-]*\s+eat\s+before\b"  # not "at the wedding"
             r"|^\W*what(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+diet\b",
             re.I,
         ),
@@ -117,26 +121,62 @@ def asked_kinds(question: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
+def _own_statements(kinds: frozenset[str], person: str, ranked: Sequence[S]) -> list[tuple[S, str]]:
+    """The person's own sentences (not questions, not the assistant's) stating one of
+    the asked attributes of themselves, each with the value stated."""
+    key = person.casefold()
+    out = []
+    for s in ranked:
+        if (
+            s.message.role == "assistant"
+            or s.text.rstrip().endswith("?")
+            or (s.owner or s.message.speaker).casefold() != key
+        ):
+            continue
+        value = next(
+            (
+                a.value
+                for a, m in attribute_values(s.text)
+                if a.attribute in kinds
+                and holds_for(s.text, person, m.start(), a.attribute)
+                and not _KIN.search(s.text[: m.start()])  # "my sister lives in Porto"
+            ),
+            None,
+        )
+        if value is not None:
+            out.append((s, value))
+    return out
+
+
 def stating_kind(kinds: frozenset[str], person: str | None, ranked: Sequence[S]) -> S | None:
     """The person's own sentence that states one of the asked attributes and still
     holds, the latest first: "Finally settled in Porto." answers "Which city does
     Tomás live in?" though "The flat in Bonfim is tiny" shares as many words."""
     if not kinds or not person:
         return None
-    key = person.casefold()
+    found = [s for s, _ in _own_statements(kinds, person, ranked) if s.ended is None]
+    return max(found, key=lambda s: s.message.timestamp, default=None)
+
+
+def stated_before(
+    kinds: frozenset[str], person: str | None, ranked: Sequence[S], later: str
+) -> S | None:
+    """The person's own statement of an asked attribute that came before ``later`` (the
+    value the question names: "Where did Zainab live before Leyton?"): the latest one
+    said by the time ``later`` was first stated, with another value. "£1,450 a month
+    for this shoebox in Walthamstow" answers it, though it shares no word with it."""
+    if not kinds or not person or not later.strip():
+        return None
+    told = _own_statements(kinds, person, ranked)
+    low = later.casefold()
+    named = [s.message.timestamp for s, v in told if low in v.casefold() or v.casefold() in low]
+    bound = min(named, default=None)
     found = [
         s
-        for s in ranked
-        if s.ended is None
-        and s.message.role != "assistant"
-        and not s.text.rstrip().endswith("?")
-        and (s.owner or s.message.speaker).casefold() == key
-        and any(
-            a.attribute in kinds
-            and holds_for(s.text, person, m.start(), a.attribute)
-            and not _KIN.search(s.text[: m.start()])  # "my sister lives in Porto"
-            for a, m in attribute_values(s.text)
-        )
+        for s, v in told
+        if low not in v.casefold()
+        and v.casefold() not in low
+        and (bound is None or s.message.timestamp <= bound)
     ]
     return max(found, key=lambda s: s.message.timestamp, default=None)
 

@@ -35,6 +35,7 @@ from .attributes_asked import (
     asked_kinds,
     on_attribute,
     states_other_value,
+    stated_before,
     stating_kind,
 )
 
@@ -692,6 +693,11 @@ def compose(
     elif shape.form == "open" and shape.now and not shape.before and not shape.plural:
         # "Where does Tomás live?" is answered by what he last said of his home
         stating = stating_kind(asked_kinds(question), person, ranked)
+        if stating is not None:
+            best = stating
+    elif shape.form == "open" and shape.before and (later := _BEFORE.search(question)):
+        # "Where did Zainab live before Leyton?": her home said before Leyton was
+        stating = stated_before(asked_kinds(question), person, ranked, later.group(1))
         if stating is not None:
             best = stating
     if best is None:
