@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from archivist.cli.main import cli
 from archivist.config import Settings
 from archivist.errors import InputError
+from archivist.model import Message
 from archivist.read.context import (
     DEFAULT_CONTEXT,
     SECTIONS,
@@ -23,7 +24,7 @@ from archivist.read.context import (
     estimate_tokens,
     pack,
 )
-from archivist.read.context_lines import days_once
+from archivist.read.context_lines import days_once, message_line
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from conftest import make_conversation
@@ -167,7 +168,23 @@ def test_key_info_dossiers_and_claims_carry_who_and_when(mem, raw) -> None:
     assert claim.text.startswith("[22 May 2023] Ana (foresight)")
     assert "the Azores next month [June 2023]" in claim.text  # resolved where it stands
     message = next(i for i in bare.items if i.kind == "message")
-    assert re.match(r"\[\d{1,2} \w+ 2023\] \w+ → ", message.text)
+    # a two-person chat: every message is to the other one, so no arrow says so
+    assert re.match(r"\[\d{1,2} \w+ 2023\] \w+: ", message.text)
+
+
+def test_an_arrow_names_the_addressees_only_when_they_are_not_everyone_else() -> None:
+    said = Message(
+        id="1",
+        conversation="c",
+        session=1,
+        speaker="Ana",
+        text="See you tomorrow.",
+        timestamp=datetime(2023, 5, 8, 9, tzinfo=UTC),
+        addressees=("Lee",),
+    )
+    assert message_line(said, ["Ana", "Lee"]) == "[8 May 2023] Ana: See you tomorrow [9 May 2023]."
+    assert message_line(said, ["Ana", "Lee", "Mia"]).startswith("[8 May 2023] Ana → Lee: ")
+    assert message_line(said).startswith("[8 May 2023] Ana → Lee: ")  # participants unknown
 
 
 def test_the_last_turns_are_always_offered(mem) -> None:

@@ -84,23 +84,28 @@ def context_turns(items: Iterable, conversation: str, claims: ClaimIndex) -> set
     return found
 
 
-def packed(messages: Sequence[Message], budget: int) -> tuple[list[Message], int]:
+def packed(
+    messages: Sequence[Message], budget: int, everyone: Sequence[str] = ()
+) -> tuple[list[Message], int]:
     """Messages in the given order while their lines fit ``budget`` (a line that does not
-    fit is skipped, a shorter one after it may still go in); and the tokens used."""
+    fit is skipped, a shorter one after it may still go in); and the tokens used.
+    ``everyone``: the conversation's participants, as the context writes its lines."""
     out, used = [], 0
     for m in messages:
-        cost = estimate_tokens(f"- {message_line(m)}")
+        cost = estimate_tokens(f"- {message_line(m, everyone)}")
         if used + cost <= budget:
             out.append(m)
             used += cost
     return out, used
 
 
-def recent(messages: Sequence[Message], budget: int) -> tuple[list[Message], int]:
+def recent(
+    messages: Sequence[Message], budget: int, everyone: Sequence[str] = ()
+) -> tuple[list[Message], int]:
     """The conversation's last messages that fit ``budget``, newest first, contiguous."""
     out, used = [], 0
     for m in reversed(messages):
-        cost = estimate_tokens(f"- {message_line(m)}")
+        cost = estimate_tokens(f"- {message_line(m, everyone)}")
         if used + cost > budget:
             break
         out.append(m)
@@ -121,6 +126,7 @@ def run_context_recall(
         for cid in {cid for cid, _ in questions}
     }
     logs = {cid: [m for _, m in memory.store.conversation_messages(cid)] for cid in asked}
+    everyone = {cid: memory.store.participants(cid) or [] for cid in asked}
     indexes = {cid: ClaimIndex(memory, cid) for cid in asked}
     people = memory.people()
     rows: dict[str, dict[int, list[tuple[str, float]]]] = {
@@ -139,9 +145,9 @@ def run_context_recall(
             seconds[b].append(time.perf_counter() - t)
             shown = {
                 "archivist": (context_turns(ctx.items, cid, indexes[cid]), ctx.tokens),
-                "plain-rag": _ids(packed([h.message for h in rag], b)),
-                "hits": _ids(packed([h.message for h in hits], b)),
-                "recent": _ids(recent(logs[cid], b)),
+                "plain-rag": _ids(packed([h.message for h in rag], b, everyone[cid])),
+                "hits": _ids(packed([h.message for h in hits], b, everyone[cid])),
+                "recent": _ids(recent(logs[cid], b, everyone[cid])),
             }
             for system, (turns, used) in shown.items():
                 rows[system][b].append((cat, len(gold & turns) / len(gold)))

@@ -371,7 +371,8 @@ def dated_history(scenario: Scenario, at: datetime | None) -> str:
         m for c in scenario.conversations for m in c.messages if at is None or m.timestamp <= at
     ]
     said.sort(key=lambda m: (m.timestamp, m.seq))
-    return "\n".join(f"- {message_line(m)}" for m in said)
+    everyone = {c.id: c.participants for c in scenario.conversations}
+    return "\n".join(f"- {message_line(m, everyone[m.conversation])}" for m in said)
 
 
 def read_probe(memory: MemoryService, reader: Any, p: Probe, notes: str) -> tuple[str, bool, int]:

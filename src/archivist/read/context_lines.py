@@ -9,12 +9,12 @@ the assembly itself (gathering, ranking, packing) is ``read.context``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from ..model import Claim, Message
-from ..text import query_terms, share_in, stem
+from ..text import person_key, query_terms, share_in, stem
 from ..timeground import dated, last_day, spoken_day
 from .extractive import SENTENCE_BREAK
 
@@ -55,10 +55,20 @@ def claim_line(c: Claim) -> str:
     return f"[{spoken_day(c.said_at)}] {c.speaker} ({tags}): {dated(c.text, c.said_at)}{until}"
 
 
-def message_line(m: Message) -> str:
+def message_line(m: Message, everyone: Collection[str] = ()) -> str:
     """``[8 May 2023] Ana → Lee: text``, a relative time in the text resolved ("see you
-    tomorrow [9 May 2023]"). The day, not the hour: the lines' order tells the rest."""
-    to = f" → {', '.join(m.addressees)}" if m.addressees else ""
+    tomorrow [9 May 2023]"). The day, not the hour: the lines' order tells the rest.
+
+    ``everyone``: the conversation's participants. A message to all the others
+    (every message of a two-person chat) is written ``Ana: text``: the arrow would
+    repeat the same names on every line, a tenth of a short line's words.
+    """
+    others = {person_key(p) for p in everyone} - {person_key(m.speaker)}
+    to = (
+        f" → {', '.join(m.addressees)}"
+        if m.addressees and {person_key(a) for a in m.addressees} != others
+        else ""
+    )
     role = " (system)" if m.role == "system" else ""
     text = dated(m.indexed_text(), m.timestamp)
     return f"[{spoken_day(m.timestamp)}] {m.speaker}{role}{to}: {text}"
