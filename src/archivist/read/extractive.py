@@ -34,8 +34,8 @@ from .attributes_asked import (
     asked_attributes,
     asked_kinds,
     on_attribute,
-    states_other_value,
     stated_before,
+    states_other_value,
     stating_kind,
 )
 
