@@ -41,8 +41,9 @@ JOB_END = (
     r"recently|earlier|again|now)\b|[.,;!?]|$)"
 )
 NAME = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"
-# A place: capitalised words, plus ", Country" only where the sentence ends with it.
+# What a home is called when it is named by its place ("this shoebox in Walthamstow").
 HOME_WORDS = "flat|apartment|house|home|place|studio|shoebox|bedsit|condo|cottage"
+# A place: capitalised words, plus ", Country" only where the sentence ends with it.
 PLACE = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}(?:,\s+[A-Z][\w'-]+(?=\s*[.!?;]|$))?)"
 
 

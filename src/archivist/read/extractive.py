@@ -696,7 +696,7 @@ def compose(
         if stating is not None:
             best = stating
     elif shape.form == "open" and shape.before and (later := _BEFORE.search(question)):
-        # "Where did Zainab live before Leyton?": her home said before Leyton was
+        # "Where did Zainab live before Leyton?": the home she named before Leyton
         stating = stated_before(asked_kinds(question), person, ranked, later.group(1))
         if stating is not None:
             best = stating
