@@ -336,3 +336,29 @@ def test_what_held_before_a_named_value_is_the_person_s_statement_before_it(
     now = m.ask("Where does Yara live?", person="Yara")
     assert "Leyton" in now.answer, now.answer
     m.close()
+
+
+def test_when_answers_meet_irregular_pasts_and_holidays(tmp_path: Path) -> None:
+    """ "When did Raj sell his car?" is answered by "Sold the Golf last weekend" (the asked
+    verb, said in its past), not by the Golf's older news; "broke up over Christmas" dates
+    a break-up to Christmas."""
+    conv = make_conversation(
+        "life",
+        [
+            [("Raj", "My old Golf failed its MOT again on Monday, it is a money pit.")],
+            [("Raj", "Marco and I are celebrating two years together on Friday.")],
+            [("Raj", "Sold the Golf last weekend. Marco and I broke up over Christmas.")],
+        ],
+        people=("Raj", "Ellie"),
+        start=datetime(2023, 11, 6, 9, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "when.db", embedder=FakeEmbedder())
+    m.add(conv)
+    at = datetime(2024, 2, 1, tzinfo=UTC)
+    sold = m.ask("When did Raj sell his car?", person="Raj", at=at)
+    assert "November 2023" in sold.answer and "Sold the Golf" in " ".join(
+        m.store.get_message(c, i).text for c, i in sold.evidence
+    ), sold.answer
+    split = m.ask("When did Raj and Marco break up?", person="Raj", at=at)
+    assert "25 December 2023" in split.answer, split.answer
+    m.close()

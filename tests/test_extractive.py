@@ -287,3 +287,10 @@ def test_why_is_answered_with_the_reason_said_next() -> None:
     shape = shape_of(question, asks_when=False)
     text, used, _ = compose(question, shape, ranked, asked_stems(question, ["Dima"], shape.before))
     assert used == ranked and text == f"{what}; {why}"
+
+
+def test_an_irregular_past_meets_its_verb() -> None:
+    """ "When did Raj sell his car?" - "Sold the Golf"; "break up" - "broke up"."""
+    assert stem("sold") == stem("sell") == stem("selling")
+    assert stem("broke") == stem("break") and stem("bought") == stem("buy")
+    assert stem("camping") == stem("camp")  # regular words as before

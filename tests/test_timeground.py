@@ -281,3 +281,25 @@ def test_a_weekly_habit_is_no_day() -> None:
     assert [r.text for r in find_times("I've started classes on Thursday nights.", AT)] == []
     assert [r.text for r in find_times("Yoga on Tuesdays.", AT)] == []
     assert [r.text for r in find_times("See you on Thursday night!", AT)] == ["on Thursday"]
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "day"),
+    [
+        ("Marco and I broke up over Christmas.", date(2024, 1, 10), date(2023, 12, 25)),
+        ("We met last Halloween.", date(2024, 1, 10), date(2023, 10, 31)),
+        ("Dinner out on Valentine's Day!", date(2024, 2, 1), date(2024, 2, 14)),
+        ("We will be at my parents' over Christmas.", date(2024, 11, 20), date(2024, 12, 25)),
+        ("Party on New Year's Eve.", date(2024, 12, 20), date(2024, 12, 31)),
+    ],
+)
+def test_a_holiday_is_its_day_placed_by_tense_or_nearness(text: str, said: date, day: date) -> None:
+    at = datetime(said.year, said.month, said.day, 9, tzinfo=UTC)
+    (ref,) = find_times(text, at)
+    assert ref.start.date() == day and ref.granularity == "day"
+
+
+def test_a_holiday_s_things_are_no_time() -> None:
+    """ "the Christmas markets", "Christmas trees" name no day."""
+    assert find_times("I'll come for the Christmas markets.", AT) == []
+    assert find_times("We bought lights for Christmas trees.", AT) == []

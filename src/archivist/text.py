@@ -81,6 +81,71 @@ _TERM = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _WORD = re.compile(r"[\w'’-]+")
 _LETTERS = re.compile(r"[^\W\d_]{4,}")
 _STEM_SUFFIXES = ("ing", "ed", "es", "s", "ly", "e")
+# Irregular past forms, to their verb: "When did Raj sell his car?" is answered by "Sold
+# the Golf last weekend", "When did they break up?" by "We broke up over Christmas".
+_IRREGULAR = {
+    past: verb
+    for verb, forms in (
+        ("sell", "sold"),
+        ("buy", "bought"),
+        ("break", "broke broken"),
+        ("leave", "left"),
+        ("go", "went gone"),
+        ("eat", "ate eaten"),
+        ("run", "ran"),
+        ("meet", "met"),
+        ("begin", "began begun"),
+        ("get", "got gotten"),
+        ("give", "gave given"),
+        ("take", "took taken"),
+        ("make", "made"),
+        ("find", "found"),
+        ("feel", "felt"),
+        ("keep", "kept"),
+        ("lose", "lost"),
+        ("pay", "paid"),
+        ("see", "saw seen"),
+        ("send", "sent"),
+        ("spend", "spent"),
+        ("teach", "taught"),
+        ("think", "thought"),
+        ("tell", "told"),
+        ("win", "won"),
+        ("write", "wrote written"),
+        ("drive", "drove driven"),
+        ("fly", "flew flown"),
+        ("grow", "grew grown"),
+        ("know", "knew known"),
+        ("swim", "swam swum"),
+        ("sing", "sang sung"),
+        ("fall", "fell fallen"),
+        ("bring", "brought"),
+        ("build", "built"),
+        ("catch", "caught"),
+        ("choose", "chose chosen"),
+        ("drink", "drank drunk"),
+        ("forget", "forgot forgotten"),
+        ("hold", "held"),
+        ("lend", "lent"),
+        ("ride", "rode ridden"),
+        ("sleep", "slept"),
+        ("speak", "spoke spoken"),
+        ("steal", "stole stolen"),
+        ("stand", "stood"),
+        ("throw", "threw thrown"),
+        ("wear", "wore worn"),
+        ("wake", "woke woken"),
+        ("hear", "heard"),
+        ("say", "said"),
+        ("fight", "fought"),
+        ("bite", "bit bitten"),
+        ("hide", "hid hidden"),
+        ("shoot", "shot"),
+        ("sit", "sat"),
+        ("lead", "led"),
+    )
+    for past in forms.split()
+}
 _EDGE = "\"'“”‘’()[]{}<>,;:!?."
 _POSSESSIVE = ("'s", "’s", "s'", "s’")
 
@@ -176,10 +241,12 @@ def words(text: str) -> list[str]:
 def stem(word: str) -> str:
     """A light stem for matching question and evidence words ("camping" ~ "camp").
 
-    One suffix off, then the first five letters: crude, but question and
-    evidence words meet in it without a dictionary.
+    An irregular past form to its verb ("sold" ~ "sell"), one suffix off, then
+    the first five letters: crude, but question and evidence words meet in it
+    without a dictionary.
     """
     w = word.lower().strip("'’-").removesuffix("'s").removesuffix("’s")
+    w = _IRREGULAR.get(w, w)
     for suffix in _STEM_SUFFIXES:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: -len(suffix)]

@@ -261,6 +261,40 @@ def _yearless(month: int, day: int, at: datetime, text: str) -> date:
     return when
 
 
+# Holidays on a fixed day: (month, day).
+_HOLIDAYS = {
+    "christmas eve": (12, 24),
+    "christmas": (12, 25),
+    "christmas day": (12, 25),
+    "new year's eve": (12, 31),
+    "new years eve": (12, 31),
+    "new year's day": (1, 1),
+    "new years day": (1, 1),
+    "halloween": (10, 31),
+    "valentine's day": (2, 14),
+    "valentines day": (2, 14),
+}
+
+
+def _h_holiday(m: re.Match, at: datetime, text: str) -> TimeRef | None:
+    """ "over Christmas", "last Halloween": the holiday's day, placed by the word before
+    it or, as a yearless date, by the sentence's tense ("broke up over Christmas", said
+    on 10 January, is last December's)."""
+    name = " ".join(m[2].lower().replace("’", "'").split())
+    month, day = _HOLIDAYS[name]
+    which, mood = m[1].lower(), tense(text)
+    around = [date(y, month, day) for y in (at.year - 1, at.year, at.year + 1)]
+    if which in ("last", "since", "after") or (
+        which not in ("next", "until", "till", "by") and mood == "past"
+    ):
+        when = max(d for d in around if d <= at.date())
+    elif which == "next" or mood == "future":
+        when = min(d for d in around if d >= at.date())
+    else:  # the nearest: "over Christmas", said on 10 January, is the one just gone
+        when = min(around, key=lambda d: abs((d - at.date()).days))
+    return _days(m[0], when, 1, at.tzinfo)
+
+
 def _h_date(day_group: int, month_group: int, year_group: int) -> Handler:
     """Day-month(-year) in either order; None for impossible dates such as 31 June."""
 
@@ -335,6 +369,15 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
     (r"\b(?:the\s+|this\s+)past\s+(week|month|year)\b|\bthe\s+other\s+day\b", _h_recent),
     (r"\b(last|this|next|this\s+past)\s+(summer|winter|spring|fall|autumn)\b", _h_season),
     (
+        # "over Christmas", "last Halloween"; not "the Christmas markets" nor "Christmas trees"
+        r"\b(over|at|for|on|before|after|since|until|till|by|around|during|last|this|next)\s+"
+        r"(christmas(?:\s+(?:eve|day))?|new\s+years?['’]?s?\s+(?:eve|day)|halloween|"
+        r"valentines?['’]?s?\s+day)\b(?!\s+(?:trees?|lights?|cards?|presents?|gifts?|markets?|"
+        r"jumpers?|sweaters?|movies?|songs?|decorations?|costumes?|cand(?:y|ies)|part(?:y|ies)|"
+        r"dinners?|lunch|shopping|lists?|spirit|music|carols?|cookies?|pudding|cakes?)\b)",
+        _h_holiday,
+    ),
+    (
         rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ANY}\.?)(?:,?\s+(\d{{4}}))?\b",
         _h_date(1, 2, 3),
     ),
@@ -358,8 +401,8 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
 _PATTERNS = [(re.compile(p, re.IGNORECASE), h) for p, h in _RAW_PATTERNS]
 _QUICK = re.compile(
     r"\d|yesterday|today|tonight|tomorrow|night|morning|afternoon|evening|week|month|year|"
-    r"day|ago|other|mon|tue|wed|thu|fri|sat|sun|summer|winter|spring|fall|autumn|"
-    + "|".join(_MONTH_NAMES + [n[:3] for n in _MONTH_NAMES]),
+    r"day|ago|other|mon|tue|wed|thu|fri|sat|sun|summer|winter|spring|fall|autumn|christmas|"
+    r"halloween|" + "|".join(_MONTH_NAMES + [n[:3] for n in _MONTH_NAMES]),
     re.IGNORECASE,
 )
 
