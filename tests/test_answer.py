@@ -362,3 +362,40 @@ def test_when_answers_meet_irregular_pasts_and_holidays(tmp_path: Path) -> None:
     split = m.ask("When did Raj and Marco break up?", person="Raj", at=at)
     assert "25 December 2023" in split.answer, split.answer
     m.close()
+
+
+def test_what_ended_in_other_words_answers_no(tmp_path: Path) -> None:
+    """ "Cast came off yesterday", "smoke-free", "Handed in my notice at Bistro Nord" end
+    what they name: asked after, "is she still…" is no; a question months before
+    ("Where are you going?") is no prompt for a later message, and "seeing someone
+    new, her name is Leah" names a partner."""
+    conv = make_conversation(
+        "changes",
+        [
+            [
+                ("Ines", "Broke my wrist skiing, I'm in a cast for six weeks."),
+                ("Ines", "I'm a line cook at Bistro Nord, the hours are brutal."),
+                ("Ines", "Marco and I are celebrating two years together on Friday."),
+                ("Tom", "Cute! Where are you going?"),
+            ],
+            [
+                ("Ines", "Cast came off yesterday, wrist is stiff but free!"),
+                ("Ines", "Handed in my notice at Bistro Nord today."),
+                ("Ines", "Three months smoke-free and I can run up the stairs."),
+                ("Ines", "I've been seeing someone new, her name is Leah and she's a vet."),
+            ],
+        ],
+        people=("Ines", "Tom"),
+        start=datetime(2024, 3, 1, 9, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "ended.db", embedder=FakeEmbedder())
+    m.add(conv)
+    at = datetime(2024, 4, 1, tzinfo=UTC)
+    for question in ("Is Ines wearing a cast?", "Is Ines still a line cook?", "Does Ines smoke?"):
+        got = m.ask(question, person="Ines", at=at)
+        assert got.answer.startswith("No"), (question, got.answer)
+    during = m.ask("Is Ines wearing a cast?", person="Ines", at=datetime(2024, 3, 3, tzinfo=UTC))
+    assert during.answer.startswith("Yes"), during.answer
+    partner = m.ask("Who is Ines dating?", person="Ines", at=at)
+    assert "Leah" in partner.answer and "in reply to" not in partner.answer, partner.answer
+    m.close()

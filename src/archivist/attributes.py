@@ -153,6 +153,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         ),
         "",
     ),
+    (  # "I've been seeing someone new, her name is Leah"
+        "partner",
+        re.compile(
+            r"\b(?:seeing|dating|met)\s+someone(?:\s+new)?\s*[,.;:-]?\s*(?:and\s+)?"
+            r"(?:her|his|their)\s+name\s+is\s+" + NAME
+        ),
+        "",
+    ),
     (
         "age",
         re.compile(r"\b(?:is|am|'m|turned|turning)\s+(?P<v>\d{1,3})(?:\s+years?\s+old)?\b"),

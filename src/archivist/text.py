@@ -333,6 +333,7 @@ _LEADING_CUE = re.compile(r"^\W*from\s+now\s+on\W*$", re.I)
 ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
+    r"(?:came|comes|come|taken|got)\s+off|(?:is|are)\s+off|removed|handed\s+in\s+(?:\S+\s+)?notice|"
     + _GAVE
     + r"|former|ex-\w+|used\s+to)\b",
     re.I,
@@ -340,7 +341,7 @@ ENDING = re.compile(
 # A statement that denies: "no fish", "not in Lyon", "doesn't", "never".
 NEGATION = re.compile(
     r"n't\b|\b(?:no|not|never|none|nothing|nobody|nowhere|without|cannot|"
-    r"no\s+longer|any\s*more|anymore)\b",
+    r"no\s+longer|any\s*more|anymore)\b|\b\w+-free\b",  # "smoke-free" denies smoking
     re.I,
 )
 
@@ -351,12 +352,14 @@ _ENDS_OBJECT = re.compile(
     r"\b(?:no\s+longer|quit|quitting|stopped|gave\s+up|given\s+up|giving\s+up|sold|"
     r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
     r"retired\s+from|moved\s+out\s+of|done\s+with|finished\s+with|"
-    r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|" + _GAVE + r")\b",
+    r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|"
+    r"handed\s+in\s+(?:\S+\s+)?notice\s+(?:at|to)|" + _GAVE + r")\b",
     re.I,
 )
 _ENDS_PARTY = re.compile(
     r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+gone|"
-    r"handed\s+back|(?:is|are)\s+off)\b",
+    r"handed\s+back|(?:is|are)\s+off|(?:came|comes|come)\s+off|(?:was|were|got)\s+(?:taken\s+)?"
+    r"off|(?:was|were|got)\s+removed)\b",
     re.I,
 )
 # Words before the thing that ended ("the", "managing the") and words that end it ("today").

@@ -72,7 +72,7 @@ _ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:job|occupation|profession|position|role|job\s+title)\b"
             r"|^\W*what\s+(?:job|occupation|profession|position|role)\s+(?:does|do|is)\b"
             r"|^\W*what\s+(?:does|do)\s+[A-Z][\w'’-]*\s+(?:do(?:\s+for\s+(?:a\s+living|work))?"
-            r"\W*$|work\s+as\b)",
+            r"(?:\s+(?:now|these\s+days|nowadays))?\W*$|work\s+as\b)",
             re.I,
         ),
     ),

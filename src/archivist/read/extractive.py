@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..model import Claim, Hit, Message
 from ..text import CALENDAR_WORDS, ENDING, NEGATION, fold, is_stopword, stem, words
@@ -371,14 +371,16 @@ def format_when(when: datetime, granularity: str = "day") -> str:
 _TOKEN = re.compile(r"[\w'’-]+")
 # cues that follow what they end: "fish anymore", "crutches handed back"
 _TRAILING_CUE = re.compile(
-    r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with", re.I
+    r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|"
+    r"(?:came|comes|come|taken|got)\s+off|(?:is|are)\s+off|removed|\w+-free",
+    re.I,
 )
 
 
 def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
     """Whether a cue bears on what the question asks: shortly before an asked word ("no
-    fish", "quit smoking", "given up the choir") or, for "anymore" and "handed back",
-    just after it. A
+    fish", "quit smoking", "given up the choir") or, for "anymore", "handed back" and
+    "came off" ("Cast came off yesterday"), just after it. A
     sentence with no asked word in it is all about it ("Nope, never.")."""
     found = list(cue.finditer(text))
     if not found:
@@ -750,6 +752,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 REPLY_WORDS = 8  # a reply this short may mean nothing without the question it answers
+REPLY_WITHIN = timedelta(hours=12)  # ... when it comes this soon after it
 
 
 # What a reply says when it says nothing of its own: "Thanks, Melanie!", "Yep!", "Sure thing"
@@ -771,8 +774,16 @@ def _says_something(reply: str, before: Message) -> bool:
 
 def follows_question(m: Message, before: Message | None) -> bool:
     """Whether ``before``, the message just before ``m``, is someone else's asking
-    something: what a short reply may answer ("How many kids?" → "Two of them.")."""
-    return before is not None and before.speaker != m.speaker and "?" in before.text
+    something in the same sitting: what a short reply may answer ("How many kids?" →
+    "Two of them."). A question left months before, or in another session, is not
+    what the next message answers."""
+    return (
+        before is not None
+        and before.speaker != m.speaker
+        and "?" in before.text
+        and before.session == m.session
+        and abs(m.timestamp - before.timestamp) <= REPLY_WITHIN
+    )
 
 
 def reply_prompt(m: Message, before: Message | None) -> str:
