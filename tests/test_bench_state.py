@@ -94,6 +94,16 @@ def test_answer_needs_an_expected_string_and_no_stale_one() -> None:
     assert check_answer(p, "Not mentioned: vegan", True) == "abstained"
 
 
+def test_a_bare_yes_or_no_is_judged_by_the_verdict() -> None:
+    """ "Yes: On crutches until the end of the month, no driving." says yes; the "no" of
+    its quote is not its answer. An answer without a verdict word is read whole."""
+    p = probe(expect=("yes",), stale=("no",), kind="temporal")
+    assert check_answer(p, "Yes: On crutches until the end of the month, no driving.", False) is None
+    assert "none of" in check_answer(p, "No: crutches handed back, yes!", False)
+    assert check_answer(p, "She is, yes.", False) is None
+    assert "stale" in check_answer(p, "Not any more, no; yes earlier.", False)
+
+
 def test_expect_all_needs_every_string() -> None:
     p = probe(expect=("band",), expect_all=("band", "chess"), kind="multi")
     assert check_answer(p, "The band and the Chess club.", False) is None

@@ -221,6 +221,20 @@ def _has(text: str, needle: str) -> bool:
 ANSWER_WORDS = frozenset({"yes", "no"})
 
 
+def _says(text: str, value: str) -> bool:
+    """Whether the answer says ``value``. A bare yes or no is judged by the answer's
+    verdict, its first word, when it opens with one: "Yes: On crutches until the end of
+    the month, no driving." says yes, not no. An answer without a verdict word is
+    searched whole, as for any other value."""
+    word = value.casefold().strip()
+    if word in ANSWER_WORDS:
+        first = re.match(r"\W*(\w+)", text)
+        verdict = first.group(1).casefold() if first else ""
+        if verdict in ANSWER_WORDS:
+            return verdict == word
+    return _has(text, value)
+
+
 def check_answer(probe: Probe, text: str, abstained: bool) -> str | None:
     """None if the answer is right, else why not."""
     if probe.abstain:
@@ -232,11 +246,11 @@ def check_answer(probe: Probe, text: str, abstained: bool) -> str | None:
     if abstained:
         return "abstained"
     if probe.expect_all:
-        if missing := [e for e in probe.expect_all if not _has(text, e)]:
+        if missing := [e for e in probe.expect_all if not _says(text, e)]:
             return f"missing {', '.join(map(repr, missing))}"
-    elif not any(_has(text, e) for e in probe.expect):
+    elif not any(_says(text, e) for e in probe.expect):
         return f"names none of {', '.join(map(repr, probe.expect))}"
-    if named := [s for s in probe.stale if _has(text, s)]:
+    if named := [s for s in probe.stale if _says(text, s)]:
         return f"names stale {', '.join(map(repr, named))}"
     return None
 
