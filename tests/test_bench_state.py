@@ -98,7 +98,8 @@ def test_a_bare_yes_or_no_is_judged_by_the_verdict() -> None:
     """ "Yes: On crutches until the end of the month, no driving." says yes; the "no" of
     its quote is not its answer. An answer without a verdict word is read whole."""
     p = probe(expect=("yes",), stale=("no",), kind="temporal")
-    assert check_answer(p, "Yes: On crutches until the end of the month, no driving.", False) is None
+    said = "Yes: On crutches until the end of the month, no driving."
+    assert check_answer(p, said, False) is None
     assert "none of" in check_answer(p, "No: crutches handed back, yes!", False)
     assert check_answer(p, "She is, yes.", False) is None
     assert "stale" in check_answer(p, "Not any more, no; yes earlier.", False)
