@@ -399,3 +399,27 @@ def test_what_ended_in_other_words_answers_no(tmp_path: Path) -> None:
     partner = m.ask("Who is Ines dating?", person="Ines", at=at)
     assert "Leah" in partner.answer and "in reply to" not in partner.answer, partner.answer
     m.close()
+
+
+def test_asked_about_now_an_ending_is_not_the_answer(tmp_path: Path) -> None:
+    """ "How does Kwame exercise?" after "Cancelled my gym membership. I swim at the lido
+    three mornings a week now." is the swimming, not the cancelling."""
+    conv = make_conversation(
+        "fit",
+        [
+            [("Kwame", "Gym at 6am every weekday, chest day is my favourite.")],
+            [
+                (
+                    "Kwame",
+                    "Cancelled my gym membership. I swim at the lido three mornings a week now.",
+                )
+            ],
+        ],
+        people=("Kwame", "Ada"),
+        start=datetime(2024, 5, 1, 9, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "fit.db", embedder=FakeEmbedder())
+    m.add(conv)
+    got = m.ask("How does Kwame exercise?", person="Kwame", at=datetime(2024, 6, 1, tzinfo=UTC))
+    assert "lido" in got.answer, got.answer
+    m.close()

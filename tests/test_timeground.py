@@ -303,3 +303,9 @@ def test_a_holiday_s_things_are_no_time() -> None:
     """ "the Christmas markets", "Christmas trees" name no day."""
     assert find_times("I'll come for the Christmas markets.", AT) == []
     assert find_times("We bought lights for Christmas trees.", AT) == []
+
+
+def test_until_the_end_of_the_month_holds_to_that_month_s_end() -> None:
+    said = datetime(2024, 2, 5, 9, tzinfo=UTC)
+    start, end = ground("On crutches until the end of the month, no driving.", said)
+    assert start == said and end == datetime(2024, 3, 1, tzinfo=UTC)

@@ -173,7 +173,7 @@ def _h_offset_day(offset: int) -> Handler:
 def _h_relative_period(m: re.Match, at: datetime, _text: str) -> TimeRef:
     """last/this/next week, weekend, month, year."""
     which = m[1].lower().split()[-1]  # "this past" -> "past"
-    k = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
+    k = {"last": -1, "past": -1, "this": 0, "the": 0, "next": 1}[which]
     unit, d, tz = m[2].lower(), at.date(), at.tzinfo
     if unit == "week":
         return _week(m[0], d + timedelta(weeks=k), tz)
@@ -357,6 +357,8 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
     (r"\btomorrow\b", _h_offset_day(1)),
     (r"\b(last|this|next)\s+(week|weekend|month|year)\b", _h_relative_period),
     (r"\b(this\s+past)\s+(weekend)\b", _h_relative_period),
+    # "until the end of the month": the period it is said in ("of next month": next's)
+    (r"\bthe\s+end\s+of\s+(the)\s+(week|month|year)\b", _h_relative_period),
     (
         rf"\b(last|next|this|this\s+past|this\s+coming|on|until|till|by|before|from|after|since)"
         # not "on Thursdays" nor "on Thursday nights": a habit, not a day

@@ -28,7 +28,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ..model import Claim, Hit, Message
-from ..text import CALENDAR_WORDS, ENDING, NEGATION, fold, is_stopword, stem, words
+from ..text import (
+    CALENDAR_WORDS,
+    ENDING,
+    NEGATION,
+    ended_objects,
+    fold,
+    is_stopword,
+    stem,
+    words,
+)
 from ..timeground import find_times, spoken_day
 from .attributes_asked import (
     asked_attributes,
@@ -536,11 +545,12 @@ def rank_sentences(
             score *= HISTORY_WEIGHT
         if (
             shape.form in ("open", "count")
-            and NEGATION.search(s.text)
+            and (NEGATION.search(s.text) or (shape.now and ended_objects(s.text)))
             and not _STATES_NEW.search(s.text)
         ):
-            # "not in Lyon anymore" says what is not; "vegan now, so no fish" and "no
-            # longer on support, I moved over to the data team" say what is
+            # "not in Lyon anymore" and, asked about now, "Cancelled my gym membership"
+            # say what is not; "vegan now, so no fish" and "no longer on support, I
+            # moved over to the data team" say what is
             score *= NEGATED_WEIGHT
         if (
             shape.form in ("open", "count")
