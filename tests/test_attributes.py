@@ -97,3 +97,19 @@ def test_a_home_named_by_its_place_and_a_home_bought_are_residences() -> None:
     )
     assert attribute_of("We viewed the flat in Leyton today.", "Zainab") is None
     assert attribute_of("Her flat in Leyton is lovely.", "Zainab") is None
+
+
+def test_homes_and_jobs_said_in_passing() -> None:
+    """ "Living in my parents' basement in Queens" is a home, "Signed a lease on a one-bed
+    in Brooklyn" a move, "Still a sales rep at Lumen" a job."""
+    cases = {
+        "Living in my parents' basement in Queens is killing me.": ("residence", "Queens"),
+        "Signed a lease on a one-bed in Brooklyn, moving out on Saturday.": (
+            "residence",
+            "Brooklyn",
+        ),
+        "Still a sales rep at Lumen, still chasing quota every month.": ("job", "sales rep"),
+    }
+    for text, (attribute, value) in cases.items():
+        got = attribute_of(text, "Theo")
+        assert got is not None and (got.attribute, got.value) == (attribute, value), text

@@ -442,3 +442,13 @@ def test_an_assistant_echo_adds_no_claim() -> None:
     assert "lentil" in claims[1].text
     # the turn before an appended tail counts as heard
     assert heuristic_claims([echo], earlier=[told]) == []
+
+
+def test_what_a_sentence_says_ended_in_other_words() -> None:
+    """A pet put down, a membership cancelled (and so the gym), a home moved out of."""
+    from archivist.text import ended_objects
+
+    assert ended_objects("We had to put Biscuit down on Monday.") == ["Biscuit"]
+    assert ended_objects("Cancelled my gym membership.") == ["gym membership", "gym"]
+    assert "basement" in ended_objects("Moving out of the basement on Saturday.")
+    assert ended_objects("Put the kettle on.") == []

@@ -32,7 +32,8 @@ JOB_WORDS = (
     "entrepreneur|freelancer|coach|trainer|instructor|journalist|editor|farmer|baker|"
     "carpenter|paramedic|surgeon|physician|technician|administrator|executive|"
     "salesperson|marketer|recruiter|tutor|caregiver|retiree|volunteer|midwife|translator|"
-    "sailor|fisherman"
+    "sailor|fisherman|rep|representative|agent|associate|cook|supervisor|specialist|"
+    "coordinator"
 )
 ARTICLE = r"(?:an?\s+|the\s+)?"
 # Where a job title ends: a preposition, a time word, or punctuation.
@@ -80,7 +81,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "job",
         re.compile(
-            r"\b(?:is|am|'m|are|became|become|becoming|now)\s+(?:now\s+)?(?:an?\s+)"
+            r"\b(?:is|am|'m|are|became|become|becoming|now|still)\s+(?:now\s+)?(?:an?\s+)"
             rf"(?P<v>(?:[\w-]+\s+){{0,2}}(?:{JOB_WORDS}))\b",
             re.I,
         ),
@@ -98,6 +99,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         re.compile(rf"\b(?:lives?|living|live|based|settled|resides?)\s+in\s+{PLACE}"),
         "",
     ),
+    (  # "living in my parents' basement in Queens": the place after the home
+        "residence",
+        re.compile(
+            r"\b(?i:(?:lives?|living|live|staying)\s+in\s+(?:my|our|a|an|the)\s+"
+            rf"(?:[\w'’-]+\s+){{0,3}}?(?:{HOME_WORDS}|basement|room|flatshare)\s+in)\s+{PLACE}"
+        ),
+        "",
+    ),
     ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{PLACE}"), "move"),
     (  # "this shoebox in Walthamstow", "our flat in Bonfim": one's home named by its place
         "residence",
@@ -110,8 +119,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (  # "Completed on the flat in Leyton", "moved into a house in Leith": a new home
         "residence",
         re.compile(
-            r"\b(?i:(?:bought|buying|completed\s+on|closed\s+on|moved\s+into|moving\s+into)\s+"
-            rf"(?:a|an|the|my|our)\s+(?:new\s+)?(?:{HOME_WORDS})\s+in)\s+{PLACE}"
+            r"\b(?i:(?:bought|buying|completed\s+on|closed\s+on|moved\s+into|moving\s+into|"
+            r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+"
+            rf"(?:a|an|the|my|our)\s+(?:[\w-]+\s+)?(?:{HOME_WORDS}|[\w-]*bed(?:room)?)\s+in)"
+            rf"\s+{PLACE}"
         ),
         "move",
     ),

@@ -334,6 +334,7 @@ ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
     r"(?:came|comes|come|taken|got)\s+off|(?:is|are)\s+off|removed|handed\s+in\s+(?:\S+\s+)?notice|"
+    r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     + _GAVE
     + r"|former|ex-\w+|used\s+to)\b",
     re.I,
@@ -351,14 +352,14 @@ NEGATION = re.compile(
 _ENDS_OBJECT = re.compile(
     r"\b(?:no\s+longer|quit|quitting|stopped|gave\s+up|given\s+up|giving\s+up|sold|"
     r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
-    r"retired\s+from|moved\s+out\s+of|done\s+with|finished\s+with|"
+    r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|"
     r"handed\s+in\s+(?:\S+\s+)?notice\s+(?:at|to)|" + _GAVE + r")\b",
     re.I,
 )
 _ENDS_PARTY = re.compile(
     r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+gone|"
-    r"handed\s+back|(?:is|are)\s+off|(?:came|comes|come)\s+off|(?:was|were|got)\s+(?:taken\s+)?"
+    r"handed\s+back|passed\s+away|died|(?:is|are)\s+off|(?:came|comes|come)\s+off|(?:was|were|got)\s+(?:taken\s+)?"
     r"off|(?:was|were|got)\s+removed)\b",
     re.I,
 )
@@ -407,14 +408,23 @@ def ended_objects(sentence: str) -> list[str]:
     older claim of the same person that names one (and logs the change); the words
     of a switch's new side are never taken ("switched to a Pixel" names no ending).
     """
-    return list(dict.fromkeys(thing for thing, _ in endings(sentence)))
+    found = [thing for thing, _ in endings(sentence)]
+    # "Cancelled my gym membership" ended the gym: what it was a membership of
+    found += [m.group(1) for t in found if (m := _MEMBERSHIP.fullmatch(t))]
+    return list(dict.fromkeys(found))
+
+
+_MEMBERSHIP = re.compile(r"(.+?)\s+(?:membership|subscription|contract|lease|pass|account)", re.I)
+_PUT_DOWN = re.compile(r"\bput\s+(?:(?:my|our|the|poor|old)\s+)*([A-Z][\w'-]+)\s+down\b")
 
 
 @lru_cache(maxsize=16384)  # history marks read every line of a context, every turn
 def endings(sentence: str) -> tuple[tuple[str, int], ...]:
     """(what ended, where the clause saying so ends) for each ending the sentence
     states; the offsets let a reader mark that clause as history in place."""
-    found: list[tuple[str, int]] = []
+    found: list[tuple[str, int]] = [
+        (m.group(1), m.end()) for m in _PUT_DOWN.finditer(sentence)
+    ]  # "We had to put Biscuit down on Monday": a pet's death
     for m in _ENDS_OBJECT.finditer(sentence):
         if _NEGATED_CUE.search(sentence[: m.start()]):
             continue  # "I won't quit the band"
