@@ -423,3 +423,33 @@ def test_asked_about_now_an_ending_is_not_the_answer(tmp_path: Path) -> None:
     got = m.ask("How does Kwame exercise?", person="Kwame", at=datetime(2024, 6, 1, tzinfo=UTC))
     assert "lido" in got.answer, got.answer
     m.close()
+
+
+def test_an_ending_in_other_words_closes_what_it_names_in_any_order(tmp_path: Path) -> None:
+    """ "Tuesday yoga is over" ends "Yoga every Tuesday evening"; "Fernway laid off half
+    the design team, including me" ends working there; "Freelancing for now" is work."""
+    conv = make_conversation(
+        "life",
+        [
+            [
+                ("Femi", "Yoga every Tuesday evening with my sister, it's our thing."),
+                ("Femi", "Third year as a UX designer at Fernway and I still like it."),
+            ],
+            [
+                ("Femi", "My sister moved to Leeds so Tuesday yoga is over."),
+                ("Femi", "Fernway laid off half the design team today, including me."),
+            ],
+            [("Femi", "Freelancing for now, two small clients so far.")],
+        ],
+        people=("Femi", "Lou"),
+        start=datetime(2024, 1, 2, 9, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "over.db", embedder=FakeEmbedder())
+    m.add(conv)
+    at = datetime(2024, 3, 1, tzinfo=UTC)
+    for question in ("Does Femi still go to yoga?", "Does Femi work at Fernway?"):
+        got = m.ask(question, person="Femi", at=at)
+        assert got.answer.startswith("No"), (question, got.answer)
+    work = m.ask("What does Femi do for work now?", person="Femi", at=at)
+    assert "Freelancing" in work.answer, work.answer
+    m.close()

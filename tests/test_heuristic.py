@@ -452,3 +452,13 @@ def test_what_a_sentence_says_ended_in_other_words() -> None:
     assert ended_objects("Cancelled my gym membership.") == ["gym membership", "gym"]
     assert "basement" in ended_objects("Moving out of the basement on Saturday.")
     assert ended_objects("Put the kettle on.") == []
+
+
+def test_lay_offs_and_things_that_are_over_end_what_they_name() -> None:
+    from archivist.text import ended_objects
+
+    assert ended_objects("Fernway laid off half the design team today, including me.") == [
+        "Fernway"
+    ]
+    assert ended_objects("My sister moved to Leeds so Tuesday yoga is over.") == ["Tuesday yoga"]
+    assert ended_objects("Game over, it was over quickly.") == []

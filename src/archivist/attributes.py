@@ -87,6 +87,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         ),
         "",
     ),
+    (  # "Freelancing for now", "I'm self-employed": work with no employer
+        "job",
+        re.compile(
+            r"\b(?i:(?:i'm\s+|i\s+am\s+|now\s+|still\s+)?)"
+            r"(?P<v>(?i:freelancing|freelance|self-employed|unemployed|retired))\b"
+        ),
+        "",
+    ),
     (
         "employer",
         re.compile(
@@ -137,7 +145,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "diet",
         re.compile(
-            r"\b(?:is|am|'m|are|became|become|went|gone|going|turned|now|being|"
+            r"\b(?:is|am|'m|are|became|become|went|gone|going|turned|now|being|stayed|stay|"
+            r"staying|"
             r"(?:has|have|'s|'ve)\s+been)\s+(?:now\s+)?"
             r"(?:a\s+|fully\s+|strictly\s+)?(?P<v>vegan|vegetarian|pescatarian|pescetarian|"
             r"carnivore|omnivore|keto|flexitarian)\b",

@@ -335,6 +335,7 @@ ENDING = re.compile(
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
     r"(?:came|comes|come|taken|got)\s+off|(?:is|are)\s+off|removed|handed\s+in\s+(?:\S+\s+)?notice|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
+    r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over|"
     + _GAVE
     + r"|former|ex-\w+|used\s+to)\b",
     re.I,
@@ -359,7 +360,7 @@ _ENDS_OBJECT = re.compile(
 )
 _ENDS_PARTY = re.compile(
     r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+gone|"
-    r"handed\s+back|passed\s+away|died|(?:is|are)\s+off|(?:came|comes|come)\s+off|(?:was|were|got)\s+(?:taken\s+)?"
+    r"handed\s+back|passed\s+away|died|laid\s+off|(?:is|are)\s+off|(?:came|comes|come)\s+off|(?:was|were|got)\s+(?:taken\s+)?"
     r"off|(?:was|were|got)\s+removed)\b",
     re.I,
 )
@@ -416,15 +417,24 @@ def ended_objects(sentence: str) -> list[str]:
 
 _MEMBERSHIP = re.compile(r"(.+?)\s+(?:membership|subscription|contract|lease|pass|account)", re.I)
 _PUT_DOWN = re.compile(r"\bput\s+(?:(?:my|our|the|poor|old)\s+)*([A-Z][\w'-]+)\s+down\b")
+# "so Tuesday yoga is over": the words before it, from the clause's start
+_OVER = re.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:so|and|but|because|now)\s+)(?:(?:my|our|the)\s+)?"
+    r"((?:[\w'-]+\s+){0,2}[\w'-]+)\s+(?:is|are|was|were)\s+(?:over|done)\b",
+    re.I,
+)
 
 
 @lru_cache(maxsize=16384)  # history marks read every line of a context, every turn
 def endings(sentence: str) -> tuple[tuple[str, int], ...]:
     """(what ended, where the clause saying so ends) for each ending the sentence
     states; the offsets let a reader mark that clause as history in place."""
+    # "We had to put Biscuit down on Monday": a pet's death; "Tuesday yoga is over"
     found: list[tuple[str, int]] = [
-        (m.group(1), m.end()) for m in _PUT_DOWN.finditer(sentence)
-    ]  # "We had to put Biscuit down on Monday": a pet's death
+        (m.group(1), m.end())
+        for m in (*_PUT_DOWN.finditer(sentence), *_OVER.finditer(sentence))
+        if m.group(1).split()[-1].casefold() not in _OBJECT_STOP | {"that", "this", "everything"}
+    ]
     for m in _ENDS_OBJECT.finditer(sentence):
         if _NEGATED_CUE.search(sentence[: m.start()]):
             continue  # "I won't quit the band"
