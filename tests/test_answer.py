@@ -453,3 +453,23 @@ def test_an_ending_in_other_words_closes_what_it_names_in_any_order(tmp_path: Pa
     work = m.ask("What does Femi do for work now?", person="Femi", at=at)
     assert "Freelancing" in work.answer, work.answer
     m.close()
+
+
+def test_a_yes_no_about_a_named_year_reads_what_was_said_that_year(tmp_path: Path) -> None:
+    """ "Was Ola vegan in 2023?" is yes from "I stayed vegan after January" (2023), though
+    "I'm vegetarian again" (2024) is her latest word on her diet."""
+    conv = make_conversation(
+        "food",
+        [
+            [("Ola", "I stayed vegan after January, two months now!")],
+            [("Ola", "Confession: I'm vegetarian again, I eat cheese and eggs now.")],
+        ],
+        people=("Ola", "Ben"),
+        start=datetime(2023, 12, 20, 9, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "year.db", embedder=FakeEmbedder())
+    m.add(conv)
+    at = datetime(2024, 2, 1, tzinfo=UTC)
+    assert m.ask("Was Ola vegan in 2023?", person="Ola", at=at).answer.startswith("Yes")
+    assert m.ask("Is Ola vegan?", person="Ola", at=at).answer.startswith("No")
+    m.close()

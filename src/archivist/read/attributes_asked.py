@@ -181,11 +181,15 @@ def stated_before(
     return max(found, key=lambda s: s.message.timestamp, default=None)
 
 
+_IN_YEAR = re.compile(r"\b(?:in|during|back\s+in)\s+((?:19|20)\d\d)\b", re.I)
+
+
 def on_attribute(question: str, asked: Sequence[AttributeValue], ranked: Sequence[S]) -> S | None:
     """The sentence of the person asked about that states the asked attribute (any
     value) and holds longest: for "Is Lee vegan?" a "pescatarian" sentence shares no
-    word with the question, yet answers it. One still holding wins over one that
-    ended, then the latest. Someone else's diet is not the asked person's."""
+    word with the question, yet answers it. One said in the year the question names
+    wins, then one still holding over one that ended, then the latest. Someone
+    else's diet is not the asked person's."""
     kinds = {a.attribute for a in asked}
     who = m["who"].casefold() if (m := _ASKED_WHO.match(question)) else None
     found = [
@@ -194,7 +198,12 @@ def on_attribute(question: str, asked: Sequence[AttributeValue], ranked: Sequenc
         if (who is None or s.message.speaker.casefold() == who or who in s.text.casefold())
         and kinds & {a.attribute for a, _ in attribute_values(s.text)}
     ]
-    found.sort(key=lambda s: (s.ended is None, s.message.timestamp), reverse=True)
+    # "Was Ola vegan in 2023?" is answered by what she said of it in 2023
+    year = int(m[1]) if (m := _IN_YEAR.search(question)) else None
+    found.sort(
+        key=lambda s: (s.message.timestamp.year == year, s.ended is None, s.message.timestamp),
+        reverse=True,
+    )
     return found[0] if found else None
 
 
