@@ -465,7 +465,7 @@ def test_a_yes_no_about_a_named_year_reads_what_was_said_that_year(tmp_path: Pat
             [("Ola", "Confession: I'm vegetarian again, I eat cheese and eggs now.")],
         ],
         people=("Ola", "Ben"),
-        start=datetime(2023, 12, 20, 9, tzinfo=UTC),
+        start=datetime(2023, 12, 28, 9, tzinfo=UTC),  # the second session is in 2024
     )
     m = MemoryService(tmp_path / "year.db", embedder=FakeEmbedder())
     m.add(conv)
