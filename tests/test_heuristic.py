@@ -462,3 +462,19 @@ def test_lay_offs_and_things_that_are_over_end_what_they_name() -> None:
     ]
     assert ended_objects("My sister moved to Leeds so Tuesday yoga is over.") == ["Tuesday yoga"]
     assert ended_objects("Game over, it was over quickly.") == []
+
+
+def test_off_and_over_end_something_only_where_the_clause_ends() -> None:
+    """ "Caroline is off to go do some research", "over the moon", "got off to a bad start"
+    end nothing (on LoCoMo they logged 265 false conflicts closing true claims)."""
+    from archivist.text import ENDING, ended_objects
+
+    for said in (
+        "Caroline is off to go do some research.",
+        "Gina is over the moon about the new store.",
+        "Our trip got off to a bad start.",
+    ):
+        assert ended_objects(said) == [] and not ENDING.search(said), said
+    assert ended_objects("The cast is off!") == ["cast"]
+    # an owner is not who died: "Maria's grandma passed away" ends no claim naming Maria
+    assert ended_objects("Last week, Maria's grandma passed away.") == ["grandma"]

@@ -315,6 +315,9 @@ def content_words(text: str) -> set[str]:
 # alone ended 700 true LoCoMo facts in reconciliation (measured).
 # One's own thing given away ends it: "gave the old iPhone to my dad", "gave away the
 # sofa" (not "gave the talk to a full room", "gave my sister a book").
+# "off" and "over" end something only where the clause ends: "the cast is off.", "Tuesday
+# yoga is over", not "Caroline is off to go do some research" or "over the moon"
+_CLAUSE_FINAL = r"(?=\s*(?:[.,;:!?)]|$|\s+(?:now|yesterday|today|finally|at\s+last|for\s+good)\b))"
 _GAVE = (
     r"gave\s+away|"
     r"gave(?=\s+(?:(?:my|our|his|her)\s+(?:old\s+)?|the\s+old\s+)[\w-]+(?:\s+\d+)?\s+(?:to|away)\b)"
@@ -333,9 +336,12 @@ _LEADING_CUE = re.compile(r"^\W*from\s+now\s+on\W*$", re.I)
 ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
-    r"(?:came|comes|come|taken|got)\s+off|(?:is|are)\s+off|removed|handed\s+in\s+(?:\S+\s+)?notice|"
+    r"(?:came|comes|come|taken|is|are)\s+off" + _CLAUSE_FINAL + r"|removed|"
+    r"handed\s+in\s+(?:\S+\s+)?notice|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
-    r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over|"
+    r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
+    + _CLAUSE_FINAL
+    + r"|"
     + _GAVE
     + r"|former|ex-\w+|used\s+to)\b",
     re.I,
@@ -360,8 +366,10 @@ _ENDS_OBJECT = re.compile(
 )
 _ENDS_PARTY = re.compile(
     r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+gone|"
-    r"handed\s+back|passed\s+away|died|laid\s+off|(?:is|are)\s+off|(?:came|comes|come)\s+off|(?:was|were|got)\s+(?:taken\s+)?"
-    r"off|(?:was|were|got)\s+removed)\b",
+    r"handed\s+back|passed\s+away|died|laid\s+off|"
+    r"(?:is|are|came|comes|come|(?:was|were|got)(?:\s+taken)?)\s+off"
+    + _CLAUSE_FINAL
+    + r"|(?:was|were|got)\s+removed)\b",
     re.I,
 )
 # Words before the thing that ended ("the", "managing the") and words that end it ("today").
@@ -420,7 +428,7 @@ _PUT_DOWN = re.compile(r"\bput\s+(?:(?:my|our|the|poor|old)\s+)*([A-Z][\w'-]+)\s
 # "so Tuesday yoga is over": the words before it, from the clause's start
 _OVER = re.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:so|and|but|because|now)\s+)(?:(?:my|our|the)\s+)?"
-    r"((?:[\w'-]+\s+){0,2}[\w'-]+)\s+(?:is|are|was|were)\s+(?:over|done)\b",
+    r"((?:[\w'-]+\s+){0,2}[\w'-]+)\s+(?:is|are|was|were)\s+(?:over|done)\b" + _CLAUSE_FINAL,
     re.I,
 )
 
@@ -460,7 +468,12 @@ def endings(sentence: str) -> tuple[tuple[str, int], ...]:
     for m in _ENDS_PARTY.finditer(sentence):
         head = _CLAUSE_END.split(sentence[: m.start()])[-1]
         end = m.end() + len(_CLAUSE_END.split(sentence[m.end() :], maxsplit=1)[0].rstrip())
-        names = [w for w in re.findall(r"\b[A-ZÀ-Þ][\w'’-]+", head) if w not in _NOT_PARTY]
+        # an owner ("Maria's grandma passed away") is not the party: the grandma is
+        names = [
+            w
+            for w in re.findall(r"\b[A-ZÀ-Þ][\w'’-]+", head)
+            if w not in _NOT_PARTY and not w.endswith(("'s", "’s"))
+        ]
         last = (head.split() or [""])[-1]
         if names:
             found += [(n, end) for n in names]

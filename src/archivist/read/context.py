@@ -54,7 +54,7 @@ from .context_lines import (
     without,
 )
 from .extractive import REPLY_WORDS, follows_question
-from .history import bygones, history_line, no_longer_holds
+from .history import Bygones, bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import search_memory
 
@@ -641,11 +641,15 @@ def gather(
     if config.early_relevance:
         sections = bearing_on(sections, query, people)
     return {
-        kind: _with_usefulness(
-            store, [replace(c, text=past.mark(c.text, c.evidence or None)) for c in cands]
-        )
+        kind: _with_usefulness(store, [_marked(c, past) for c in cands])
         for kind, cands in sections.items()
     }
+
+
+def _marked(c: Candidate, past: Bygones) -> Candidate:
+    """``c`` with what no longer holds marked as history (itself when nothing is)."""
+    text = past.mark(c.text, c.evidence or None)
+    return c if text == c.text else replace(c, text=text)
 
 
 def _hits(
@@ -960,7 +964,9 @@ def _with_usefulness(store: Store, cands: Sequence[Candidate]) -> list[Candidate
     if not cands:
         return []
     scores = usefulness(store, cands[0].kind, [c.id for c in cands])
-    return [replace(c, usefulness=scores[c.id]) for c in cands]
+    return [
+        c if c.usefulness == scores[c.id] else replace(c, usefulness=scores[c.id]) for c in cands
+    ]
 
 
 def usefulness(store: Store, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:

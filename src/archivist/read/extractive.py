@@ -381,7 +381,7 @@ _TOKEN = re.compile(r"[\w'’-]+")
 # cues that follow what they end: "fish anymore", "crutches handed back"
 _TRAILING_CUE = re.compile(
     r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|"
-    r"(?:came|comes|come|taken|got)\s+off|(?:is|are)\s+off|removed|\w+-free|laid\s+off|"
+    r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
     r"(?:is|are|was|were)\s+over",
     re.I,
 )

@@ -161,8 +161,19 @@ class VectorFile:
             with self._flock("lock"):
                 snap = self._mapped()
                 if snap is None or not self._covers(snap, model, top):
-                    self._write_state(self._catch_up(snap.state if snap else None, model))
-                    snap = self._mapped()
+                    new = self._catch_up(snap.state if snap else None, model)
+                    if (
+                        snap is not None
+                        and replace(new, rowid=snap.state.rowid, seq=snap.state.seq) == snap.state
+                    ):
+                        # only the watermark moved (messages stored without a vector, a
+                        # log entry for a row without one): the files are as mapped, so
+                        # nothing is written or mapped again; another process reading
+                        # state.json finds the same nothing when it catches up
+                        snap.state = new
+                    else:
+                        self._write_state(new)
+                        snap = self._mapped()
             assert snap is not None
             return snap
 
