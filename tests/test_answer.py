@@ -473,3 +473,25 @@ def test_a_yes_no_about_a_named_year_reads_what_was_said_that_year(tmp_path: Pat
     assert m.ask("Was Ola vegan in 2023?", person="Ola", at=at).answer.startswith("Yes")
     assert m.ask("Is Ola vegan?", person="Ola", at=at).answer.startswith("No")
     m.close()
+
+
+def test_a_persons_own_word_about_someone_the_question_names_is_theirs(tmp_path: Path) -> None:
+    """ "Is Tom staying with Nina?" asked of Nina is answered from her own "My brother Tom
+    is staying with us", not refused as Tom's; a trade-in is cut from what holds now."""
+    conv = make_conversation(
+        "home",
+        [
+            [("Nina", "My brother Tom is staying with us until he finds a flat.")],
+            [("Nina", "Switched to a Samsung Galaxy phone, traded the iPhone in at the shop.")],
+        ],
+        people=("Nina", "Olu"),
+        start=datetime(2024, 2, 1, 18, tzinfo=UTC),
+    )
+    m = MemoryService(tmp_path / "own.db", embedder=FakeEmbedder())
+    m.add(conv)
+    at = datetime(2024, 2, 20, tzinfo=UTC)
+    got = m.ask("Is Tom staying with Nina?", person="Nina", at=at)
+    assert not got.abstain and got.answer.startswith("Yes"), got.answer
+    phone = m.ask("What phone does Nina have?", person="Nina", at=at)
+    assert "Samsung" in phone.answer and "iPhone" not in phone.answer, phone.answer
+    m.close()

@@ -309,3 +309,25 @@ def test_until_the_end_of_the_month_holds_to_that_month_s_end() -> None:
     said = datetime(2024, 2, 5, 9, tzinfo=UTC)
     start, end = ground("On crutches until the end of the month, no driving.", said)
     assert start == said and end == datetime(2024, 3, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "day"),
+    [
+        ("Wedding is on the 24th, I'm so nervous!", date(2023, 6, 1), date(2023, 6, 24)),
+        ("Rent is due on the 2nd.", date(2023, 6, 20), date(2023, 7, 2)),
+        ("We met on the 3rd.", date(2023, 6, 1), date(2023, 5, 3)),
+    ],
+)
+def test_the_nth_is_a_day_of_the_month_it_is_said_in_or_near(
+    text: str, said: date, day: date
+) -> None:
+    at = datetime(said.year, said.month, said.day, 9, tzinfo=UTC)
+    (ref,) = find_times(text, at)
+    assert ref.start.date() == day
+
+
+def test_from_a_month_is_that_month() -> None:
+    at = datetime(2024, 4, 2, 9, tzinfo=UTC)
+    (ref,) = find_times("Back in the office three days a week from May.", at)
+    assert ref.start.date() == date(2024, 5, 1) and ref.granularity == "month"

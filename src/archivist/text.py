@@ -360,6 +360,7 @@ _ENDS_OBJECT = re.compile(
     r"\b(?:no\s+longer|quit|quitting|stopped|gave\s+up|given\s+up|giving\s+up|sold|"
     r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
     r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
+    r"traded(?:\s+in)?|"
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|"
     r"handed\s+in\s+(?:\S+\s+)?notice\s+(?:at|to)|" + _GAVE + r")\b",
     re.I,

@@ -334,6 +334,21 @@ def _h_month_alone(m: re.Match, at: datetime, text: str) -> TimeRef:
     return _month(m[0], year, month, at.tzinfo)
 
 
+def _h_day_of_month(m: re.Match, at: datetime, text: str) -> TimeRef | None:
+    """ "on the 24th": the 24th of the month it is said in; of the next month when that
+    day has passed and the sentence looks ahead, of the last when it looks back."""
+    day, mood = int(m[2]), tense(text)
+    year, month = at.year, at.month
+    if day < at.day and mood != "past" and m[1].lower() != "since":
+        year, month = _shift_month(year, month, 1)
+    elif day > at.day and mood == "past":
+        year, month = _shift_month(year, month, -1)
+    try:
+        return _days(m[0], date(year, month, day), 1, at.tzinfo)
+    except ValueError:  # "the 31st" of a shorter month
+        return None
+
+
 def _h_iso(m: re.Match, at: datetime, _text: str) -> TimeRef | None:
     try:
         if m[4]:
@@ -389,11 +404,16 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
     ),
     (rf"\b({_MONTH_ANY})\.?,?\s+(\d{{4}})\b", _h_month_year),
     (
-        rf"\b(in|during|since|until|till|by|last|next|this|early|late|mid|of)\s+({_MONTH_FULL})\b"
+        rf"\b(in|during|since|from|until|till|by|last|next|this|early|late|mid|of)\s+({_MONTH_FULL})\b"
         r"(?!\s*\d)",
         _h_month_alone,
     ),
     (r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?\b", _h_iso),
+    # "Wedding is on the 24th": that day of the month said in, or of the next one
+    (
+        r"\b(on|by|until|till|from|since)\s+the\s+(\d{1,2})(?:st|nd|rd|th)\b(?!\s+(?:of\b|[A-Z]))",
+        _h_day_of_month,
+    ),
     (
         r"(?<![\d$£€.,:/-])\b(19[5-9]\d|20[0-4]\d)\b(?![\d,.:/]\d|s\b|\s*(?:miles|km|people|"
         r"dollars|bucks|steps|feet|meters|metres|words|calories|pounds|kg|lbs|times|pieces))",
@@ -543,7 +563,10 @@ def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
         length, backward = spans[0]
         if backward:
             return at - length, None
-        start = found[0][1].start if found else at
+        # it runs from the first time that is no end ("antibiotics for ten days, so no
+        # alcohol until the 15th" starts when said, not on the 15th)
+        starts = [r for _, r in found if r.text.lower().split()[0] not in _UNTIL_WORDS]
+        start = starts[0].start if starts else at
         return start, start + length
     if not found:
         return None, None

@@ -106,7 +106,10 @@ _PLURAL_ASK = re.compile(
 )
 _INSTEAD = re.compile(r",?\s*\b(instead\s+of|rather\s+than|replacing)\b[^,.;!?]*", re.I)
 # A clause that says what stopped, beside one that says what holds now.
-_STOPPED = r"[^,;.!?]*\b(?:no\s+longer|anymore|any\s+more)\b[^,;.!?]*"
+_STOPPED = (
+    r"[^,;.!?]*\b(?:no\s+longer|anymore|any\s+more|traded|sold|gave\s+away|got\s+rid\s+of|"
+    r"returned)\b[^,;.!?]*"
+)  # "Switched to a Samsung, traded the iPhone in at the shop": its second clause stopped
 _NO_LONGER_LEAD = re.compile(rf"^{_STOPPED}[,;]\s*(?:(?:but|and|so)\s+)?", re.I)
 _NO_LONGER_TAIL = re.compile(rf"[,;]\s*(?:(?:but|and|so)\s+)?{_STOPPED}(?=[.!?]*$)", re.I)
 _NUMBERS = {
