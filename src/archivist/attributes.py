@@ -32,8 +32,7 @@ JOB_WORDS = (
     "entrepreneur|freelancer|coach|trainer|instructor|journalist|editor|farmer|baker|"
     "carpenter|paramedic|surgeon|physician|technician|administrator|executive|"
     "salesperson|marketer|recruiter|tutor|caregiver|retiree|volunteer|midwife|translator|"
-    "sailor|fisherman|rep|representative|agent|associate|cook|supervisor|specialist|"
-    "coordinator"
+    "sailor|fisherman|rep|representative|agent|associate|supervisor|specialist|coordinator"
 )
 ARTICLE = r"(?:an?\s+|the\s+)?"
 # Where a job title ends: a preposition, a time word, or punctuation.
