@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from archivist.llm.base import LLMRefused
+from archivist.model import Conversation
 from archivist.read.answer import (
     Answer,
     answer_from,
@@ -90,6 +91,13 @@ def test_unsupported_question_abstains(memory: MemoryService) -> None:
     a = memory.ask("Which telescope brand does Melanie recommend?")
     assert a.abstain
     assert a.answer == "Not mentioned in memory."
+
+
+def remembered(tmp_path: Path, conv: Conversation) -> MemoryService:
+    """A memory on a real SQLite file (FakeEmbedder) that has read ``conv``; close it."""
+    m = MemoryService(tmp_path / "m.db", embedder=FakeEmbedder())
+    m.add(conv)
+    return m
 
 
 def ask(memory: MemoryService, question: str, llm: FakeLLM) -> Answer:
@@ -219,8 +227,7 @@ def test_the_named_persons_own_word_answers_before_anothers_abstains(tmp_path: P
         people=("Rosa", "Ines"),
         start=datetime(2024, 11, 5, 9, tzinfo=UTC),
     )
-    m = MemoryService(tmp_path / "own.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     after = m.ask("Can Ines drink alcohol?", person="Ines", at=datetime(2024, 11, 20, tzinfo=UTC))
     assert not after.abstain and after.answer.startswith("Yes"), after.answer
     assert "(ended 15 November 2024)" in after.answer and after.said_by == "Ines"
@@ -246,8 +253,7 @@ def test_a_yes_no_question_about_another_value_is_answered_no(tmp_path: Path) ->
         people=("Kofi", "Ama"),
         start=datetime(2024, 3, 1, 18, tzinfo=UTC),
     )
-    m = MemoryService(tmp_path / "value.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     before = m.ask("Is Kofi vegan?", person="Kofi", at=datetime(2024, 3, 3, tzinfo=UTC))
     assert before.answer.startswith("No") and "pescatarian" in before.answer, before.answer
     now = m.ask("Is Kofi vegan?", person="Kofi")
@@ -271,8 +277,7 @@ def test_a_yes_needs_the_names_the_question_asks_about(tmp_path: Path) -> None:
         [[("Kofi", "We got another cat, named Bailey, she is tiny."), ("Ama", "Cute!")]],
         people=("Kofi", "Ama"),
     )
-    m = MemoryService(tmp_path / "names.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     oscar = m.ask("Is Oscar Kofi's cat?", person="Kofi")
     assert not oscar.answer.startswith("Yes"), oscar.answer
     bailey = m.ask("Is Bailey Kofi's cat?", person="Kofi")
@@ -329,8 +334,7 @@ def test_what_held_before_a_named_value_is_the_person_s_statement_before_it(
         people=("Yara", "Omar"),
         start=datetime(2024, 1, 5, 9, tzinfo=UTC),
     )
-    m = MemoryService(tmp_path / "before.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     got = m.ask("Where did Yara live before Leyton?", person="Yara")
     assert not got.abstain and "Walthamstow" in got.answer, got.answer
     now = m.ask("Where does Yara live?", person="Yara")
@@ -352,8 +356,7 @@ def test_when_answers_meet_irregular_pasts_and_holidays(tmp_path: Path) -> None:
         people=("Raj", "Ellie"),
         start=datetime(2023, 11, 6, 9, tzinfo=UTC),
     )
-    m = MemoryService(tmp_path / "when.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     at = datetime(2024, 2, 1, tzinfo=UTC)
     sold = m.ask("When did Raj sell his car?", person="Raj", at=at)
     assert "November 2023" in sold.answer and "Sold the Golf" in " ".join(
@@ -388,8 +391,7 @@ def test_what_ended_in_other_words_answers_no(tmp_path: Path) -> None:
         people=("Ines", "Tom"),
         start=datetime(2024, 3, 1, 9, tzinfo=UTC),
     )
-    m = MemoryService(tmp_path / "ended.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     at = datetime(2024, 4, 1, tzinfo=UTC)
     for question in ("Is Ines wearing a cast?", "Is Ines still a line cook?", "Does Ines smoke?"):
         got = m.ask(question, person="Ines", at=at)
@@ -418,8 +420,7 @@ def test_asked_about_now_an_ending_is_not_the_answer(tmp_path: Path) -> None:
         people=("Kwame", "Ada"),
         start=datetime(2024, 5, 1, 9, tzinfo=UTC),
     )
-    m = MemoryService(tmp_path / "fit.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     got = m.ask("How does Kwame exercise?", person="Kwame", at=datetime(2024, 6, 1, tzinfo=UTC))
     assert "lido" in got.answer, got.answer
     m.close()
@@ -444,8 +445,7 @@ def test_an_ending_in_other_words_closes_what_it_names_in_any_order(tmp_path: Pa
         people=("Femi", "Lou"),
         start=datetime(2024, 1, 2, 9, tzinfo=UTC),
     )
-    m = MemoryService(tmp_path / "over.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     at = datetime(2024, 3, 1, tzinfo=UTC)
     for question in ("Does Femi still go to yoga?", "Does Femi work at Fernway?"):
         got = m.ask(question, person="Femi", at=at)
@@ -467,8 +467,7 @@ def test_a_yes_no_about_a_named_year_reads_what_was_said_that_year(tmp_path: Pat
         people=("Ola", "Ben"),
         start=datetime(2023, 12, 28, 9, tzinfo=UTC),  # the second session is in 2024
     )
-    m = MemoryService(tmp_path / "year.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     at = datetime(2024, 2, 1, tzinfo=UTC)
     assert m.ask("Was Ola vegan in 2023?", person="Ola", at=at).answer.startswith("Yes")
     assert m.ask("Is Ola vegan?", person="Ola", at=at).answer.startswith("No")
@@ -487,8 +486,7 @@ def test_a_persons_own_word_about_someone_the_question_names_is_theirs(tmp_path:
         people=("Nina", "Olu"),
         start=datetime(2024, 2, 1, 18, tzinfo=UTC),
     )
-    m = MemoryService(tmp_path / "own.db", embedder=FakeEmbedder())
-    m.add(conv)
+    m = remembered(tmp_path, conv)
     at = datetime(2024, 2, 20, tzinfo=UTC)
     got = m.ask("Is Tom staying with Nina?", person="Nina", at=at)
     assert not got.abstain and got.answer.startswith("Yes"), got.answer

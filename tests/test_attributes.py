@@ -71,15 +71,17 @@ def test_same_value_for_reconciliation_compatible_for_identity() -> None:
     assert not compatible_values("pilot", "nurse")
 
 
+def read(text: str, subject: str) -> tuple[str, str, str] | None:
+    """(attribute, value, change) that ``text`` states of ``subject``, or None."""
+    got = attribute_of(text, subject)
+    return None if got is None else (got.attribute, got.value, got.change)
+
+
 def test_it_s_is_no_possessive_and_a_transfer_is_a_move() -> None:
     """ "It's official: I'm transferring to the Berlin office" is the speaker's move; "It's"
     names nobody else, while "Ana's sister lives in Porto" is still not Ana's home."""
-    got = attribute_of("It's official: I'm transferring to the Berlin office in June.", "Ana")
-    assert got is not None and (got.attribute, got.value, got.change) == (
-        "residence",
-        "Berlin",
-        "move",
-    )
+    said = "It's official: I'm transferring to the Berlin office in June."
+    assert read(said, "Ana") == ("residence", "Berlin", "move")
     assert attribute_of("Ana's sister lives in Porto.", "Ana") is None
     assert attribute_of("I got transferred to the Marketing team.", "Ana") is None
 
@@ -87,10 +89,9 @@ def test_it_s_is_no_possessive_and_a_transfer_is_a_move() -> None:
 def test_a_home_named_by_its_place_and_a_home_bought_are_residences() -> None:
     """ "£1,450 a month for this shoebox in Walthamstow" says where the speaker lives;
     "Completed on the flat in Leyton" is a move there. A flat merely seen is neither."""
-    got = attribute_of("£1,450 a month for this shoebox in Walthamstow.", "Zainab")
-    assert got is not None and (got.attribute, got.value) == ("residence", "Walthamstow")
-    got = attribute_of("Completed on the flat in Leyton today!!!", "Zainab")
-    assert got is not None and (got.attribute, got.value, got.change) == (
+    shoebox = read("£1,450 a month for this shoebox in Walthamstow.", "Zainab")
+    assert shoebox is not None and shoebox[:2] == ("residence", "Walthamstow")
+    assert read("Completed on the flat in Leyton today!!!", "Zainab") == (
         "residence",
         "Leyton",
         "move",
@@ -111,5 +112,5 @@ def test_homes_and_jobs_said_in_passing() -> None:
         "Still a sales rep at Lumen, still chasing quota every month.": ("job", "sales rep"),
     }
     for text, (attribute, value) in cases.items():
-        got = attribute_of(text, "Theo")
-        assert got is not None and (got.attribute, got.value) == (attribute, value), text
+        got = read(text, "Theo")
+        assert got is not None and got[:2] == (attribute, value), text
