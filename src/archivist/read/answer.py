@@ -305,9 +305,7 @@ def verify_speaker(
         if (
             u.owner.casefold() == x.casefold()
             or xkey in {stem(w) for w in words(_said_to(u.text))}
-            # X's own word about someone the question names ("Is Tom staying with
-            # Nina?" - Nina: "My brother Tom is staying with us") is X's to answer
-            or (m.speaker.casefold() == x.casefold() and _names(question, u.owner))
+            or told_of_named(m.speaker, u.owner, x, question)
         ):
             mine = max(mine, cov)
         elif other is None or cov > other[0]:
@@ -318,11 +316,15 @@ def verify_speaker(
     return not_theirs(question, x, u.owner, u.hit.message, u.text, cov - mine)
 
 
-def _names(question: str, person: str) -> bool:
-    """Whether the question names ``person`` (their first name, as a word)."""
-    first = person.split()[0] if person.split() else ""
+def told_of_named(speaker: str, owner: str, person: str, question: str) -> bool:
+    """Whether ``person`` said it of ``owner``, someone the question names (by first
+    name): "Is Tom staying with Nina?" - Nina: "My brother Tom is staying with us" is
+    Nina's own word, hers to answer, not Tom's to refuse it by."""
+    first = owner.split()[0] if owner.split() else ""
     return (
-        bool(first) and re.search(rf"(?<!\w){re.escape(first)}(?!\w)", question, re.I) is not None
+        fold(speaker) == fold(person)
+        and bool(first)
+        and re.search(rf"(?<!\w){re.escape(first)}(?!\w)", question, re.I) is not None
     )
 
 
@@ -419,12 +421,11 @@ def extractive_answer(
     best = used[0]
     asks_who = bool(re.match(r"\W*(?:with\s+)?(?:who|whom|whose)\b", question, re.I))
     pool = ranked  # the candidates the answer came from, for its margin over the next
-    theirs = someone_elses(best, target, by_subject=not asks_who) if target else None
-    if theirs and best.message.speaker.casefold() == target.casefold() and _names(question, theirs):
-        # the person's own word about someone the question names ("Is Tom staying with
-        # Nina?" - Nina: "My brother Tom is staying with us") is theirs to answer
-        theirs = None
-    if target and theirs:
+    if (
+        target
+        and (theirs := someone_elses(best, target, by_subject=not asks_who))
+        and not told_of_named(best.message.speaker, theirs, target, question)
+    ):
         # the best evidence is another person's own statement: it answers for this person
         # only through what they said themselves ("no alcohol for me until the 15th"
         # under Sophie's "I'll drink for both of us"), else it was not theirs; their
