@@ -13,10 +13,10 @@ from archivist.read.extractive import (
     asked_stems,
     compose,
     denies,
-    reply_prompt,
     shape_of,
     split_sentences,
 )
+from archivist.read.replies import reply_prompt
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.text import stem

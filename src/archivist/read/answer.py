@@ -35,13 +35,13 @@ from .extractive import (
     meaning_text,
     message_sentences,
     rank_sentences,
-    reply_prompt,
     shape_of,
     someone_elses,
 )
 from .links import as_known_by
 from .query import asks_when, names_in
 from .recall import search_memory
+from .replies import reply_prompt
 from .search import SearchTrace, get_preset
 
 # Speaker verification: the best evidence owned by someone else must cover at least

@@ -53,10 +53,10 @@ from .context_lines import (
     turn_words,
     without,
 )
-from .extractive import REPLY_WORDS, follows_question
 from .history import Bygones, bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import search_memory
+from .replies import REPLY_WORDS, follows_question
 
 if TYPE_CHECKING:
     from ..core import Core
