@@ -107,6 +107,35 @@ def test_bench_scale_grows_the_store(tmp_path: Path) -> None:
             assert s["search_ms"][scope]["p95"] >= s["search_ms"][scope]["p50"] > 0
 
 
+def test_bench_scale_scans_codes_and_grows_postgres_beside_sqlite(tmp_path: Path, pg_dsn) -> None:
+    """Above --ann-from the whole-store vector search scans 8-bit codes: its recall@10
+    against the exact scan of the same run is reported, filtered and not; --pg-dsn grows
+    a PostgreSQL store in the same run, up to --pg-max."""
+    import uuid
+
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as con:
+        con.execute(f"CREATE SCHEMA {schema}")
+    args = ["--db", str(tmp_path / "s.db"), "--embedder", "fake", "bench", "scale"]
+    more = ["--sizes", "1000,2000", "--queries", "5", "--ann-from", "1000"]
+    pg = ["--pg-dsn", pg_dsn, "--pg-schema", schema, "--pg-max", "1000"]
+    result = CliRunner().invoke(cli, [*args, *more, *pg, "--json"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    for s in r["sizes"]:
+        vec = s["vector_only"]
+        assert vec["ann"] is True and s["ann_build_s"] >= 0
+        assert vec["recall_at_10"] >= 0.9 and vec["filtered_recall_at_10"] >= 0.9
+        assert 0 < vec["filtered_share"] <= 1
+    assert [s["messages"] for s in r["postgres"]["sizes"]] == [1000]
+    assert r["postgres"]["skipped_sizes"] == [2000]
+    table = CliRunner().invoke(cli, [*args, "--sizes", "2000", "--queries", "3", *pg])
+    assert table.exit_code == 0, table.output
+    assert "SQLite" in table.stdout and "PostgreSQL (pgvector HNSW), same run" in table.stdout
+
+
 def test_bench_locomo_context_scores_every_system_at_every_budget(tmp_path: Path) -> None:
     args = ["--db", str(tmp_path / "c.db"), "--embedder", "fake", "bench", "locomo"]
     path = str(locomo_file(tmp_path))

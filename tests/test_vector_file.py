@@ -1,7 +1,7 @@
-"""The SQLite store's message vectors in a side file (store/vecfile.py) and its HNSW
-graph (store/ann.py): reopened without reading the BLOBs again, rebuilt when deleted
-or stale, never returning a deleted message, and the graph path agreeing with exact
-search, filters included. Real SQLite files, FakeEmbedder vectors."""
+"""The SQLite store's message vectors in a side file (store/vecfile.py) and its
+quantized index (store/ann.py): reopened without reading the BLOBs again, rebuilt
+when deleted or stale, never returning a deleted message, and the quantized path
+agreeing with exact search, filters included. Real SQLite files, FakeEmbedder vectors."""
 
 from __future__ import annotations
 
@@ -202,20 +202,20 @@ def test_vectors_filled_after_the_message_are_found(tmp_path: Path, emb) -> None
         s.close()
 
 
-def test_the_graph_path_finds_what_exact_search_finds(filled: SQLiteStore, emb) -> None:
+def test_the_quantized_path_finds_what_exact_search_finds(filled: SQLiteStore, emb) -> None:
     queries = ["violin river", "number 2-17", "bakery museum piano", "Cara garden"]
     want = [search(filled, emb, t) for t in queries]
     filled.ann_min_rows = 1
-    info = filled.refresh_vector_index(graph=True)
-    assert info["graph_rows"] == 240
-    assert filled._vectors._mapped().graph is not None
+    info = filled.refresh_vector_index(build_ann=True)
+    assert info["ann_rows"] == 240
+    assert filled._vectors._mapped().ann is not None
     assert [search(filled, emb, t) for t in queries] == want
 
 
-def test_the_graph_honours_filters_and_deletes(filled: SQLiteStore, emb) -> None:
+def test_the_quantized_scan_honours_filters_and_deletes(filled: SQLiteStore, emb) -> None:
     filled.ann_min_rows = 1
-    filled.exact_scope_rows = 0  # every filtered search over-fetches from the graph
-    filled.refresh_vector_index(graph=True)
+    filled.exact_scope_rows = 0  # every filtered search scans the codes of the rows it admits
+    filled.refresh_vector_index(build_ann=True)
     convs = {
         c["id"]: {r for r, _ in filled.conversation_messages(c["id"])}
         for c in filled.conversations()
@@ -232,21 +232,74 @@ def test_the_graph_honours_filters_and_deletes(filled: SQLiteStore, emb) -> None
         got = [r for r, _ in filled.vector_search(emb.name, q, f, 10)]
         assert set(got) <= allowed, name
         assert got == exact(filled.path, q, 10, allowed), name
-    filled.delete_conversation("c3")  # tombstoned in the graph's positions
+    filled.delete_conversation("c3")  # tombstoned in the index's positions
     assert not convs["c3"] & {r for r, _ in filled.vector_search(emb.name, q, ALL, 240)}
     got = [r for r, _ in filled.vector_search(emb.name, q, Filters(person="Lee"), 10)]
     assert got == exact(filled.path, q, 10, convs["c0"])
 
 
-def test_new_rows_after_the_graph_are_searched_exactly(filled: SQLiteStore, emb) -> None:
+def test_broad_filters_are_checked_on_the_scans_best_first(filled: SQLiteStore, emb, monkeypatch):
+    """A filter admitting more rows than a scope is exact over is first tried on the
+    unfiltered scan's best candidates (checked in SQL), then on more, then on every
+    admitted row: whichever round answers, the answer is the exact one."""
+    from archivist.store import sqlite as backend
+
+    monkeypatch.setattr(backend, "ANN_FETCH", 20)  # 240 rows: make each round a part
+    monkeypatch.setattr(backend, "BROAD_FETCH", 2)
+    monkeypatch.setattr(backend, "BROAD_MAX", 120)
     filled.ann_min_rows = 1
-    filled.refresh_vector_index(graph=True)
+    filled.exact_scope_rows = 0
+    filled.refresh_vector_index(build_ann=True)
+    add_direct(filled, chat("late", 40, ("Ana", "Lee"), seed=9), emb)  # rows after the index
+    rows = stored(filled.path)
+    cases = [
+        Filters(until=T0 + timedelta(weeks=2)),  # most rows
+        Filters(person="Lee"),  # about half
+        Filters(conversation="c2"),  # a quarter of the indexed rows, none after
+        Filters(speaker="Dan"),  # an eighth: too few pass, every admitted row is read
+        Filters(conversation="late"),  # only rows after the index
+    ]
+    for text in ("violin river", "number 2-17", "number 9-3", "bakery museum piano"):
+        q = emb.embed_batch([text])[0]
+        for f in cases:
+            allowed = filled.filter_rowids(rows, f)
+            assert allowed
+            got = [r for r, _ in filled.vector_search(emb.name, q, f, 2)]
+            assert got == exact(filled.path, q, 2, allowed), (text, f)
+
+
+def test_new_rows_after_the_index_are_searched_exactly(filled: SQLiteStore, emb) -> None:
+    filled.ann_min_rows = 1
+    filled.refresh_vector_index(build_ann=True)
     add_direct(filled, chat("after", 20, seed=77), emb)
     q = emb.embed_batch(["number 77-3"])[0]
     assert search(filled, emb, "number 77-3", 10) == exact(filled.path, q, 10)
-    assert filled.refresh_vector_index()["graph_rows"] == 240
-    assert filled.refresh_vector_index(graph=True)["graph_rows"] == 260  # extended
+    assert filled.refresh_vector_index()["ann_rows"] == 240
+    assert filled.refresh_vector_index(build_ann=True)["ann_rows"] == 260  # rebuilt over every row
     assert search(filled, emb, "number 77-3", 10) == exact(filled.path, q, 10)
+
+
+def test_an_index_of_a_kind_no_longer_read_is_ignored_and_replaced(
+    filled: SQLiteStore, emb
+) -> None:
+    """A side file written by a version that kept an HNSW graph names an ``.usearch``
+    file: searches stay exact until the quantized index replaces it."""
+    filled.ann_min_rows = 1
+    q = emb.embed_batch(["number 2-5"])[0]
+    want = exact(filled.path, q, 10)
+    filled.refresh_vector_index()
+    root = filled._vectors.root
+    state = json.loads((root / "state.json").read_text())
+    (root / "ann-1-240.usearch").write_bytes(b"an old graph")
+    state.update(ann_rows=240, ann_file="ann-1-240.usearch")
+    (root / "state.json").write_text(json.dumps(state))
+    assert filled._vectors._mapped().ann is None
+    assert search(filled, emb, "number 2-5", 10) == want
+    info = filled.refresh_vector_index(build_ann=True)
+    assert (info["ann_rows"], info["ann_error"]) == (240, None)
+    assert filled._vectors._mapped().state.ann_file.endswith(".sq8")
+    assert not (root / "ann-1-240.usearch").exists()
+    assert search(filled, emb, "number 2-5", 10) == want
 
 
 def test_frequent_words_are_ranked_again_in_a_large_store(tmp_path: Path, emb, monkeypatch) -> None:

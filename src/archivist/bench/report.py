@@ -83,29 +83,53 @@ def _consolidation_lines(c: dict | None) -> list[str]:
 
 def scale_table(r: dict) -> str:
     """Per store size: open and first-query costs, full-path latency scoped and unscoped,
-    the vector side alone against the exact scan of the same run, sizes on disk."""
+    the vector side alone against the exact scan of the same run, sizes on disk; then
+    the PostgreSQL store grown in the same run, when there is one."""
+    lines = [f"SQLite (side file, 8-bit scan)\n{_scale_rows(r)}"]
+    if pg := r.get("postgres"):
+        skipped = ", ".join(f"{n:,}" for n in pg.get("skipped_sizes", []))
+        note = f"; not grown to {skipped}" if skipped else ""
+        lines.append(f"\nPostgreSQL (pgvector HNSW), same run{note}\n{_scale_rows(pg)}")
+    return "\n".join(lines)
+
+
+def _scale_rows(r: dict) -> str:
     lines = [
         f"store scale ({r['queries_per_size']} queries per size, preset {r['preset']}, "
         f"full path: query embedding by {r['embedder']} included)",
         f"{'messages':>10} {'insert/s':>9} {'open+1st s':>10} {'conv p50/p95':>14} "
         f"{'all p50/p95':>14} {'exact p50/p95':>14} {'path p50/p95':>14} {'recall@10':>9} "
-        f"{'graph s':>8} {'db MB':>7} {'side MB':>7}",
+        f"{'index s':>8} {'db MB':>7} {'side MB':>7}",
     ]
     for s in r["sizes"]:
         one, every = s["search_ms"]["one conversation"], s["search_ms"]["whole store"]
         vec = s.get("vector_only", {})
         ex, path = vec.get("exact_ms", {}), vec.get("path_ms", {})
         ro = s.get("reopen", {})
-        first = round(ro["open_s"] + ro["first_vector_search_s"], 3) if ro else None
+        # a hybrid query's store side: open, then its first vector and keyword searches
+        first = (
+            round(ro["open_s"] + ro["first_vector_search_s"] + ro["first_keyword_search_s"], 3)
+            if ro
+            else None
+        )
         lines.append(
             f"{s['messages']:>10} {s['insert_rows_per_s'] or '-':>9} "
             f"{first if first is not None else '-':>10} "
             f"{one['p50']:>6}/{one['p95']:<7} {every['p50']:>6}/{every['p95']:<7} "
             f"{ex.get('p50', '-'):>6}/{ex.get('p95', '-')!s:<7} "
             f"{path.get('p50', '-'):>6}/{path.get('p95', '-')!s:<7} "
-            f"{vec.get('recall_at_10', '-'):>9} {s.get('graph_build_s', '-'):>8} "
+            f"{vec.get('recall_at_10', '-'):>9} {s.get('ann_build_s', '-'):>8} "
             f"{s['db_bytes'] / 1e6:>7.1f} {s.get('side_file_bytes', 0) / 1e6:>7.1f}"
         )
+    for s in r["sizes"]:
+        vec = s.get("vector_only", {})
+        if "filtered_path_ms" in vec:
+            ex, path = vec["filtered_exact_ms"], vec["filtered_path_ms"]
+            lines.append(
+                f"{s['messages']:>10} messages, vector side under a time filter admitting "
+                f"{vec['filtered_share']:.0%}: exact {ex['p50']}/{ex['p95']} ms, path "
+                f"{path['p50']}/{path['p95']} ms, recall@10 {vec['filtered_recall_at_10']}"
+            )
     if ing := r.get("ingest"):
         lines.append(
             f"ingest with embeddings: {ing['ingest_messages_per_s']} messages/s; the embedder "

@@ -4,12 +4,12 @@ Embedding a million texts with the real model would take hours here, so the
 synthetic messages carry synthetic unit vectors filed under the real embedder's
 name: a conversation's direction, its session's, the message's words' and noise
 (``_vectors``), so neighbours cluster by conversation and topic as real chat
-embeddings do, with more noise than a real model's (a harder case for a graph
-index; pure random vectors are harder still). Full-path queries are embedded by
+embeddings do, with more noise than a real model's (a harder case for an
+approximate index; pure random vectors are harder still). Full-path queries are embedded by
 the real model; the vector-only figures (ANN recall@10 against the exact scan of
 the same run) use synthetic queries near stored messages. Texts are drawn from a
 Zipf-like vocabulary so BM25 posting lists have realistic shapes. The store, FTS
-index, side file, graph, filters and search path are exactly the production ones.
+index, side file, quantized index, filters and search path are exactly the production ones.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 from ..model import Conversation, Message, Session, content_hash
 from ..service import MemoryService
 from ..store.base import IndexedMessage
-from ..store.sql import Filters
+from ..store.sql import Filters, filtered_keys_sql
 from ..store.sqlite import SQLiteStore
 from ..write.index_text import index_rows
 from .metrics import percentile
@@ -174,28 +174,33 @@ def _latencies(memory: MemoryService, n_conv: int, queries: int, seed: int) -> d
 
 def _vector_only(store: SQLiteStore, space: _Space, model: str, n: int, seed: int) -> dict:
     """The vector side alone: the exact scan (the baseline) and the production path
-    (graph above the threshold) on the same synthetic queries; recall@10 of one
-    against the other."""
+    (the quantized scan above the threshold) on the same synthetic queries; recall@10
+    of one against the other, over the whole store and under a time filter that
+    admits about half of it (exact: the float32 scan of the admitted rows)."""
     rng = np.random.default_rng(seed)
     snap = store._vectors.snapshot(model, store._vector_top())
     sample = np.asarray(snap.vecs[rng.integers(0, snap.state.rows, min(2000, snap.state.rows))])
     qs = space.queries(sample, n, rng)
-    exact_ms, path_ms, hits = [], [], []
-    for q in qs:
-        t = time.perf_counter()
-        want = {r for r, _ in snap.exact(q, 10)}
-        exact_ms.append((time.perf_counter() - t) * 1000)
-        t = time.perf_counter()
-        got = {r for r, _ in store.vector_search(model, q, Filters(), 10)}
-        path_ms.append((time.perf_counter() - t) * 1000)
-        hits.append(len(want & got) / max(1, len(want)))
-    return {
-        "exact_ms": _pcts(exact_ms),
-        "path_ms": _pcts(path_ms),
-        "graph": snap.graph is not None and len(snap) >= store.ann_min_rows,
-        "graph_ef": snap.graph.ef if snap.graph is not None else None,
-        "recall_at_10": round(float(np.mean(hits)), 4),
-    }
+    half = Filters(until=datetime(2023, 7, 2, tzinfo=UTC))  # conversations start over 2023
+    sql, params = filtered_keys_sql("messages", half)
+    admitted = snap.positions(np.fromiter((r[0] for r in store._db.execute(sql, params)), np.int64))
+    out: dict = {}
+    for label, filters, pos in (("", Filters(), None), ("filtered_", half, admitted)):
+        exact_ms, path_ms, hits = [], [], []
+        for q in qs:
+            t = time.perf_counter()
+            want = {r for r, _ in snap.exact(q, 10, pos)}
+            exact_ms.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            got = {r for r, _ in store.vector_search(model, q, filters, 10)}
+            path_ms.append((time.perf_counter() - t) * 1000)
+            hits.append(len(want & got) / max(1, len(want)))
+        out[f"{label}exact_ms"] = _pcts(exact_ms)
+        out[f"{label}path_ms"] = _pcts(path_ms)
+        out[f"{label}recall_at_10"] = round(float(np.mean(hits)), 4)
+    out["filtered_share"] = round(admitted.size / max(1, len(snap)), 3)
+    out["ann"] = snap.ann is not None and len(snap) >= store.ann_min_rows
+    return out
 
 
 _KEYWORD_QUERIES = (
@@ -312,15 +317,15 @@ def run_scale(
     queries: int = 100,
     seed: int = 7,
     progress: Callable[[str, int, int], None] | None = None,
-    graph_from: int | None = None,
+    ann_from: int | None = None,
 ) -> dict:
     """Grow one store through ``sizes`` messages, timing searches at each size;
-    ``graph_from``: the store size from which whole-store search uses the graph."""
+    ``ann_from``: the store size from which whole-store search scans 8-bit codes."""
     dim = memory.embedder.dim or len(memory.embedder.embed_batch(["probe"])[0])
     memory.search("warm up the query embedder", k=1)  # cold model load is not a search cost
     store = memory.store
-    if graph_from is not None and isinstance(store, SQLiteStore):
-        store.ann_min_rows = graph_from
+    if ann_from is not None and isinstance(store, SQLiteStore):
+        store.ann_min_rows = ann_from
     model = memory.embedder.name
     space = _Space(dim, seed)
     have = sum(c["messages"] for c in memory.conversations())
@@ -341,8 +346,8 @@ def run_scale(
             row["side_file_catch_up_s"] = round(time.perf_counter() - t, 2)
             if have >= store.ann_min_rows:
                 t = time.perf_counter()
-                store.refresh_vector_index(graph=True)
-                row["graph_build_s"] = round(time.perf_counter() - t, 1)
+                store.refresh_vector_index(build_ann=True)
+                row["ann_build_s"] = round(time.perf_counter() - t, 1)
             row["reopen"] = _reopen(store.path, model, space.common)
             row["vector_only"] = _vector_only(store, space, model, queries, seed)
             row["side_file_bytes"] = store.vector_file_bytes()

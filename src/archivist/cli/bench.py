@@ -274,26 +274,57 @@ def _locomo_qa(
 )
 @click.option("--queries", default=100, show_default=True, type=click.IntRange(1, 10000))
 @click.option(
-    "--graph-from",
+    "--ann-from",
     type=click.IntRange(1),
-    help="Store size (vectors) from which whole-store search uses the HNSW graph "
+    help="Store size (vectors) from which whole-store search scans 8-bit codes "
     "(default: the store's, 100000).",
+)
+@click.option(
+    "--pg-dsn",
+    help="Also grow a PostgreSQL store (pgvector) at this DSN in the same run, side by side "
+    "(use an empty database or --pg-schema).",
+)
+@click.option("--pg-schema", default="public", show_default=True)
+@click.option(
+    "--pg-max",
+    default=100_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Largest size grown on PostgreSQL (its inserts run ~300 rows/s here: 1M is an hour).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
 @pass_ctx
-def scale(ctx: Context, sizes: str, queries: int, graph_from: int | None, as_json: bool) -> None:
+def scale(
+    ctx: Context,
+    sizes: str,
+    queries: int,
+    ann_from: int | None,
+    pg_dsn: str | None,
+    pg_schema: str,
+    pg_max: int,
+    as_json: bool,
+) -> None:
     """Open, search and insert costs on a synthetic store as it grows (use a fresh --db)."""
+    from dataclasses import replace
+
     from ..bench.report import scale_table
     from ..bench.scale import run_scale
+    from ..service import MemoryService
 
+    grow = _parse_ks(sizes, "--sizes")
     with StagedProgress(enabled=not as_json) as progress:
         result = run_scale(
-            ctx.open(create=True),
-            _parse_ks(sizes, "--sizes"),
-            queries,
-            progress=progress,
-            graph_from=graph_from,
+            ctx.open(create=True), grow, queries, progress=progress, ann_from=ann_from
         )
+        if pg_dsn:
+            settings = replace(ctx.settings, store="postgres", pg_dsn=pg_dsn, pg_schema=pg_schema)
+            pg = MemoryService(settings=settings)
+            try:
+                on_pg = [n for n in grow if n <= pg_max]
+                result["postgres"] = run_scale(pg, on_pg, queries, progress=progress)
+                result["postgres"]["skipped_sizes"] = [n for n in grow if n > pg_max]
+            finally:
+                pg.close()
     _print(result, as_json, scale_table)
 
 

@@ -1,13 +1,17 @@
-"""An approximate nearest-neighbour graph over the vector side file (usearch HNSW).
+"""Whole-store candidates for a large SQLite store: an 8-bit scan of every vector (faiss).
 
-Why usearch (measured in docs/store.md, 100k vectors of the bench's structured
-synthetic data, 2 cores): its saved index opens as a memory-mapped view in
-~15 ms (hnswlib loads the whole file, ~175 ms at 100k; faiss HNSW ~130 ms),
-it stores int8 vectors (a quarter of float32), and it built fastest of the
-HNSW libraries at equal recall. The graph only proposes candidates: the
-caller scores them again exactly from the float32 side file, so int8 costs
-ranking nothing. Keys are positions in the side file, not rowids, so a
-message deleted after the build is dropped by the side file's tombstones.
+Why a quantized scan and not a graph (docs/store.md; 1M vectors of the scale
+benchmark's synthetic data, 2 cores, the same session): reading one byte per
+dimension (faiss ``IndexScalarQuantizer``, 8-bit uniform, a quarter of the
+float32 file) takes ~25 ms a query at 1M, and its best 100 candidates, scored
+again from the float32 side file, held the exact top 10 in every query tried.
+The usearch HNSW graph it replaces needed ef 8,192 and 68–109 ms for recall@10
+0.95 there, and 13 minutes to build; this index builds in ~3 s and opens
+memory-mapped (``IO_FLAG_MMAP_IFC``) in a millisecond. A scan also takes a
+bitmap of the positions a search admits, so filters and tombstones are
+honoured inside it instead of by over-fetching and hoping enough pass.
+
+Keys are positions in the side file; the caller maps them to rowids.
 """
 
 from __future__ import annotations
@@ -17,82 +21,66 @@ from pathlib import Path
 
 import numpy as np
 
-CONNECTIVITY = 32  # HNSW M: edges per node (recall@10 0.944 vs 0.913 for 16 at ef 2048)
-EXPANSION_ADD = 256  # candidates kept while inserting: 0.980 vs 0.944 for 128, 2.8x build
-EXPANSION_SEARCH = 2048  # candidates kept while searching (0.897 at 512; see docs/store.md)
-# Recall at a fixed ef falls as the graph grows: on the 1M scale store, ef 2048 / 4096 /
-# 8192 gave recall@10 0.81 / 0.89 / 0.95 at 18 / 34 / 68 ms p50 (docs/store.md).
-LARGE_GRAPH = 250_000
-LARGE_EXPANSION_SEARCH = 8192
+SUFFIX = ".sq8"  # what the side file names this index; older kinds (".usearch") are rebuilt
+BUILD_BATCH = 100_000  # rows encoded at a time (bounds the float32 copy)
+TRAIN_ROWS = 50_000  # rows, spread over the file, that set the 8-bit range
 
 
-def search_ef(rows: int) -> int:
-    """How many candidates a search keeps for a graph of ``rows`` vectors."""
-    return EXPANSION_SEARCH if rows <= LARGE_GRAPH else LARGE_EXPANSION_SEARCH
+def build(vecs: np.ndarray, rows: int, path: Path) -> None:
+    """Encode the first ``rows`` vectors of ``vecs`` (keys = positions) into ``path``.
 
-
-BUILD_BATCH = 100_000  # rows handed to usearch at a time (bounds the float32 copy)
-SMALL_GRAPH = 20_000  # built on one thread: deterministic, and quick either way
-
-
-def _index(dim: int):
-    from usearch.index import Index
-
-    return Index(
-        ndim=dim,
-        metric="ip",  # the vectors are normalised: inner product is cosine
-        dtype="i8",
-        connectivity=CONNECTIVITY,
-        expansion_add=EXPANSION_ADD,
-        expansion_search=EXPANSION_SEARCH,
-    )
-
-
-def build(vecs: np.ndarray, rows: int, path: Path, base: tuple[Path, int] | None = None) -> None:
-    """Index the first ``rows`` vectors of ``vecs`` (keys = positions) into ``path``.
-
-    ``base``: a saved graph over the first positions, loaded and extended with the
-    rest (adding 10% to a graph is far cheaper than building it again). Written to a
+    The 8-bit range is learnt from rows spread over the whole file, so a later
+    part of the log is not clipped by an earlier one's range (a clipped value
+    only blurs the candidates: they are scored again exactly). Written to a
     temporary name and renamed, so a reader never maps half a file.
     """
-    from usearch.index import Index
+    import faiss
 
-    first = 0
-    index = None
-    if base is not None:
-        index = Index.restore(str(base[0]), view=False)
-        first = base[1] if index is not None else 0
-    if index is None:
-        index = _index(int(vecs.shape[1]))
-    for start in range(first, rows, BUILD_BATCH):
+    dim = int(vecs.shape[1])
+    index = faiss.IndexScalarQuantizer(
+        dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
+    )
+    sample = np.unique(np.linspace(0, rows - 1, min(rows, TRAIN_ROWS)).astype(np.int64))
+    index.train(np.ascontiguousarray(vecs[sample], dtype=np.float32))
+    for start in range(0, rows, BUILD_BATCH):
         stop = min(rows, start + BUILD_BATCH)
-        chunk = np.ascontiguousarray(vecs[start:stop], dtype=np.float32)
-        # One thread for small graphs: the same rows build the same graph (tests
-        # compare it with exact search); all cores for large ones.
-        threads = 1 if rows <= SMALL_GRAPH else 0
-        index.add(np.arange(start, stop, dtype=np.uint64), chunk, threads=threads)
+        index.add(np.ascontiguousarray(vecs[start:stop], dtype=np.float32))
     tmp = path.with_name(path.name + ".tmp")
-    index.save(str(tmp))
+    faiss.write_index(index, str(tmp))
     os.replace(tmp, path)
 
 
-class Graph:
-    """A saved graph opened as a view: pages come in from disk as searches touch them."""
+class QuantizedScan:
+    """A saved index, memory-mapped: the page cache is shared by every process."""
 
     def __init__(self, path: Path, rows: int) -> None:
-        from usearch.index import Index
+        import faiss
 
         self.rows = rows
-        self._index = Index.restore(str(path), view=True)
-        if self._index is None:
-            raise OSError(f"cannot read the vector graph {path}")
-        self.ef = search_ef(rows)
-        self._index.expansion_search = self.ef
+        try:
+            self._index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+        except RuntimeError as e:  # faiss reports a short or foreign file this way
+            raise OSError(f"cannot read the vector index {path}: {e}") from e
+        if self._index.ntotal != rows:
+            raise OSError(f"the vector index {path} holds {self._index.ntotal} rows, not {rows}")
 
-    def candidates(self, query: np.ndarray, count: int) -> np.ndarray:
-        """Positions of up to ``count`` approximate nearest neighbours of ``query``."""
+    def candidates(self, query: np.ndarray, count: int, admit: np.ndarray | None = None):
+        """Positions of the ``count`` best-scoring vectors by their 8-bit codes.
+
+        ``admit``: a boolean mask over the index's positions; only those are scored.
+        """
+        import faiss
+
         count = min(count, self.rows)
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
-        found = self._index.search(np.asarray(query, dtype=np.float32), count, threads=1)
-        return np.asarray(found.keys, dtype=np.int64)
+        q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
+        params = None
+        if admit is not None:
+            bits = np.packbits(admit[: self.rows], bitorder="little")  # kept alive below
+            params = faiss.SearchParameters(
+                sel=faiss.IDSelectorBitmap(self.rows, faiss.swig_ptr(bits))
+            )
+        _, found = self._index.search(q, count, params=params)
+        keys = np.asarray(found[0], dtype=np.int64)
+        return keys[keys >= 0]  # fewer admitted than asked: faiss pads with -1

@@ -187,7 +187,18 @@ def ranked_sql(table: str, match: str, f: Filters, limit: int) -> tuple[str, lis
 
 
 def filtered_keys_sql(table: str, f: Filters, dialect: Dialect = SQLITE) -> tuple[str, list]:
-    """Keys of the rows of ``table`` the filters admit, ascending (exact vector search)."""
+    """Keys of the rows of ``table`` the filters admit (exact vector search), in no
+    order: callers sort them. ``ORDER BY`` the key made SQLite walk the whole table in
+    key order rather than use the filter's index and sort (0.25 s for 45k of 1M rows)."""
     alias, key = KEYS[table]
     cond, params = where(f, table, alias, dialect)
-    return f"SELECT {alias}.{key} FROM {table} {alias} WHERE {cond} ORDER BY {alias}.{key}", params
+    return f"SELECT {alias}.{key} FROM {table} {alias} WHERE {cond}", params
+
+
+def admits_more_sql(table: str, f: Filters, cap: int, dialect: Dialect = SQLITE):
+    """How many rows of ``table`` the filters admit, counted up to ``cap + 1``: whether a
+    filter is narrow enough to read its keys, without reading a broad one's."""
+    alias, _ = KEYS[table]
+    cond, params = where(f, table, alias, dialect)
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {table} {alias} WHERE {cond} LIMIT ?) AS admitted"
+    return sql, [*params, int(cap) + 1]

@@ -5,8 +5,9 @@ float32 BLOB column plus an external-content FTS5 table beat sqlite-vec's vec0
 at 1M rows on load speed, disk and filtered keyword search, and needs no
 extension (this Python's sqlite3 cannot load one). Message vectors are searched
 in a memory-mapped side file next to the database (store/vecfile.py): exactly
-within a scope, through an HNSW graph (store/ann.py) over a large store's
-whole log. Claims and episodes use an in-process matrix (``vecindex.DenseIndex``).
+within a scope; over a large store's whole log, through a scan of 8-bit codes
+(store/ann.py) whose best candidates are scored again exactly. Claims and
+episodes use an in-process matrix (``vecindex.DenseIndex``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 from ..clock import Clock, system_clock
 from ..errors import StoreError
 from ..model import Entity
+from . import ann
 from . import sql as q
 from .base import Store
 from .common import all_of
@@ -31,15 +33,21 @@ from .reconcile import ENTITY_COLS, row_to_entity
 from .vecfile import Snapshot, VectorFile
 from .vecindex import DenseIndex, unpack_many
 
-# Whole-store message search goes through the HNSW graph from this many vectors
-# (an exact product over 100k rows takes ~10 ms here; over 1M, 100–200 ms).
+# Whole-store message search scans the 8-bit codes from this many vectors (an exact
+# float32 product over 100k rows takes ~10 ms here; over 1M, 100–150 ms; the codes
+# a quarter of that).
 ANN_MIN_ROWS = 100_000
-ANN_FETCH = 100  # graph candidates scored exactly per search (at least 10x the k asked)
+ANN_FETCH = 100  # candidates scored exactly per search (at least 10x the k asked)
 # A filtered search is exact over the scope's rows up to this many of them; above
-# it the graph's candidates are over-fetched and filtered (exact if too few pass).
+# it the codes of the admitted rows are scanned (a bitmap of their positions).
 EXACT_SCOPE_ROWS = 50_000
-# The graph is rebuilt (in the background) once this share of rows is outside it.
-ANN_STALE_SHARE = 0.25
+# A filter that admits more is first tried on the unfiltered scan's best BROAD_FETCH x
+# fetch candidates, checked against it in SQL, then on up to BROAD_MAX (_broad_filter).
+BROAD_FETCH = 10
+BROAD_MAX = 20_000
+# The index is rebuilt (in the background, ~3 s at 1M) once this share of rows is
+# outside it: those are scored exactly on every search, ~5 ms per 50k.
+ANN_STALE_SHARE = 0.05
 
 FREQUENT_TERMS_MIN_STORE = 50_000  # below this bm25() ranks every query term
 FREQUENT_TERM_SHARE = 0.05  # terms in more of the messages are ranked by _add_frequent
@@ -149,9 +157,9 @@ class SQLiteStore(Store):
         self._cache_lock = threading.Lock()  # the vector matrices (not the writer's lock)
         self._indexes: dict[str, DenseIndex] = {}
         self._vectors = VectorFile(self.path)
-        self.ann_min_rows = ANN_MIN_ROWS  # instance settings: tests force the graph path
+        self.ann_min_rows = ANN_MIN_ROWS  # instance settings: tests force the quantized path
         self.exact_scope_rows = EXACT_SCOPE_ROWS
-        self.ann_auto = True  # build the graph in a background thread when it is due
+        self.ann_auto = True  # build the quantized index in a background thread when due
         self._term_df: dict[str, int] = {}  # see _frequent_terms
         self._term_df_size = 0
         try:
@@ -308,8 +316,7 @@ class SQLiteStore(Store):
         restrict = None
         if not filters.is_empty():
             sql, params = q.filtered_keys_sql(table, filters)
-            ids = [r[0] for r in self._db.execute(sql, params)]
-            restrict = np.asarray(ids, dtype=np.int64)
+            restrict = np.sort(np.fromiter((r[0] for r in self._db.execute(sql, params)), np.int64))
         return idx.search(query, limit, restrict)
 
     def _vector_top(self) -> tuple[int, int]:
@@ -323,8 +330,9 @@ class SQLiteStore(Store):
     def _nearest_messages(
         self, model: str, query: np.ndarray, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
-        """Exact over a scope's rows or a small store; the graph's candidates, scored
-        exactly, over a large store's whole log (or a filter that admits much of it)."""
+        """Exact over a scope's rows or a small store; the quantized scan's candidates,
+        scored exactly, over a large store's whole log (or a filter that admits much
+        of it)."""
         snap = self._vectors.snapshot(model, self._vector_top())
         if not len(snap):
             return []
@@ -333,56 +341,95 @@ class SQLiteStore(Store):
             raise ValueError(f"query has {vec.shape[0]} dims, index has {snap.state.dim}")
         big = len(snap) >= self.ann_min_rows
         if big:
-            self._graph_due(snap, model)
+            self._ann_due(snap, model)
         fetch = max(ANN_FETCH, 10 * limit)
         if filters.is_empty():
-            if not big or snap.graph is None:
+            if not big or snap.ann is None:
                 return snap.exact(vec, limit)
             return snap.exact(vec, limit, snap.approximate(vec, fetch))
+        if big and snap.ann is not None:
+            sql, params = q.admits_more_sql("messages", filters, self.exact_scope_rows)
+            if self._db.execute(sql, params).fetchone()[0] > self.exact_scope_rows:
+                found = self._broad_filter(snap, vec, limit, fetch, filters)
+                if found is not None:
+                    return found
         sql, params = q.filtered_keys_sql("messages", filters)
-        rowids = np.fromiter((r[0] for r in self._db.execute(sql, params)), np.int64)
+        rowids = np.sort(np.fromiter((r[0] for r in self._db.execute(sql, params)), np.int64))
         pos = snap.positions(rowids)
-        if pos.size <= self.exact_scope_rows or not big or snap.graph is None:
+        if pos.size <= self.exact_scope_rows or not big or snap.ann is None:
             return snap.exact(vec, limit, pos)
-        # Over-fetch in proportion to how much of the store the filters admit.
-        fetch = int(min(len(snap), fetch * max(1.0, 2 * len(snap) / pos.size)))
-        cand = snap.approximate(vec, fetch)
-        cand = cand[np.isin(cand, pos)]
-        if cand.size < limit:
-            return snap.exact(vec, limit, pos)
-        return snap.exact(vec, limit, cand)
+        return snap.exact(vec, limit, snap.approximate(vec, fetch, pos))
 
-    def _graph_due(self, snap: Snapshot, model: str) -> None:
-        """Start a background graph build when none covers enough of a large file."""
+    def _broad_filter(
+        self, snap: Snapshot, vec: np.ndarray, limit: int, fetch: int, filters: q.Filters
+    ) -> list[tuple[int, float]] | None:
+        """A filter that admits much of a large store (a time bound, ``at=``) without
+        reading every key it admits (~0.45 s for half of 1M rows): the unfiltered scan's
+        best candidates and the newest rows' best are checked against the filters in
+        SQL, ``BROAD_FETCH`` × ``fetch`` of each, then as many again as the share that
+        passed says are needed (up to ``BROAD_MAX``). Once at least ``fetch`` of the
+        scan's and ``limit`` of the newest rows' pass (or all of them were checked), the
+        answer is the one a scan of only the admitted rows gives: an admitted row left
+        out scores below every checked one. None when too few pass: the caller reads
+        the admitted keys and scans their codes."""
+        index = snap.ann
+        assert index is not None
+        newest = np.arange(index.rows, snap.state.rows)
+        newest = newest[snap.live[newest]]
+        if newest.size > BROAD_FETCH * fetch:
+            newest = newest[np.argsort(-np.asarray(snap.vecs[newest] @ vec), kind="stable")]
+        count = BROAD_FETCH * fetch
+        while True:
+            scanned = snap.approximate(vec, count, tail=False)
+            tail = np.sort(newest[:count])
+            ids = snap.ids[np.concatenate([scanned, tail])]
+            keep = np.fromiter(self.filter_rowids(ids, filters), np.int64)
+            pass_scan = scanned[np.isin(snap.ids[scanned], keep)]
+            pass_tail = tail[np.isin(snap.ids[tail], keep)]
+            short_scan = pass_scan.size < fetch and scanned.size == count
+            short_tail = pass_tail.size < limit and tail.size < newest.size
+            if not (short_scan or short_tail):
+                return snap.exact(vec, limit, np.concatenate([pass_scan[:fetch], pass_tail]))
+            # as many as the share that passed says are needed, twice over
+            passed = min(pass_scan.size / max(1, scanned.size), pass_tail.size / max(1, tail.size))
+            wanted = int(math.ceil(2 * max(fetch, limit) / max(passed, 1 / count)))
+            if count >= BROAD_MAX or wanted <= count:
+                return None
+            count = min(BROAD_MAX, wanted)
+
+    def _ann_due(self, snap: Snapshot, model: str) -> None:
+        """Start a background build of the quantized index when none covers enough of a
+        large file (or the one there is of a kind this version no longer reads)."""
         st = snap.state
         outside = st.rows - st.ann_rows
         stale = outside > ANN_STALE_SHARE * max(st.ann_rows, self.ann_min_rows)
-        if self.ann_auto and (not st.ann_file or stale or st.dead > 0.2 * st.rows):
-            self._vectors.build_graph_soon(model, self._vector_top())
+        current = st.ann_file.endswith(ann.SUFFIX)
+        if self.ann_auto and (not current or stale or st.dead > 0.2 * st.rows):
+            self._vectors.build_ann_soon(model, self._vector_top())
 
-    def refresh_vector_index(self, graph: bool = False) -> dict:
-        """Bring the message vector side file up to date now (and, with ``graph``,
-        its HNSW graph, whatever the store's size); what it holds. For benchmarks and
-        maintenance: searches do the same on their own, the graph in the background."""
+    def refresh_vector_index(self, build_ann: bool = False) -> dict:
+        """Bring the message vector side file up to date now (and, with ``build_ann``, its
+        quantized index, whatever the store's size); what it holds. For benchmarks and
+        maintenance: searches do the same on their own, the index in the background."""
         model = self.embed_model()
         if model is None:
             return {"rows": 0}
         top = self._vector_top()
         snap = self._vectors.snapshot(model, top)
-        if graph:
-            self._vectors.build_graph(model, top, wait=True)
+        if build_ann:
+            self._vectors.build_ann(model, top, wait=True)
             snap = self._vectors.snapshot(model, top)
         st = snap.state
         return {
             "rows": st.rows,
             "dead": st.dead,
-            "graph_rows": st.ann_rows,
+            "ann_rows": st.ann_rows,
             "dim": st.dim,
-            "graph_error": self._vectors.graph_error,
+            "ann_error": self._vectors.ann_error,
         }
 
     def vector_file_bytes(self) -> int:
-        """Bytes of the side file's directory (vectors, ids, tombstones, graph)."""
+        """Bytes of the side file's directory (vectors, ids, tombstones, quantized index)."""
         root = self._vectors.root
         return sum(f.stat().st_size for f in root.glob("*") if f.is_file()) if root.exists() else 0
 

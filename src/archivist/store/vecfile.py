@@ -7,7 +7,8 @@ in a file open as a numpy memmap in well under a millisecond, so
 
 - ``vecs-G.f32`` and ``ids-G.i64``: one row per message vector, append-only;
 - ``dead-G.i64``: positions whose message was deleted (or got another vector) since;
-- ``ann-G-N.usearch``: an HNSW graph over the first N positions (store/ann.py), optional;
+- ``ann-G-N.sq8``: 8-bit codes of the first N positions, scanned for whole-store
+  candidates (store/ann.py), optional;
 - ``state.json``: what the files hold — model, dimension, rows, tombstones, the
   highest message rowid read (the watermark) and the ``vector_fills`` seq read;
 - ``lock``: ``flock``ed by whichever process brings the files up to date.
@@ -62,7 +63,7 @@ class State:
     rowid: int = 0  # every message up to this rowid is in the file (or logged)
     seq: int = 0  # vector_fills entries up to this seq are applied
     ordered: bool = True  # ids ascend (no late row): rowid lookups can bisect
-    ann_rows: int = 0  # positions [0, ann_rows) are in the graph
+    ann_rows: int = 0  # positions [0, ann_rows) are in the quantized index
     ann_file: str = ""
 
 
@@ -78,15 +79,16 @@ class Snapshot:
         if state.dead:
             self.live[_map(root / f"dead-{g}.i64", np.int64, (state.dead,))] = False
         self._root = root
-        self._graph: ann.Graph | None = None
+        self._ann: ann.QuantizedScan | None = None
         self._lookup: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
-    def graph(self) -> ann.Graph | None:
-        """The HNSW graph over the first ``ann_rows`` positions, opened on first use."""
-        if self._graph is None and self.state.ann_file:
-            self._graph = ann.Graph(self._root / self.state.ann_file, self.state.ann_rows)
-        return self._graph
+    def ann(self) -> ann.QuantizedScan | None:
+        """The quantized index over the first ``ann_rows`` positions, opened on first use
+        (None when there is none, or it is of a kind this version no longer reads)."""
+        if self._ann is None and self.state.ann_file.endswith(ann.SUFFIX):
+            self._ann = ann.QuantizedScan(self._root / self.state.ann_file, self.state.ann_rows)
+        return self._ann
 
     def __len__(self) -> int:
         return int(self.state.rows - self.state.dead)
@@ -121,14 +123,26 @@ class Snapshot:
         scores = np.asarray(self.vecs[pos] @ query) if pos.size else np.zeros(0)
         return [(int(self.ids[pos[i]]), float(scores[i])) for i in top_k(scores, k)]
 
-    def approximate(self, query: np.ndarray, fetch: int) -> np.ndarray:
-        """Live candidate positions: the graph's ``fetch`` nearest plus every row after it."""
-        graph = self.graph
-        assert graph is not None
-        cand = graph.candidates(query, fetch)
-        tail = np.arange(graph.rows, self.state.rows)
-        both = np.unique(np.concatenate([cand, tail]))
-        return both[self.live[both]]
+    def approximate(
+        self, query: np.ndarray, fetch: int, pos: np.ndarray | None = None, *, tail: bool = True
+    ) -> np.ndarray:
+        """Candidate positions: the index's ``fetch`` best among the live positions it
+        covers (and among ``pos``, when given), best first; then, with ``tail``, every
+        admitted row after the index."""
+        index = self.ann
+        assert index is not None
+        admit = None
+        if pos is not None:
+            admit = np.zeros(self.state.rows, dtype=bool)
+            admit[pos] = True
+            admit &= self.live
+        elif self.state.dead:
+            admit = self.live
+        cand = index.candidates(query, fetch, None if admit is None else admit[: index.rows])
+        if not tail:
+            return cand
+        after = np.arange(index.rows, self.state.rows)
+        return np.concatenate([cand, after[(self.live if admit is None else admit)[after]]])
 
 
 def _map(path: Path, dtype, shape: tuple[int, ...]) -> np.ndarray:
@@ -148,7 +162,7 @@ class VectorFile:
         self._snap: Snapshot | None = None
         self._stamp: int | None = None  # state.json's mtime_ns when mapped
         self._building = False
-        self.graph_error: str | None = None  # the last background build's failure
+        self.ann_error: str | None = None  # the last background build's failure
 
     # -- reading --------------------------------------------------------------------
 
@@ -340,14 +354,14 @@ class VectorFile:
             state, dim=dim, rows=state.rows + len(rows), ordered=state.ordered and ordered
         )
 
-    # -- the graph ----------------------------------------------------------------------
+    # -- the quantized index ---------------------------------------------------------------
 
-    def build_graph(self, model: str, top: tuple[int, int], wait: bool = False) -> bool:
-        """Index every row the file holds now in a new graph; False if another process is
-        building one (``wait``: wait for it, then build what it left out).
+    def build_ann(self, model: str, top: tuple[int, int], wait: bool = False) -> bool:
+        """Encode every row the file holds now in a new quantized index; False if another
+        process is building one (``wait``: wait for it, then build what it left out).
 
-        Runs outside the catch-up lock (minutes at 1M rows): searches go on over
-        the old graph and the exact tail meanwhile. The new graph is adopted only
+        Runs outside the catch-up lock (seconds at 1M rows): searches go on over
+        the old index and the exact tail meanwhile. The new index is adopted only
         if the file is still the generation it was built from.
         """
         with self._flock("ann.lock", wait=wait) as got:
@@ -355,13 +369,11 @@ class VectorFile:
                 return False
             snap = self.snapshot(model, top)
             state = snap.state
-            if not state.rows or state.ann_rows == state.rows:
+            current = state.ann_file.endswith(ann.SUFFIX)
+            if not state.rows or (current and state.ann_rows == state.rows):
                 return True
-            name = f"ann-{state.gen}-{state.rows}.usearch"
-            base = None  # extend the current graph unless tombstones crowd it
-            if state.ann_file and state.dead <= 0.2 * state.rows:
-                base = (self.root / state.ann_file, state.ann_rows)
-            ann.build(snap.vecs, state.rows, self.root / name, base)
+            name = f"ann-{state.gen}-{state.rows}{ann.SUFFIX}"
+            ann.build(snap.vecs, state.rows, self.root / name)
             with self._guard, self._flock("lock"):
                 now = self._mapped()
                 if now is None or now.state.gen != state.gen:
@@ -373,8 +385,8 @@ class VectorFile:
                     (self.root / old).unlink(missing_ok=True)
             return True
 
-    def build_graph_soon(self, model: str, top: tuple[int, int]) -> None:
-        """Build the graph in a background thread of this process (one at a time)."""
+    def build_ann_soon(self, model: str, top: tuple[int, int]) -> None:
+        """Build the quantized index in a background thread of this process (one at a time)."""
         with self._guard:
             if self._building:
                 return
@@ -382,17 +394,15 @@ class VectorFile:
 
         def run() -> None:
             try:
-                self.build_graph(model, top)
-                self.graph_error = None
+                self.build_ann(model, top)
+                self.ann_error = None
             except Exception as e:  # searches go on exactly; the failure is kept and logged
-                self.graph_error = f"{type(e).__name__}: {e}"
-                log.warning("vector graph build failed for %s: %s", self.db_path, e)
+                self.ann_error = f"{type(e).__name__}: {e}"
+                log.warning("vector index build failed for %s: %s", self.db_path, e)
             finally:
                 self._building = False
 
-        self.graph_error: str | None = None  # the last background build's failure
-
-        threading.Thread(target=run, name="archivist-vector-graph", daemon=True).start()
+        threading.Thread(target=run, name="archivist-vector-index", daemon=True).start()
 
 
 def _append_file(path: Path, offset: int, data: np.ndarray) -> None:
