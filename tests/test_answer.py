@@ -493,3 +493,27 @@ def test_a_persons_own_word_about_someone_the_question_names_is_theirs(tmp_path:
     phone = m.ask("What phone does Nina have?", person="Nina", at=at)
     assert "Samsung" in phone.answer and "iPhone" not in phone.answer, phone.answer
     m.close()
+
+
+def test_who_asked_of_nobody_is_answered_by_whoever_said_it(tmp_path: Path) -> None:
+    """ "Who drinks four cups of coffee a day?", asked in Zoe's chat, names nobody: Sam's
+    own word answers it, with Sam named, instead of "that was Sam's, not Zoe's"; asked
+    of Zoe by name it is still refused."""
+    conv = make_conversation(
+        "coffee",
+        [
+            [("Zoe", "Haven't had coffee in a month. Green tea person now.")],
+            [("Sam", "Impressive. I'm on four cups of coffee a day at this point.")],
+        ],
+        people=("Zoe", "Sam"),
+        start=datetime(2024, 6, 10, 8, tzinfo=UTC),
+    )
+    m = remembered(tmp_path, conv)
+    at = datetime(2024, 7, 1, tzinfo=UTC)
+    who = m.ask("Who drinks four cups of coffee a day?", person="Zoe", at=at)
+    assert not who.abstain and who.answer.startswith("Sam: "), who.answer
+    named = m.ask("Does Zoe drink four cups of coffee a day?", person="Zoe", at=at)
+    assert named.abstain or named.answer.startswith("No"), named.answer
+    when = m.ask("When did Zoe stop drinking coffee?", person="Zoe", at=at)
+    assert "May 2024" in when.answer, when.answer
+    m.close()

@@ -131,6 +131,16 @@ def test_content_words_leave_out_chat_filler_and_the_calendar() -> None:
     assert got == {"pixel", "sleeps", "pillows"}
 
 
+def test_calling_off_and_stepping_down_end_what_they_name() -> None:
+    from archivist.text import ENDING, ended_objects
+
+    assert ended_objects("Leo and I called off the engagement.") == ["engagement"]
+    assert ended_objects("I stepped down as treasurer at last night's meeting.") == ["treasurer"]
+    assert ended_objects("She stepped down from the board in May.") == ["board"]
+    assert ENDING.search("The match was called off.")
+    assert not ENDING.search("I stepped up as treasurer.")
+
+
 def test_giving_away_ones_own_thing_ends_it_giving_a_talk_does_not() -> None:
     from archivist.text import ENDING, ended_objects
 

@@ -127,6 +127,16 @@ def test_pattern(text: str, start: tuple, end: tuple, granularity: str) -> None:
     assert (ref.start, ref.end, ref.granularity) == (day(*start), day(*end), granularity)
 
 
+def test_in_a_span_after_a_past_denial_reaches_back() -> None:
+    """ "Haven't had coffee in a month" (said 8 May) stopped in April; "in a month"
+    with nothing denied is still ahead."""
+    assert only("Haven't had coffee in a month, tea person now").start == day(2023, 4, 1)
+    assert only("He hasn't smoked in six weeks").start == day(2023, 3, 27)
+    assert only("I have not been there in 2 years").start == day(2021, 1, 1)
+    assert only("We move in a month").start == day(2023, 6, 1)
+    assert only("I won't see them in a month").start == day(2023, 6, 1)  # ahead: no past
+
+
 def test_ref_text_is_the_expression() -> None:
     assert only("We met last Saturday at the lake").text == "last Saturday"
 

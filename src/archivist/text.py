@@ -338,7 +338,7 @@ ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
     r"(?:came|comes|come|taken|is|are)\s+off" + _CLAUSE_FINAL + r"|removed|"
-    r"handed\s+in\s+(?:\S+\s+)?notice|"
+    r"handed\s+in\s+(?:\S+\s+)?notice|called\s+off|broke\s+off|stepped\s+down|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
     + _CLAUSE_FINAL
@@ -362,7 +362,8 @@ _ENDS_OBJECT = re.compile(
     r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
     r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
     r"traded(?:\s+in)?|"
-    r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|"
+    r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
+    r"broke\s+off|stepped\s+down\s+(?:as|from)|"
     r"handed\s+in\s+(?:\S+\s+)?notice\s+(?:at|to)|" + _GAVE + r")\b",
     re.I,
 )

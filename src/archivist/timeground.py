@@ -208,11 +208,26 @@ def _h_weekday(m: re.Match, at: datetime, text: str) -> TimeRef:
     return _days(m[0], d + timedelta(days=target - d.weekday()), 1, at.tzinfo)
 
 
-def _h_count(sign: int) -> Handler:
-    """ "N units ago" (sign -1) and "in N units" (sign +1)."""
+# "Haven't had coffee in a month", "hasn't rained in weeks": "in" a span after a past
+# denial reaches back to when it last happened, not ahead
+_DENIED_SINCE = re.compile(
+    r"(?:\b(?:have|has|had|did)\s*n['’]?t|\b(?:have|has|had|did)\s+not|\bnever)\s+"
+    r"(?:[\w'’-]+\s+){0,5}$",
+    re.I,
+)
 
-    def handle(m: re.Match, at: datetime, _text: str) -> TimeRef:
-        n, unit, d, tz = sign * _number(m[1]), m[2].lower(), at.date(), at.tzinfo
+
+def _h_count(sign: int) -> Handler:
+    """ "N units ago" (sign -1) and "in N units" (sign +1; -1 after a past denial)."""
+
+    def handle(m: re.Match, at: datetime, text: str) -> TimeRef:
+        back = sign > 0 and _DENIED_SINCE.search(text[: m.start()])
+        n, unit, d, tz = (
+            (-sign if back else sign) * _number(m[1]),
+            m[2].lower(),
+            at.date(),
+            at.tzinfo,
+        )
         if unit == "day":
             return _days(m[0], d + timedelta(days=n), 1, tz)
         if unit == "week":

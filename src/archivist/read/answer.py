@@ -252,6 +252,16 @@ def evidence_units(
     return units
 
 
+_WHO = re.compile(r"^\W*who(?:m|se)?\b", re.I)
+
+
+def _who_asked(question: str, names: Sequence[str]) -> bool:
+    """Whether the question asks who, naming nobody: "Who drinks four cups of coffee a
+    day?" asked in Zoe's chat is answered by whoever said it (Sam), not refused as
+    "not Zoe's"; the person a memory reads for is then no owner to check."""
+    return not names and bool(_WHO.match(question))
+
+
 def own_word(speaker: str, owner: str | None, person: str) -> bool:
     """Whether ``person`` said it about themselves: their message, and nobody else's
     by its subject (an unclear owner counts as the speaker's)."""
@@ -384,7 +394,11 @@ def extractive_answer(
     for how it reads.
     """
     names = names_in(question, people)
-    if person and person.casefold() not in {n.casefold() for n in names}:
+    if (
+        person
+        and person.casefold() not in {n.casefold() for n in names}
+        and not _who_asked(question, names)
+    ):
         names = [*names, person]
     by_kin = not mentions_kin(question)  # "How is Marta's mum?" asks of the relative
     if verify:
@@ -411,7 +425,9 @@ def extractive_answer(
     texts = [f"{s.asked} {s.text}" if s.asked else s.text for s in sentences]
     lexical = lexical_scores(texts, wanted, aspect_stems(question), weights, question)
     meaning = _meaning(embedder, meaning_text(question, names), [s.text for s in sentences])
-    target = person or (as_written(names[0], question) if len(names) == 1 else None)
+    target = (None if _who_asked(question, names) else person) or (
+        as_written(names[0], question) if len(names) == 1 else None
+    )
     ranked = rank_sentences(sentences, shape, lexical, meaning, target, wanted)
     composed = compose(question, shape, ranked, wanted, target)
     if composed is None:
@@ -656,7 +672,7 @@ def answer_from(
     people = core.people()
     names = names_in(question, people)
     if ev.person and person_key(ev.person) not in {person_key(n) for n in names}:
-        names = [*names, ev.person]
+        names = names if _who_asked(question, names) else [*names, ev.person]
     top = list(ev.hits)
     units = evidence_units(ev.verify_hits, people, by_kin=not mentions_kin(question))
     wrong = verify_speaker(question, units, names, ev.weights)

@@ -541,8 +541,10 @@ def rank_sentences(
         if person:
             score *= _ownership(s, person)
         if shape.before:
-            if shape.before & {stem(w) for w in words(s.text)}:
-                score *= 0.2  # names the later value: not what came before it
+            # names the later value, or answers a question that does ("Whoa, can you
+            # even play drums?" - "Learning fast"): not what came before it
+            if shape.before & {stem(w) for w in words(f"{s.asked or ''} {s.text}")}:
+                score *= 0.2
             elif bound is not None and s.message.timestamp < bound:
                 score *= 1.3
         if s.ended is not None and not shape.past and not shape.before:
@@ -678,6 +680,9 @@ def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
     return coverage(f"{s.text} {s.asked}", wanted) > 0
 
 
+_WHO_ASKED = re.compile(r"^\W*who(?:m|se)?\b", re.I)
+
+
 def compose(
     question: str,
     shape: Shape,
@@ -758,7 +763,15 @@ def compose(
             ):
                 chosen.append(s)
     chosen.sort(key=lambda s: s.message.timestamp)
-    return "; ".join(quoted(s, drop_replaced=current, wanted=wanted) for s in chosen), chosen, why
+    said = [quoted(s, drop_replaced=current, wanted=wanted) for s in chosen]
+    if person is None and _WHO_ASKED.match(question):
+        # "Who drinks four cups of coffee a day?" - "I'm on four cups a day": the one
+        # who said it is the answer, so it is named in it, not only beside it
+        said = [
+            t if fold(who := s.owner or s.message.speaker) in fold(t) else f"{who}: {t}"
+            for s, t in zip(chosen, said, strict=True)
+        ]
+    return "; ".join(said), chosen, why
 
 
 def split_sentences(text: str) -> list[str]:
