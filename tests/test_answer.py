@@ -517,3 +517,29 @@ def test_who_asked_of_nobody_is_answered_by_whoever_said_it(tmp_path: Path) -> N
     when = m.ask("When did Zoe stop drinking coffee?", person="Zoe", at=at)
     assert "May 2024" in when.answer, when.answer
     m.close()
+
+
+def test_a_plan_called_off_no_longer_holds_and_lists_leave_out_what_was_cancelled(
+    tmp_path: Path,
+) -> None:
+    """ "Dublin marathon in October" then "Marathon is off" in May: asked in August, the
+    plan does not hold (it stopped when called off, not in October); "Cancelled Netflix
+    and Prime" is no item of what Ravi pays for now."""
+    conv = make_conversation(
+        "plans",
+        [
+            [("Liam", "Training for the Dublin marathon in October, hopefully.")],
+            [("Liam", "Knee surgeon says no more running for me. Marathon is off.")],
+            [("Ravi", "We pay for Netflix, Disney+ and Prime and there is nothing to watch.")],
+            [("Ravi", "Cancelled Netflix and Prime this weekend. Just Disney+ for the kids now.")],
+        ],
+        people=("Liam", "Ravi"),
+        start=datetime(2024, 2, 11, 9, tzinfo=UTC),
+    )
+    m = remembered(tmp_path, conv)
+    at = datetime(2024, 8, 1, tzinfo=UTC)
+    got = m.ask("Is Liam running the Dublin marathon?", person="Liam", at=at)
+    assert got.answer.startswith("No"), got.answer
+    paid = m.ask("Which streaming services does Ravi pay for now?", person="Ravi", at=at)
+    assert "Disney" in paid.answer and "Netflix" not in paid.answer, paid.answer
+    m.close()

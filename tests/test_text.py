@@ -139,6 +139,16 @@ def test_calling_off_and_stepping_down_end_what_they_name() -> None:
     assert ended_objects("She stepped down from the board in May.") == ["board"]
     assert ENDING.search("The match was called off.")
     assert not ENDING.search("I stepped up as treasurer.")
+    assert ended_objects("Handed in my resignation at the school.") == ["school"]
+    assert ended_objects("Surgeon says no more running for me.") == ["running"]
+    assert ended_objects("No more than five of us.") == []
+    assert ENDING.search("The divorce was finalised today.")
+
+
+def test_sober_denies_drinking() -> None:
+    from archivist.text import NEGATION
+
+    assert NEGATION.search("One year sober today.") and NEGATION.search("I'm teetotal.")
 
 
 def test_giving_away_ones_own_thing_ends_it_giving_a_talk_does_not() -> None:

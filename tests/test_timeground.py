@@ -137,6 +137,11 @@ def test_in_a_span_after_a_past_denial_reaches_back() -> None:
     assert only("I won't see them in a month").start == day(2023, 6, 1)  # ahead: no past
 
 
+def test_a_span_of_a_state_reaches_back_to_its_start() -> None:
+    assert only("One year sober, feeling great").start == day(2022, 1, 1)
+    assert only("Six months smoke-free and counting").start == day(2022, 11, 1)
+
+
 def test_ref_text_is_the_expression() -> None:
     assert only("We met last Saturday at the lake").text == "last Saturday"
 

@@ -338,7 +338,8 @@ ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
     r"(?:came|comes|come|taken|is|are)\s+off" + _CLAUSE_FINAL + r"|removed|"
-    r"handed\s+in\s+(?:\S+\s+)?notice|called\s+off|broke\s+off|stepped\s+down|"
+    r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)|resigned|divorce[ds]?|"
+    r"called\s+off|broke\s+off|stepped\s+down|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
     + _CLAUSE_FINAL
@@ -350,7 +351,8 @@ ENDING = re.compile(
 # A statement that denies: "no fish", "not in Lyon", "doesn't", "never".
 NEGATION = re.compile(
     r"n't\b|\b(?:no|not|never|none|nothing|nobody|nowhere|without|cannot|"
-    r"no\s+longer|any\s*more|anymore)\b|\b\w+-free\b",  # "smoke-free" denies smoking
+    r"no\s+longer|any\s*more|anymore|sober|teetotal)\b"  # "sober" denies drinking
+    r"|\b\w+-free\b",  # "smoke-free" denies smoking
     re.I,
 )
 
@@ -364,7 +366,7 @@ _ENDS_OBJECT = re.compile(
     r"traded(?:\s+in)?|"
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
     r"broke\s+off|stepped\s+down\s+(?:as|from)|"
-    r"handed\s+in\s+(?:\S+\s+)?notice\s+(?:at|to)|" + _GAVE + r")\b",
+    r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|no\s+more|" + _GAVE + r")\b",
     re.I,
 )
 _ENDS_PARTY = re.compile(
@@ -384,7 +386,7 @@ _OBJECT_STOP = frozenset(
     "today yesterday tonight this last next and but so because since after before when "
     "now anymore any more for at in on to with was is are were it i we then or which who "
     "that there here finally already just early late soon again yet too work home "
-    "behind everything something anything stuff thing things".split()
+    "behind everything something anything stuff thing things than".split()
 )
 _DETERMINERS = frozenset("the a an my our his her their your".split())
 _NOT_PARTY = frozenset({"I", "We", "My", "Me", "Our", "The", "And", "But", "So", "Update"})

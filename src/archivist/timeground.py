@@ -396,6 +396,12 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
         _h_weekday,
     ),
     (rf"\b({_NUM})\s+{_UNIT}\s+ago\b", _h_count(-1)),
+    # "One year sober today", "six months smoke-free": the state began that long ago
+    (
+        rf"\b({_NUM})\s+{_UNIT}\s+(?:sober|clean|smoke[- ]free|alcohol[- ]free|married|"
+        r"together|vegan|vegetarian|cancer[- ]free|in\s+remission)\b",
+        _h_count(-1),
+    ),
     (rf"\bin\s+({_NUM})\s+{_UNIT}\b", _h_count(1)),
     (rf"\b({_NUM})\s+weekends?\s+ago\b", _h_weekends_ago),
     (r"\b(?:the\s+|this\s+)past\s+(week|month|year)\b|\bthe\s+other\s+day\b", _h_recent),

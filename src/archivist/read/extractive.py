@@ -404,8 +404,10 @@ def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
         return True
     for m in found:
         i = sum(1 for t in tokens if t.start() < m.start())  # the cue's first token
+        last = max(i, sum(1 for t in tokens if t.start() < m.end()) - 1)  # and its last
         after = 2 if _TRAILING_CUE.fullmatch(m.group(0)) else 0
-        if any(a - 4 <= i <= a + after for a in asked):
+        # within four words of a long cue's end: "handed in my resignation at the school"
+        if any(a - 4 <= last and i <= a + after for a in asked):
             return True
     return False
 
@@ -758,6 +760,8 @@ def compose(
             if s is not best and (
                 s.relevance >= max(floor, LIST_SHARE * best.relevance)
                 and not (current and s.ended is not None)
+                # "Cancelled Netflix and Prime" names what is no longer on the list
+                and not (current and ended_objects(s.text) and not _STATES_NEW.search(s.text))
                 and not s.text.rstrip().endswith("?")
                 and s.message.role != "assistant"
             ):

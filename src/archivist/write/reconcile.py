@@ -515,8 +515,13 @@ def _conflict(
     old, new = (a, b) if (a.said_at, a.id or 0) <= (b.said_at, b.id or 0) else (b, a)
     old_v, new_v = (a_value, b_value) if old is a else (b_value, a_value)
     resolution = cfg.policy
-    # The older claim holds until the newer one starts (never before it began itself).
+    # The older claim holds until the newer one starts (never before it began itself),
+    # but a plan replaced before it began was called off when the newer claim was said:
+    # "Dublin marathon in October" stops holding on 20 May, when "Marathon is off" is
+    # said, not in October (a plan holds before it starts, so it would have till then)
     closed = max(start_of(new), start_of(old))
+    if old.kind == "foresight" and new.said_at < start_of(old):
+        closed = new.said_at
     if cfg.policy == "newest_wins":
         _mark(out, old, "superseded", new.id, closed)
         s.drop(old.id)
