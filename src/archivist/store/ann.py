@@ -17,6 +17,7 @@ Keys are positions in the side file; the caller maps them to rowids.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,35 @@ def build(vecs: np.ndarray, rows: int, path: Path) -> None:
     os.replace(tmp, path)
 
 
+PROBES = 32  # pages read at spread offsets to tell a cold file from a cached one
+COLD_PROBE_S = 0.005  # 32 cached pages take ~0.1 ms to read; from disk, tens of ms
+READ_CHUNK = 1 << 24
+
+
+def _read_ahead(path: Path) -> None:
+    """Read the file into the page cache first when it is not there (after a reboot).
+
+    faiss maps the codes and reads them by page faults, a page at a time: a cold
+    first scan of 3M rows' codes (1.15 GB) took 16–19 s here, where reading the
+    file end to end takes 2.3 s and the scan after it 0.17 s (``posix_fadvise``
+    WILLNEED changed nothing on this machine). A few pages read at spread offsets
+    tell whether the file is cached; a cached one is not read again.
+    """
+    try:
+        with open(path, "rb", buffering=0) as f:
+            size = os.fstat(f.fileno()).st_size
+            t = time.perf_counter()
+            for i in range(PROBES):
+                os.pread(f.fileno(), 1, size * i // PROBES)
+            if time.perf_counter() - t < COLD_PROBE_S:
+                return
+            buf = bytearray(READ_CHUNK)
+            while f.readinto(buf):
+                pass
+    except OSError:
+        return  # read_index reports it
+
+
 class QuantizedScan:
     """A saved index, memory-mapped: the page cache is shared by every process."""
 
@@ -57,6 +87,7 @@ class QuantizedScan:
         import faiss
 
         self.rows = rows
+        _read_ahead(path)
         try:
             self._index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
         except RuntimeError as e:  # faiss reports a short or foreign file this way
