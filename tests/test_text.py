@@ -143,6 +143,9 @@ def test_calling_off_and_stepping_down_end_what_they_name() -> None:
     assert ended_objects("Surgeon says no more running for me.") == ["running"]
     assert ended_objects("No more than five of us.") == []
     assert ENDING.search("The divorce was finalised today.")
+    assert ended_objects("Handed the Golf back on Friday.") == ["Golf"]
+    assert ENDING.search("Passed my final ACCA exam!") and ENDING.search("Graduated in June!")
+    assert not ENDING.search("Passed the salt to my sister.")
 
 
 def test_sober_denies_drinking() -> None:

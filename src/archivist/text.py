@@ -339,6 +339,8 @@ ENDING = re.compile(
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
     r"(?:came|comes|come|taken|is|are)\s+off" + _CLAUSE_FINAL + r"|removed|"
     r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)|resigned|divorce[ds]?|"
+    r"handed\s+(?:the|my|our|his|her|their)\s+(?:[\w'-]+\s+){1,2}back|"
+    r"passed\s+(?:my|his|her|their|our|the)\s+final|graduated|"
     r"called\s+off|broke\s+off|stepped\s+down|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
@@ -430,6 +432,10 @@ def ended_objects(sentence: str) -> list[str]:
 
 _MEMBERSHIP = re.compile(r"(.+?)\s+(?:membership|subscription|contract|lease|pass|account)", re.I)
 _PUT_DOWN = re.compile(r"\bput\s+(?:(?:my|our|the|poor|old)\s+)*([A-Z][\w'-]+)\s+down\b")
+# "Handed the Golf back on Friday", "handed my old keys back"
+_HANDED_BACK = re.compile(
+    r"\bhanded\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?((?:[\w'-]+\s+)?[\w'-]+)\s+back\b", re.I
+)
 # "so Tuesday yoga is over": the words before it, from the clause's start
 _OVER = re.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:so|and|but|because|now)\s+)(?:(?:my|our|the)\s+)?"
@@ -445,7 +451,11 @@ def endings(sentence: str) -> tuple[tuple[str, int], ...]:
     # "We had to put Biscuit down on Monday": a pet's death; "Tuesday yoga is over"
     found: list[tuple[str, int]] = [
         (m.group(1), m.end())
-        for m in (*_PUT_DOWN.finditer(sentence), *_OVER.finditer(sentence))
+        for m in (
+            *_PUT_DOWN.finditer(sentence),
+            *_OVER.finditer(sentence),
+            *_HANDED_BACK.finditer(sentence),
+        )
         if m.group(1).split()[-1].casefold() not in _OBJECT_STOP | {"that", "this", "everything"}
     ]
     for m in _ENDS_OBJECT.finditer(sentence):

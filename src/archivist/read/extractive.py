@@ -666,7 +666,11 @@ def names_missing(question: str, s: Sentence) -> list[str]:
 
 
 _WHY = re.compile(r"^\W*(?:why|how\s+come|what\s+(?:made|caused|led))\b", re.I)
-_BECAUSE = re.compile(r"\b(?:because|since|due\s+to|thanks\s+to|after|cause|cos|reason)\b", re.I)
+_BECAUSE = re.compile(
+    r"\b(?:because|since|due\s+to|thanks\s+to|after|cause|cos|reason)\b"
+    r"|^\W*with\b",  # "With the new job there's just no time."
+    re.I,
+)
 
 
 def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
