@@ -368,7 +368,7 @@ _ENDS_OBJECT = re.compile(
     r"traded(?:\s+in)?|"
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
     r"broke\s+off|stepped\s+down\s+(?:as|from)|"
-    r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|no\s+more|" + _GAVE + r")\b",
+    r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|" + _GAVE + r")\b",
     re.I,
 )
 _ENDS_PARTY = re.compile(
