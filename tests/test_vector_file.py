@@ -351,3 +351,27 @@ def test_reset_and_a_pruned_log_rebuild_the_file(filled: SQLiteStore, emb, monke
         other.close()
     later = {r for r, _ in filled.conversation_messages("later")}
     assert set(search(filled, emb, "number 6-1", 100)) == later
+
+
+def test_a_damaged_index_is_searched_around_and_written_again(filled: SQLiteStore, emb) -> None:
+    """A short or overwritten codes file is no error: searches are exact until a
+    build replaces it."""
+    filled.ann_min_rows = 1
+    q = emb.embed_batch(["number 3-7"])[0]
+    want = exact(filled.path, q, 10)
+    filled.refresh_vector_index(build_ann=True)
+    root = filled._vectors.root
+    (path,) = root.glob("*.sq8")
+    path.write_bytes(path.read_bytes()[:100])
+    filled.close()
+    again = SQLiteStore(filled.path)
+    again.ann_auto = False
+    again.ann_min_rows = 1
+    try:
+        assert search(again, emb, "number 3-7", 10) == want
+        assert again._vectors._mapped().ann is None
+        assert again.refresh_vector_index(build_ann=True)["ann_rows"] == 240
+        assert again._vectors._mapped().ann is not None
+        assert search(again, emb, "number 3-7", 10) == want
+    finally:
+        again.close()

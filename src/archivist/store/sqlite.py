@@ -24,7 +24,6 @@ import numpy as np
 from ..clock import Clock, system_clock
 from ..errors import StoreError
 from ..model import Entity
-from . import ann
 from . import sql as q
 from .base import Store
 from .common import all_of
@@ -403,8 +402,8 @@ class SQLiteStore(Store):
         st = snap.state
         outside = st.rows - st.ann_rows
         stale = outside > ANN_STALE_SHARE * max(st.ann_rows, self.ann_min_rows)
-        current = st.ann_file.endswith(ann.SUFFIX)
-        if self.ann_auto and (not current or stale or st.dead > 0.2 * st.rows):
+        # none, of a kind this version no longer reads, or unreadable: written anew
+        if self.ann_auto and (snap.ann is None or stale or st.dead > 0.2 * st.rows):
             self._vectors.build_ann_soon(model, self._vector_top())
 
     def refresh_vector_index(self, build_ann: bool = False) -> dict:

@@ -80,14 +80,19 @@ class Snapshot:
             self.live[_map(root / f"dead-{g}.i64", np.int64, (state.dead,))] = False
         self._root = root
         self._ann: ann.QuantizedScan | None = None
+        self._unread = False  # the index file could not be read
         self._lookup: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def ann(self) -> ann.QuantizedScan | None:
         """The quantized index over the first ``ann_rows`` positions, opened on first use
         (None when there is none, or it is of a kind this version no longer reads)."""
-        if self._ann is None and self.state.ann_file.endswith(ann.SUFFIX):
-            self._ann = ann.QuantizedScan(self._root / self.state.ann_file, self.state.ann_rows)
+        if self._ann is None and self.state.ann_file.endswith(ann.SUFFIX) and not self._unread:
+            try:
+                self._ann = ann.QuantizedScan(self._root / self.state.ann_file, self.state.ann_rows)
+            except OSError as e:  # short or damaged: searched exactly until it is rewritten
+                log.warning("vector index not read: %s", e)
+                self._unread = True
         return self._ann
 
     def __len__(self) -> int:
@@ -369,8 +374,7 @@ class VectorFile:
                 return False
             snap = self.snapshot(model, top)
             state = snap.state
-            current = state.ann_file.endswith(ann.SUFFIX)
-            if not state.rows or (current and state.ann_rows == state.rows):
+            if not state.rows or (snap.ann is not None and state.ann_rows == state.rows):
                 return True
             name = f"ann-{state.gen}-{state.rows}{ann.SUFFIX}"
             ann.build(snap.vecs, state.rows, self.root / name)
