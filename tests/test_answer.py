@@ -543,3 +543,31 @@ def test_a_plan_called_off_no_longer_holds_and_lists_leave_out_what_was_cancelle
     paid = m.ask("Which streaming services does Ravi pay for now?", person="Ravi", at=at)
     assert "Disney" in paid.answer and "Netflix" not in paid.answer, paid.answer
     m.close()
+
+
+def test_a_state_dated_by_how_long_it_has_lasted_holds_from_its_start(tmp_path: Path) -> None:
+    """ "Been seeing Marco for two months now", said in June, began in April and still
+    holds: not a window that closed at the end of April."""
+    conv = make_conversation(
+        "apps",
+        [
+            [("Lina", "New year, still single, still on three dating apps. Send help.")],
+            [
+                (
+                    "Lina",
+                    "Been seeing Marco for two months now and it's going well. Deleted the apps!",
+                )
+            ],
+        ],
+        people=("Lina", "Pia"),
+        start=datetime(2024, 6, 5, 20, tzinfo=UTC),
+    )
+    m = remembered(tmp_path, conv)
+    at = datetime(2024, 7, 1, tzinfo=UTC)
+    who = m.ask("Who is Lina dating?", person="Lina", at=at)
+    assert "Marco" in who.answer, who.answer
+    when = m.ask("When did Lina start seeing Marco?", person="Lina", at=at)
+    assert "April 2024" in when.answer, when.answer
+    apps = m.ask("Is Lina on dating apps?", person="Lina", at=at)
+    assert apps.answer.startswith("No"), apps.answer
+    m.close()

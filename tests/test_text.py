@@ -147,6 +147,9 @@ def test_calling_off_and_stepping_down_end_what_they_name() -> None:
     assert ended_objects("Handed the Golf back on Friday.") == ["Golf"]
     assert ENDING.search("Passed my final ACCA exam!") and ENDING.search("Graduated in June!")
     assert not ENDING.search("Passed the salt to my sister.")
+    assert ended_objects("Put the knitting needles away for good.") == ["knitting needles"]
+    assert ended_objects("Put the dishes away.") == [] and not ENDING.search("Put the dishes away.")
+    assert ended_objects("Deleted the apps!") == ["apps"]
 
 
 def test_sober_denies_drinking() -> None:

@@ -140,6 +140,9 @@ def test_in_a_span_after_a_past_denial_reaches_back() -> None:
 def test_a_span_of_a_state_reaches_back_to_its_start() -> None:
     assert only("One year sober, feeling great").start == day(2022, 1, 1)
     assert only("Six months smoke-free and counting").start == day(2022, 11, 1)
+    assert only("Been seeing Marco for two months, it's going well").start == day(2023, 3, 1)
+    assert only("Vegan for a year now!").start == day(2022, 1, 1)
+    assert find_times("On antibiotics for ten days, so no wine", AT) == []  # a window ahead
 
 
 def test_ref_text_is_the_expression() -> None:

@@ -340,7 +340,8 @@ ENDING = re.compile(
     r"(?:came|comes|come|taken|is|are)\s+off" + _CLAUSE_FINAL + r"|removed|"
     r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)|resigned|divorce[ds]?|"
     r"handed\s+(?:the|my|our|his|her|their)\s+(?:[\w'-]+\s+){1,2}back|"
-    r"passed\s+(?:my|his|her|their|our|the)\s+final|graduated|"
+    r"passed\s+(?:my|his|her|their|our|the)\s+final|graduated|deleted|uninstalled|"
+    r"put\s+(?:\S+\s+){1,3}away\s+for\s+good|"
     r"called\s+off|broke\s+off|stepped\s+down|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
@@ -367,7 +368,7 @@ _ENDS_OBJECT = re.compile(
     r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
     r"traded(?:\s+in)?|"
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
-    r"broke\s+off|stepped\s+down\s+(?:as|from)|"
+    r"broke\s+off|stepped\s+down\s+(?:as|from)|deleted|uninstalled|"
     r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|" + _GAVE + r")\b",
     re.I,
 )
@@ -432,9 +433,13 @@ def ended_objects(sentence: str) -> list[str]:
 
 _MEMBERSHIP = re.compile(r"(.+?)\s+(?:membership|subscription|contract|lease|pass|account)", re.I)
 _PUT_DOWN = re.compile(r"\bput\s+(?:(?:my|our|the|poor|old)\s+)*([A-Z][\w'-]+)\s+down\b")
-# "Handed the Golf back on Friday", "handed my old keys back"
+# "Handed the Golf back on Friday", "handed my old keys back"; "put the knitting
+# needles away for good"
 _HANDED_BACK = re.compile(
-    r"\bhanded\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?((?:[\w'-]+\s+)?[\w'-]+)\s+back\b", re.I
+    r"\b(?:handed\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?((?:[\w'-]+\s+)?[\w'-]+)\s+back"
+    r"|put\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?((?:[\w'-]+\s+)?[\w'-]+)\s+away\s+"
+    r"for\s+good)\b",
+    re.I,
 )
 # "so Tuesday yoga is over": the words before it, from the clause's start
 _OVER = re.compile(
@@ -450,13 +455,14 @@ def endings(sentence: str) -> tuple[tuple[str, int], ...]:
     states; the offsets let a reader mark that clause as history in place."""
     # "We had to put Biscuit down on Monday": a pet's death; "Tuesday yoga is over"
     found: list[tuple[str, int]] = [
-        (m.group(1), m.end())
+        (m.group(m.lastindex or 1), m.end())  # the alternative that matched
         for m in (
             *_PUT_DOWN.finditer(sentence),
             *_OVER.finditer(sentence),
             *_HANDED_BACK.finditer(sentence),
         )
-        if m.group(1).split()[-1].casefold() not in _OBJECT_STOP | {"that", "this", "everything"}
+        if m.group(m.lastindex or 1).split()[-1].casefold()
+        not in _OBJECT_STOP | {"that", "this", "everything"}
     ]
     for m in _ENDS_OBJECT.finditer(sentence):
         if _NEGATED_CUE.search(sentence[: m.start()]):

@@ -378,6 +378,23 @@ def _h_year(m: re.Match, at: datetime, _text: str) -> TimeRef:
     return _year(m[0], int(m[1]), at.tzinfo)
 
 
+# A state that has lasted a span up to when it is said began that long ago: "been
+# seeing Marco for two months", "vegan for three years now", "one year sober today"
+_SPANS_BACK = (
+    rf"\bbeen\s+(?:[\w'’-]+\s+){{0,4}}?for\s+({_NUM})\s+{_UNIT}\b",
+    rf"\bfor\s+({_NUM})\s+{_UNIT}\s+now\b",
+    rf"\b({_NUM})\s+{_UNIT}\s+(?:sober|clean|smoke[- ]free|alcohol[- ]free|married|"
+    r"together|vegan|vegetarian|cancer[- ]free|in\s+remission)\b",
+)
+_SPAN_BACK = re.compile("|".join(f"(?:{p})" for p in _SPANS_BACK), re.I)
+
+
+def spans_back(text: str) -> bool:
+    """Whether the text dates a state by how long it has lasted ("for two months now"):
+    its time is when the state began, not a window it holds in."""
+    return _SPAN_BACK.search(text) is not None
+
+
 _WD = "(" + "|".join(_WEEKDAYS) + "|(?-i:Mon|Tues?|Wed|Thu|Thurs?|Fri|Sat|Sun))"
 _RAW_PATTERNS: list[tuple[str, Handler]] = [
     (r"\bthe\s+day\s+before\s+yesterday\b", _h_offset_day(-2)),
@@ -396,12 +413,7 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
         _h_weekday,
     ),
     (rf"\b({_NUM})\s+{_UNIT}\s+ago\b", _h_count(-1)),
-    # "One year sober today", "six months smoke-free": the state began that long ago
-    (
-        rf"\b({_NUM})\s+{_UNIT}\s+(?:sober|clean|smoke[- ]free|alcohol[- ]free|married|"
-        r"together|vegan|vegetarian|cancer[- ]free|in\s+remission)\b",
-        _h_count(-1),
-    ),
+    *((pattern, _h_count(-1)) for pattern in _SPANS_BACK),
     (rf"\bin\s+({_NUM})\s+{_UNIT}\b", _h_count(1)),
     (rf"\b({_NUM})\s+weekends?\s+ago\b", _h_weekends_ago),
     (r"\b(?:the\s+|this\s+)past\s+(week|month|year)\b|\bthe\s+other\s+day\b", _h_recent),

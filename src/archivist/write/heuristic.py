@@ -26,7 +26,7 @@ from ..text import (
     query_terms,
     share_in,
 )
-from ..timeground import find_times, ground, is_forward_duration, tense
+from ..timeground import find_times, ground, is_forward_duration, spans_back, tense
 from .index_text import resolve_pronouns
 
 # -- vocabulary ---------------------------------------------------------------------------
@@ -408,6 +408,9 @@ def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Cla
         kind = "fact"
     if kind in ("fact", "preference", "event") and valid_to and not _WINDOW.search(core):
         valid_to = None  # "promoted today": began or happened then, not over the next day
+    if valid_to and spans_back(core):
+        valid_to = None  # "been seeing Marco for two months": since then, not a window
+        kind = "fact" if kind == "foresight" else kind
     entities = _entities(core, known)
     importance, salience = _scores(core, kind, valid_from is not None, len(entities))
     return Claim(
