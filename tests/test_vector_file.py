@@ -375,3 +375,15 @@ def test_a_damaged_index_is_searched_around_and_written_again(filled: SQLiteStor
         assert search(again, emb, "number 3-7", 10) == want
     finally:
         again.close()
+
+
+def test_a_cached_codes_file_is_not_read_again(tmp_path: Path) -> None:
+    """The page cache is asked (mincore) before a codes file is read end to end: a file
+    just written is there. None only where the platform cannot say."""
+    from archivist.store.ann import _cached_share
+
+    f = tmp_path / "codes.sq8"
+    f.write_bytes(b"x" * (1 << 20))
+    share = _cached_share(f)
+    assert share is None or share >= 0.9
+    assert _cached_share(tmp_path / "missing.sq8") is None
