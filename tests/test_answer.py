@@ -571,3 +571,33 @@ def test_a_state_dated_by_how_long_it_has_lasted_holds_from_its_start(tmp_path: 
     apps = m.ask("Is Lina on dating apps?", person="Lina", at=at)
     assert apps.answer.startswith("No"), apps.answer
     m.close()
+
+
+def test_what_ended_by_theft_split_or_payment_is_answered_no(tmp_path: Path) -> None:
+    """A bike stolen, a band split up, a loan paid off: asked after, each is a no; a
+    short sentence after what happened is read as its reason."""
+    conv = make_conversation(
+        "ended",
+        [
+            [
+                ("Jon", "Cycled to work in the rain again, my bike keeps me sane."),
+                ("Jon", "Student loan payment went out again, 300 a month for ever."),
+                ("Jon", "Rehearsal ran late, the band sounds tight for the tour."),
+            ],
+            [
+                ("Jon", "Someone nicked my bike outside the library. Bus it is for now."),
+                ("Jon", "Paid off the last of my student loan today!"),
+                ("Jon", "The band split up. Creative differences, the usual."),
+            ],
+        ],
+        people=("Jon", "Ade"),
+        start=datetime(2024, 2, 6, 8, tzinfo=UTC),
+    )
+    m = remembered(tmp_path, conv)
+    at = datetime(2024, 6, 1, tzinfo=UTC)
+    for q in ("Does Jon have a bike?", "Does Jon have a student loan?", "Is Jon in a band?"):
+        got = m.ask(q, person="Jon", at=at)
+        assert got.answer.startswith("No"), (q, got.answer)
+    why = m.ask("Why did Jon's band split up?", person="Jon", at=at)
+    assert "Creative differences" in why.answer, why.answer
+    m.close()

@@ -150,6 +150,10 @@ def test_calling_off_and_stepping_down_end_what_they_name() -> None:
     assert ended_objects("Put the knitting needles away for good.") == ["knitting needles"]
     assert ended_objects("Put the dishes away.") == [] and not ENDING.search("Put the dishes away.")
     assert ended_objects("Deleted the apps!") == ["apps"]
+    assert ended_objects("Someone nicked my bike outside the library.") == ["bike"]
+    assert ENDING.search("The band split up after the tour.")
+    assert ENDING.search("Paid off the last of my student loan today!")
+    assert ENDING.search("My bike was stolen.")
 
 
 def test_sober_denies_drinking() -> None:

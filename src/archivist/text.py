@@ -342,7 +342,8 @@ ENDING = re.compile(
     r"handed\s+(?:the|my|our|his|her|their)\s+(?:[\w'-]+\s+){1,2}back|"
     r"passed\s+(?:my|his|her|their|our|the)\s+final|graduated|deleted|uninstalled|"
     r"put\s+(?:\S+\s+){1,3}away\s+for\s+good|"
-    r"called\s+off|broke\s+off|stepped\s+down|"
+    r"called\s+off|broke\s+off|stepped\s+down|split\s+up|disbanded|paid\s+off|"
+    r"stolen|stole|nicked|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
     + _CLAUSE_FINAL
@@ -368,13 +369,13 @@ _ENDS_OBJECT = re.compile(
     r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
     r"traded(?:\s+in)?|"
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
-    r"broke\s+off|stepped\s+down\s+(?:as|from)|deleted|uninstalled|"
+    r"broke\s+off|stepped\s+down\s+(?:as|from)|deleted|uninstalled|paid\s+off|stole|nicked|"
     r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|" + _GAVE + r")\b",
     re.I,
 )
 _ENDS_PARTY = re.compile(
     r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+gone|"
-    r"handed\s+back|passed\s+away|died|laid\s+off|"
+    r"handed\s+back|passed\s+away|died|laid\s+off|disbanded|(?:was|were|got)\s+stolen|"
     r"(?:is|are|came|comes|come|(?:was|were|got)(?:\s+taken)?)\s+off"
     + _CLAUSE_FINAL
     + r"|(?:was|were|got)\s+removed)\b",
@@ -389,7 +390,8 @@ _OBJECT_STOP = frozenset(
     "today yesterday tonight this last next and but so because since after before when "
     "now anymore any more for at in on to with was is are were it i we then or which who "
     "that there here finally already just early late soon again yet too work home "
-    "behind everything something anything stuff thing things than".split()
+    "behind everything something anything stuff thing things than outside inside near "
+    "from by across around".split()
 )
 _DETERMINERS = frozenset("the a an my our his her their your".split())
 _NOT_PARTY = frozenset({"I", "We", "My", "Me", "Our", "The", "And", "But", "So", "Update"})

@@ -385,7 +385,7 @@ _TOKEN = re.compile(r"[\w'’-]+")
 _TRAILING_CUE = re.compile(
     r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|"
     r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
-    r"(?:is|are|was|were)\s+over",
+    r"(?:is|are|was|were)\s+over|split\s+up|broke\s+up|disbanded|stolen|nicked",
     re.I,
 )
 
@@ -406,8 +406,10 @@ def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
         i = sum(1 for t in tokens if t.start() < m.start())  # the cue's first token
         last = max(i, sum(1 for t in tokens if t.start() < m.end()) - 1)  # and its last
         after = 2 if _TRAILING_CUE.fullmatch(m.group(0)) else 0
-        # within four words of a long cue's end: "handed in my resignation at the school"
-        if any(a - 4 <= last and i <= a + after for a in asked):
+        # within four words of a cue's end, five of a long one's: "handed in my
+        # resignation at the school", "paid off the last of my student loan"
+        reach = 5 if last > i else 4
+        if any(a - reach <= last and i <= a + after for a in asked):
             return True
     return False
 
@@ -665,6 +667,7 @@ def names_missing(question: str, s: Sentence) -> list[str]:
     return missing
 
 
+REASON_WORDS = 8  # a sentence after "why" evidence this short is read as its reason
 _WHY = re.compile(r"^\W*(?:why|how\s+come|what\s+(?:made|caused|led))\b", re.I)
 _BECAUSE = re.compile(
     r"\b(?:because|since|due\s+to|thanks\s+to|after|cause|cos|reason)\b"
@@ -674,9 +677,13 @@ _BECAUSE = re.compile(
 
 
 def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
-    """The sentence said right after ``best`` in its message, when it gives a reason."""
+    """The sentence said right after ``best`` in its message, when it gives a reason: it
+    says so ("because", "with the new job…"), or it is short and ``best`` only says
+    what happened ("The band split up after the tour." - "Creative differences.")."""
     following = split_sentences(_after(best))[:1]
-    if not following or not _BECAUSE.search(following[0]) or following[0].endswith("?"):
+    if not following or following[0].endswith("?"):
+        return None
+    if not _BECAUSE.search(following[0]) and len(words(following[0])) > REASON_WORDS:
         return None
     return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
 
