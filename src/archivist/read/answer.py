@@ -25,6 +25,7 @@ from ..subject import clause_subject, kin_names, mentions_kin
 from ..text import fold, is_stopword, person_key, stem, words
 from .extractive import (
     SENTENCE_BREAK,
+    WHO_ASKED,
     asked_stems,
     aspect_stems,
     compose,
@@ -252,14 +253,11 @@ def evidence_units(
     return units
 
 
-_WHO = re.compile(r"^\W*who(?:m|se)?\b", re.I)
-
-
 def _who_asked(question: str, names: Sequence[str]) -> bool:
     """Whether the question asks who, naming nobody: "Who drinks four cups of coffee a
     day?" asked in Zoe's chat is answered by whoever said it (Sam), not refused as
     "not Zoe's"; the person a memory reads for is then no owner to check."""
-    return not names and bool(_WHO.match(question))
+    return not names and bool(WHO_ASKED.match(question))
 
 
 def own_word(speaker: str, owner: str | None, person: str) -> bool:

@@ -693,7 +693,8 @@ def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
     return coverage(f"{s.text} {s.asked}", wanted) > 0
 
 
-_WHO_ASKED = re.compile(r"^\W*who(?:m|se)?\b", re.I)
+# a question that asks who ("Who drinks…?", "Whose…?"), read/answer.py too
+WHO_ASKED = re.compile(r"^\W*who(?:m|se)?\b", re.I)
 
 
 def compose(
@@ -779,7 +780,7 @@ def compose(
                 chosen.append(s)
     chosen.sort(key=lambda s: s.message.timestamp)
     said = [quoted(s, drop_replaced=current, wanted=wanted) for s in chosen]
-    if person is None and _WHO_ASKED.match(question):
+    if person is None and WHO_ASKED.match(question):
         # "Who drinks four cups of coffee a day?" - "I'm on four cups a day": the one
         # who said it is the answer, so it is named in it, not only beside it
         said = [
