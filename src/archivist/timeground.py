@@ -221,13 +221,8 @@ def _h_count(sign: int) -> Handler:
     """ "N units ago" (sign -1) and "in N units" (sign +1; -1 after a past denial)."""
 
     def handle(m: re.Match, at: datetime, text: str) -> TimeRef:
-        back = sign > 0 and _DENIED_SINCE.search(text[: m.start()])
-        n, unit, d, tz = (
-            (-sign if back else sign) * _number(m[1]),
-            m[2].lower(),
-            at.date(),
-            at.tzinfo,
-        )
+        step = -1 if sign > 0 and _DENIED_SINCE.search(text[: m.start()]) else sign
+        n, unit, d, tz = step * _number(m[1]), m[2].lower(), at.date(), at.tzinfo
         if unit == "day":
             return _days(m[0], d + timedelta(days=n), 1, tz)
         if unit == "week":

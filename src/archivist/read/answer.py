@@ -25,7 +25,6 @@ from ..subject import clause_subject, kin_names, mentions_kin
 from ..text import fold, is_stopword, person_key, stem, words
 from .extractive import (
     SENTENCE_BREAK,
-    WHO_ASKED,
     asked_stems,
     aspect_stems,
     compose,
@@ -40,7 +39,7 @@ from .extractive import (
     someone_elses,
 )
 from .links import as_known_by
-from .query import asks_when, names_in
+from .query import asks_when, asks_who, names_in
 from .recall import search_memory
 from .replies import reply_prompt
 from .search import SearchTrace, get_preset
@@ -257,7 +256,7 @@ def _who_asked(question: str, names: Sequence[str]) -> bool:
     """Whether the question asks who, naming nobody: "Who drinks four cups of coffee a
     day?" asked in Zoe's chat is answered by whoever said it (Sam), not refused as
     "not Zoe's"; the person a memory reads for is then no owner to check."""
-    return not names and bool(WHO_ASKED.match(question))
+    return not names and asks_who(question)
 
 
 def own_word(speaker: str, owner: str | None, person: str) -> bool:

@@ -47,6 +47,7 @@ from .attributes_asked import (
     states_other_value,
     stating_kind,
 )
+from .query import asks_who
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
 # below this; yes/no needs more, since "Yes" or "No" is a claim of its own.
@@ -693,10 +694,6 @@ def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
     return coverage(f"{s.text} {s.asked}", wanted) > 0
 
 
-# a question that asks who ("Who drinks…?", "Whose…?"), read/answer.py too
-WHO_ASKED = re.compile(r"^\W*who(?:m|se)?\b", re.I)
-
-
 def compose(
     question: str,
     shape: Shape,
@@ -769,25 +766,33 @@ def compose(
         for s in ranked:
             if len(chosen) == MAX_LIST:
                 break
-            if s is not best and (
-                s.relevance >= max(floor, LIST_SHARE * best.relevance)
-                and not (current and s.ended is not None)
-                # "Cancelled Netflix and Prime" names what is no longer on the list
-                and not (current and ended_objects(s.text) and not _STATES_NEW.search(s.text))
-                and not s.text.rstrip().endswith("?")
-                and s.message.role != "assistant"
-            ):
+            if s is not best and _joins_list(s, max(floor, LIST_SHARE * best.relevance), current):
                 chosen.append(s)
     chosen.sort(key=lambda s: s.message.timestamp)
     said = [quoted(s, drop_replaced=current, wanted=wanted) for s in chosen]
-    if person is None and WHO_ASKED.match(question):
-        # "Who drinks four cups of coffee a day?" - "I'm on four cups a day": the one
-        # who said it is the answer, so it is named in it, not only beside it
-        said = [
-            t if fold(who := s.owner or s.message.speaker) in fold(t) else f"{who}: {t}"
-            for s, t in zip(chosen, said, strict=True)
-        ]
+    if person is None and asks_who(question):
+        said = [_named(s, t) for s, t in zip(chosen, said, strict=True)]
     return "; ".join(said), chosen, why
+
+
+def _joins_list(s: Sentence, floor: float, current: bool) -> bool:
+    """Whether a sentence beside the best one is another item of a list answer: relevant
+    enough, a statement of the user's, and, asked about now, still holding and not only
+    what stopped ("Cancelled Netflix and Prime" is no item of what Ravi pays for)."""
+    return (
+        s.relevance >= floor
+        and not (current and s.ended is not None)
+        and not (current and ended_objects(s.text) and not _STATES_NEW.search(s.text))
+        and not s.text.rstrip().endswith("?")
+        and s.message.role != "assistant"
+    )
+
+
+def _named(s: Sentence, text: str) -> str:
+    """A who-question's answer names who said it: "Who drinks four cups a day?" - "Sam:
+    I'm on four cups a day", not only beside it."""
+    who = s.owner or s.message.speaker
+    return text if fold(who) in fold(text) else f"{who}: {text}"
 
 
 def split_sentences(text: str) -> list[str]:

@@ -37,6 +37,14 @@ def names_in(query: str, people: Iterable[str]) -> list[str]:
     return found
 
 
+_WHO = re.compile(r"^\W*who(?:m|se)?\b", re.I)
+
+
+def asks_who(query: str) -> bool:
+    """True for questions that ask who ("Who drinks…?", "Whose…?")."""
+    return bool(_WHO.match(query))
+
+
 def asks_when(query: str) -> bool:
     """True for questions about time ("When did…", "Since when…", "What year…", "How long ago…")."""
     return bool(_WHEN.search(query))

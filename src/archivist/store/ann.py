@@ -121,7 +121,7 @@ class QuantizedScan:
     """A saved index, memory-mapped: the page cache is shared by every process."""
 
     def __init__(self, path: Path, rows: int) -> None:
-        faiss = _faiss()
+        self._faiss = faiss = _faiss()
         self.rows = rows
         _read_ahead(path)
         try:
@@ -136,7 +136,7 @@ class QuantizedScan:
 
         ``admit``: a boolean mask over the index's positions; only those are scored.
         """
-        faiss = _faiss()
+        faiss = self._faiss
         count = min(count, self.rows)
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
