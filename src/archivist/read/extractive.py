@@ -47,6 +47,7 @@ from .attributes_asked import (
     states_other_value,
     stating_kind,
 )
+from .denial import OLD_STEMS, TOKEN, denies, former
 from .query import asks_who
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
@@ -91,12 +92,6 @@ _PAST = re.compile(
     re.I,
 )
 _BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
-_RESTRICTION = re.compile(
-    r"\b(allerg(?:ic|y|ies)|intoleran(?:t|ce)|avoid(?:s|ing)?|banned|forbidden|off-limits)\b",
-    re.I,
-)
-_FORMER = re.compile(r"\b(?:old|former|previous|ex)[\s-]+([\w'-]+)", re.I)
-_INSTEAD_WORD = re.compile(r"\binstead\b", re.I)
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 _Q_NEGATED = re.compile(r"n't\b|\bnot\b", re.I)
 # "What pets does…", "Which clubs or groups is…": a plural noun before the verb
@@ -381,67 +376,10 @@ def format_when(when: datetime, granularity: str = "day") -> str:
     return f"{when.day} {when:%B} {when.year}"
 
 
-_TOKEN = re.compile(r"[\w'’-]+")
-# cues that follow what they end: "fish anymore", "crutches handed back"
-_TRAILING_CUE = re.compile(
-    r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|"
-    r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
-    r"(?:is|are|was|were)\s+over|split\s+up|broke\s+up|disbanded|stolen|nicked",
-    re.I,
-)
-
-
-def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
-    """Whether a cue bears on what the question asks: shortly before an asked word ("no
-    fish", "quit smoking", "given up the choir") or, for "anymore", "handed back" and
-    "came off" ("Cast came off yesterday"), just after it. A
-    sentence with no asked word in it is all about it ("Nope, never.")."""
-    found = list(cue.finditer(text))
-    if not found:
-        return False
-    tokens = list(_TOKEN.finditer(text))
-    asked = [i for i, t in enumerate(tokens) if stem(t.group(0).lower()) in wanted]
-    if not asked:
-        return True
-    for m in found:
-        i = sum(1 for t in tokens if t.start() < m.start())  # the cue's first token
-        last = max(i, sum(1 for t in tokens if t.start() < m.end()) - 1)  # and its last
-        after = 2 if _TRAILING_CUE.fullmatch(m.group(0)) else 0
-        # within four words of a cue's end, five of a long one's: "handed in my
-        # resignation at the school", "paid off the last of my student loan"
-        reach = 5 if last > i else 4
-        if any(a - reach <= last and i <= a + after for a in asked):
-            return True
-    return False
-
-
 # What a sentence that also denies says holds instead: "vegan now", "I moved over to…"
 _STATES_NEW = re.compile(
     _NOW.pattern + r"|\b(?:instead|switched|moved|joined|started|became|went)\b", re.I
 )
-
-
-_OLD_STEMS = frozenset(stem(w) for w in ("old", "former", "previous", "ex"))
-
-
-def _former(text: str, wanted: Sequence[str]) -> bool:
-    """Whether the sentence calls what the question asks about old ("my old team")."""
-    return any(stem(m.group(1)) in wanted for m in _FORMER.finditer(text))
-
-
-def denies(text: str, wanted: Sequence[str] = ()) -> bool:
-    """Whether a sentence says something does not (or no longer) hold: a negation or
-    an ending bearing on what is asked ("fish but no meat" denies no fish), what
-    the question asks about called old ("gave the old iPhone"), or
-    a restriction the question does not itself ask about ("I'm lactose intolerant"
-    answers "Can Bao have dairy?" with no, "Is Bao lactose intolerant?" with yes)."""
-    if _scoped(text, NEGATION, wanted) or _scoped(text, ENDING, wanted):
-        return True
-    if _INSTEAD_WORD.search(text):
-        return True
-    if any(stem(m.group(1)) not in wanted for m in _RESTRICTION.finditer(text)):
-        return True
-    return _former(text, wanted)
 
 
 def _overlap(claim: Claim, sentence: str) -> float:
@@ -490,7 +428,7 @@ def event_time(s: Sentence, question: str = "", wanted: Sequence[str] = ()) -> t
     parts = [s.text, _after(s)]
     found = []
     for part in parts:
-        asked = [t.start() for t in _TOKEN.finditer(part) if stem(t.group(0).lower()) in wanted]
+        asked = [t.start() for t in TOKEN.finditer(part) if stem(t.group(0).lower()) in wanted]
         refs = find_times(part, said)
         if asked:
             refs.sort(key=lambda r: min(abs(part.find(r.text) - a) for a in asked))
@@ -532,7 +470,7 @@ def rank_sentences(
         later = [s for s in sentences if shape.before & {stem(w) for w in words(s.text)}]
         bound = min((s.message.timestamp for s in later), default=None)
     own = [lex / 2 + sem for lex, sem in zip(lexical, meaning, strict=True)]
-    calls_old = bool(_OLD_STEMS & set(wanted))  # "John's old area": the question's own word
+    calls_old = bool(OLD_STEMS & set(wanted))  # "John's old area": the question's own word
     by_message: dict[int, float] = {}
     for s, r in zip(sentences, own, strict=True):
         by_message[id(s.message)] = max(by_message.get(id(s.message), 0.0), r)
@@ -567,7 +505,7 @@ def rank_sentences(
             shape.form in ("open", "count")
             and shape.now
             and not calls_old
-            and _former(s.text, wanted)
+            and former(s.text, wanted)
         ):
             score *= HISTORY_WEIGHT  # "my old team got a new manager" is not her team now
         if shape.form == "when" and (find_times(s.text, s.message.timestamp) or s.when):

@@ -1,0 +1,72 @@
+"""Whether a sentence denies what a question asks: "no fish", "quit smoking", "Cast came
+off yesterday", "my old team", "I'm lactose intolerant". The answerer reads a yes or no
+from it (read/extractive.py ``yes_or_no``), and the ranking lowers a denial as the
+answer to an open question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..text import ENDING, NEGATION, stem
+
+TOKEN = re.compile(r"[\w'’-]+")
+_RESTRICTION = re.compile(
+    r"\b(allerg(?:ic|y|ies)|intoleran(?:t|ce)|avoid(?:s|ing)?|banned|forbidden|off-limits)\b",
+    re.I,
+)
+_FORMER = re.compile(r"\b(?:old|former|previous|ex)[\s-]+([\w'-]+)", re.I)
+_INSTEAD_WORD = re.compile(r"\binstead\b", re.I)
+OLD_STEMS = frozenset(stem(w) for w in ("old", "former", "previous", "ex"))
+# cues that follow what they end: "fish anymore", "crutches handed back"
+_TRAILING_CUE = re.compile(
+    r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|"
+    r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
+    r"(?:is|are|was|were)\s+over|split\s+up|broke\s+up|disbanded|stolen|nicked",
+    re.I,
+)
+
+
+def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
+    """Whether a cue bears on what the question asks: shortly before an asked word ("no
+    fish", "quit smoking", "given up the choir") or, for "anymore", "handed back" and
+    "came off" ("Cast came off yesterday"), just after it. A
+    sentence with no asked word in it is all about it ("Nope, never.")."""
+    found = list(cue.finditer(text))
+    if not found:
+        return False
+    tokens = list(TOKEN.finditer(text))
+    asked = [i for i, t in enumerate(tokens) if stem(t.group(0).lower()) in wanted]
+    if not asked:
+        return True
+    for m in found:
+        i = sum(1 for t in tokens if t.start() < m.start())  # the cue's first token
+        last = max(i, sum(1 for t in tokens if t.start() < m.end()) - 1)  # and its last
+        after = 2 if _TRAILING_CUE.fullmatch(m.group(0)) else 0
+        # within four words of a cue's end, five of a long one's: "handed in my
+        # resignation at the school", "paid off the last of my student loan"
+        reach = 5 if last > i else 4
+        if any(a - reach <= last and i <= a + after for a in asked):
+            return True
+    return False
+
+
+def former(text: str, wanted: Sequence[str]) -> bool:
+    """Whether the sentence calls what the question asks about old ("my old team")."""
+    return any(stem(m.group(1)) in wanted for m in _FORMER.finditer(text))
+
+
+def denies(text: str, wanted: Sequence[str] = ()) -> bool:
+    """Whether a sentence says something does not (or no longer) hold: a negation or
+    an ending bearing on what is asked ("fish but no meat" denies no fish), what
+    the question asks about called old ("gave the old iPhone"), or
+    a restriction the question does not itself ask about ("I'm lactose intolerant"
+    answers "Can Bao have dairy?" with no, "Is Bao lactose intolerant?" with yes)."""
+    if _scoped(text, NEGATION, wanted) or _scoped(text, ENDING, wanted):
+        return True
+    if _INSTEAD_WORD.search(text):
+        return True
+    if any(stem(m.group(1)) not in wanted for m in _RESTRICTION.finditer(text)):
+        return True
+    return former(text, wanted)
