@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from archivist.bench.context_recall import _key, packed, recent
 from archivist.cli.main import cli
+from archivist.errors import StoreError
 from archivist.model import Message
 from archivist.read.history import HISTORY_MARK
 
@@ -134,6 +135,19 @@ def test_bench_scale_scans_codes_and_grows_postgres_beside_sqlite(tmp_path: Path
     table = CliRunner().invoke(cli, [*args, "--sizes", "2000", "--queries", "3", *pg])
     assert table.exit_code == 0, table.output
     assert "SQLite" in table.stdout and "PostgreSQL (pgvector HNSW), same run" in table.stdout
+
+
+def test_bench_scale_with_an_unreachable_postgres_fails_before_growing_anything(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    args = ["--db", str(db), "--embedder", "fake", "bench", "scale", "--sizes", "1000"]
+    bad = ["--pg-dsn", "postgresql://nobody@127.0.0.1:1/none"]
+    result = CliRunner().invoke(cli, [*args, "--queries", "1", *bad])
+    # archivist.cli.main.main prints an ArchivistError as one line, no traceback
+    assert isinstance(result.exception, StoreError), result.output
+    assert "cannot connect to PostgreSQL" in str(result.exception)
+    assert not db.exists()  # the SQLite run never started
 
 
 def test_bench_locomo_context_scores_every_system_at_every_budget(tmp_path: Path) -> None:

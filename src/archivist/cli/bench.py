@@ -312,19 +312,22 @@ def scale(
     from ..service import MemoryService
 
     grow = _parse_ks(sizes, "--sizes")
-    with StagedProgress(enabled=not as_json) as progress:
-        result = run_scale(
-            ctx.open(create=True), grow, queries, progress=progress, ann_from=ann_from
-        )
-        if pg_dsn:
-            settings = replace(ctx.settings, store="postgres", pg_dsn=pg_dsn, pg_schema=pg_schema)
-            pg = MemoryService(settings=settings)
-            try:
+    pg = None  # connected first: a wrong DSN fails before the SQLite run, not after it
+    if pg_dsn:
+        pg_settings = replace(ctx.settings, store="postgres", pg_dsn=pg_dsn, pg_schema=pg_schema)
+        pg = MemoryService(settings=pg_settings)
+    try:
+        with StagedProgress(enabled=not as_json) as progress:
+            result = run_scale(
+                ctx.open(create=True), grow, queries, progress=progress, ann_from=ann_from
+            )
+            if pg is not None:
                 on_pg = [n for n in grow if n <= pg_max]
                 result["postgres"] = run_scale(pg, on_pg, queries, progress=progress)
                 result["postgres"]["skipped_sizes"] = [n for n in grow if n > pg_max]
-            finally:
-                pg.close()
+    finally:
+        if pg is not None:
+            pg.close()
     _print(result, as_json, scale_table)
 
 
