@@ -390,3 +390,29 @@ def test_a_listing_cut_at_its_limit_says_so(
     code, out, err = run_main(capsys, *base, "--limit", "1", "--json")
     assert code == 0 and len(json.loads(out)) == 1
     assert err.strip() == f"(the first 1 {listing}; --limit 2 shows more)"
+
+
+def test_a_plan_called_off_reads_as_called_off_in_the_timeline_and_profile(tmp_path: Path) -> None:
+    """ "Dublin marathon in October", then "Marathon is off" in May: the plan stopped
+    holding when called off, before it would have begun; the listings say so instead of
+    a span that ends before it starts."""
+    from datetime import UTC, datetime
+
+    from conftest import make_conversation
+
+    conv = make_conversation(
+        "plan",
+        [
+            [("Liam", "Training for the Dublin marathon in October, hopefully.")],
+            [("Liam", "Knee surgeon says no more running for me. Marathon is off.")],
+        ],
+        people=("Liam", "Dara"),
+        start=datetime(2024, 5, 13, 9, tzinfo=UTC),
+    )
+    db = tmp_path / "plan.db"
+    path = write_jsonl(tmp_path / "plan.jsonl", jsonl_records(conv))
+    assert invoke("--db", str(db), "--embedder", "fake", "ingest", str(path)).exit_code == 0
+    timeline = invoke("--db", str(db), "--embedder", "fake", "timeline", "Liam").output
+    assert "x 2024-10-01, called off 2024-05-20  Liam: Training for the Dublin" in timeline
+    profile = invoke("--db", str(db), "--embedder", "fake", "profile", "Liam").output
+    assert "(2024-10-01, called off 2024-05-20;" in profile

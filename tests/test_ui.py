@@ -128,6 +128,30 @@ def test_claim_search_ask_and_context_pages(client: TestClient) -> None:
     assert "Reply: Vegan." in seen and "not reviewed yet" in seen and "0.50" in seen
 
 
+def test_a_plan_called_off_shows_as_called_off(client: TestClient) -> None:
+    from datetime import UTC, datetime
+
+    from conftest import make_conversation
+
+    login(client)
+    memory = memory_of(client)
+    memory.add(
+        make_conversation(
+            "plan",
+            [
+                [("Lee", "Running the Dublin marathon in October, hopefully.")],
+                [("Lee", "Knee surgeon says no more running for me. Marathon is off.")],
+            ],
+            people=("Lee", "Ana"),
+            start=datetime(2024, 5, 13, 9, tzinfo=UTC),
+        )
+    )
+    memory.consolidate()
+    plan = next(c for c in memory.claims(person="Lee", limit=1000) if "Dublin" in c.text)
+    page = text_of(client.get(f"/claims/{plan.id}").text)
+    assert "planned for 1 Oct 2024, called off 20 May 2024" in page
+
+
 def test_failures_are_pages_with_their_status(client: TestClient) -> None:
     login(client)
     for url, status, words in [

@@ -199,6 +199,8 @@ class Profile:
                 )
                 for r in e.replaced:
                     to = f" to {r.until:%Y-%m-%d}" if r.until else ", refined"
+                    if r.until and r.until < r.since:  # a plan called off before it began
+                        to = f", called off {r.until:%Y-%m-%d}"
                     lines.append(f"      replaced: {r.value} ({r.since:%Y-%m-%d}{to}; #{r.claim})")
         if len(lines) == 1:
             lines.append("(nothing known holds at this time)")

@@ -68,8 +68,13 @@ def timeline(
         return
     for c, events in rows:
         mark = {"current": " ", "superseded": "x", "duplicate": "="}.get(c.status, "?")
+        start = c.valid_from or c.said_at
+        if c.valid_to is not None and c.valid_to < start:  # a plan called off before it began
+            span = f"{_when(start)}, called off {_when(c.valid_to)}"
+        else:
+            span = f"{_when(start)} → {_when(c.valid_to)}"
         click.echo(
-            f"{mark} {_when(c.valid_from or c.said_at)} → {_when(c.valid_to)}  "
+            f"{mark} {span}  "
             f"{c.speaker}: {c.text}  ({c.conversation} {', '.join(c.evidence)}; #{c.id})"
         )
         for e in events:
