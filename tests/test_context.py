@@ -24,9 +24,10 @@ from archivist.read.context import (
     estimate_tokens,
     pack,
 )
-from archivist.read.context_lines import days_once, message_line
+from archivist.read.context_lines import days_once, excerpt, message_line
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
+from archivist.text import stem
 from conftest import make_conversation
 
 SESSIONS = (
@@ -347,6 +348,44 @@ def test_a_line_cut_to_fit_says_so() -> None:
     long = Candidate("message", "c/D1:1", text, relevance=0.5, when=AFTER, conversation="c")
     (item,) = pack({"message": [long]}, 60, AFTER).items
     assert item.text.endswith("… [cut]") and len(item.text.split()) < 60
+
+
+def test_a_long_turn_that_does_not_fit_whole_shows_what_bears_on_the_question() -> None:
+    filler = " ".join(f"Sentence {i} is about the garden." for i in range(12))
+    text = f"[3 May 2024] Ana: {filler} The plumber comes on Friday. {filler}"
+    short = excerpt(text, {stem("plumber")}, 40)
+    assert short == "[3 May 2024] Ana: … The plumber comes on Friday. …"
+    assert excerpt(text, {stem("piano")}, 40) == text  # nothing bears on it: whole
+    assert excerpt("Ana: The plumber comes on Friday.", {stem("plumber")}, 40).startswith(
+        "Ana: The"
+    )
+    cand = Candidate(
+        "message", "c/D1:1", text, relevance=0.5, when=AFTER, conversation="c", excerpt=short
+    )
+    (item,) = pack({"message": [cand]}, 40, AFTER).items
+    assert item.text == "[3 May 2024] Ana: … The plumber comes on Friday. …"
+    (whole,) = pack({"message": [cand]}, 400, AFTER).items  # it fits: shown whole
+    assert whole.text.startswith("[3 May 2024] Ana: Sentence 0") and "…" not in whole.text
+
+
+def test_context_excerpts_a_long_found_turn_only_where_it_would_not_fit(tmp_path: Path) -> None:
+    chatter = " ".join(f"Day {i} of the trip was sunny and calm." for i in range(15))
+    chat = make_conversation(
+        "trip", [[("Ana", f"{chatter} My passport is in the blue drawer. {chatter}")]]
+    )
+    with MemoryService(tmp_path / "m.db", embedder=FakeEmbedder()) as m:
+        m.add(chat)
+        question = "Where is Ana's passport?"
+        no_log = replace(DEFAULT_CONTEXT, whole_history=False)
+        small = assemble_context(
+            m.core, question, conversation="trip", budget_tokens=60, config=no_log
+        )
+        large = assemble_context(
+            m.core, question, conversation="trip", budget_tokens=400, config=no_log
+        )
+    (line,) = [i.text for i in small.items if i.kind == "message"]
+    assert "… My passport is in the blue drawer. …" in line and "[cut]" not in line
+    assert [i.text.count("Day") for i in large.items if i.kind == "message"] == [30]
 
 
 def _long_chat() -> list:

@@ -28,6 +28,10 @@ def test_the_speaker_stays_the_subject_of_their_own_sentences() -> None:
     assert clause_subject("My kids and I went camping.", "Lars") == "Lars"
     assert clause_subject("Landed in Lisbon for the conference!", "Fatima") == "Fatima"
     assert clause_subject("Sold the car last week.", "Ingrid") == "Ingrid"
+    # after an opener the past verb is no longer capitalised; the "I" is still left out
+    assert clause_subject("Just got some new shoes, too!", "Mel") == "Mel"
+    assert clause_subject("Oh, been quite a ride lately.", "Nate") == "Nate"
+    assert clause_subject("Just wondering about it.", "Mel") is None
     # a report is about the one it is told to
     assert clause_subject("Doctor says crutches for six weeks.", "Aisling") is None
     assert clause_subject("My doctor says no driving.", "Aisling") == "Aisling"

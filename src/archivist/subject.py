@@ -35,8 +35,8 @@ _THIRD = frozenset("he she they".split())
 _FIRST = frozenset("i i'm i've i'd i'll we we're we've we'll".split())
 # past forms that do not end in -ed, for "Sold the car!"-style openings
 _IRREGULAR = frozenset(
-    """got went had made took ran sold bought left began began won lost met found broke
-    came did drove flew gave kept quit spent swam threw wrote""".split()
+    """got went had made took ran sold bought left began won lost met found broke
+    came did drove flew gave kept quit spent swam threw wrote been saw felt heard""".split()
 )
 # "Doctor says crutches for six weeks": what is reported is about the speaker
 _REPORTS = frozenset(
@@ -127,8 +127,10 @@ def clause_subject(
     for name in known:
         if fold(name) == fold(word) and i + 1 < len(toks) and not toks[i].endswith(","):
             return name
-    if toks[i][:1].isupper() and _past(first) and i + 1 < len(toks):
-        return speaker  # "Landed in Lisbon for the conference!"
+    if (toks[i][:1].isupper() or i > 0) and _past(first) and i + 1 < len(toks):
+        # "Landed in Lisbon for the conference!", "Just got some new shoes": a sentence
+        # that opens on a past verb has left out its "I"
+        return speaker
     return None
 
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from ..errors import InputError
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import ECHO_SHARE, person_key, query_terms, share_in
+from ..text import ECHO_SHARE, person_key, query_terms, share_in, stem
 from ..timeground import spoken_day
 from .context_lines import (
     Candidate,
@@ -47,6 +47,7 @@ from .context_lines import (
     claim_line,
     day_of,
     days_once,
+    excerpt,
     fragments_as_turns,
     message_line,
     same_text,
@@ -128,6 +129,10 @@ class ContextConfig:
     echo_share: float = ECHO_SHARE  # an assistant's reply whose words the context shows
     min_fit_words: int = 12  # a longer item is cut to fit only if this many words fit
     min_line_tokens: int = 10  # a message line costs at least this (its date and speaker)
+    # a message longer than this many words that does not fit whole is shown as the
+    # sentences the turn bears on (``excerpt``), the rest marked "…", rather than as its
+    # first words cut short or not at all; 0: never
+    excerpt_words: int = 40
 
     def weight(self, name: str) -> float:
         return dict(self.weights)[name]
@@ -220,6 +225,9 @@ def previous_keys(previous: Iterable[ContextItem | Sequence]) -> frozenset[tuple
 # -- packing: pure ---------------------------------------------------------------------
 
 
+CUT = "[cut]"  # the end of a line cut to fit
+
+
 def _fit(line: str, room: int, config: ContextConfig, cut: bool = True) -> str | None:
     """``line`` if it fits in ``room`` tokens, else cut to fit and saying so ("… [cut]"),
     or None if too little fits or it may not be ``cut`` (a fact of key info cut short,
@@ -233,7 +241,7 @@ def _fit(line: str, room: int, config: ContextConfig, cut: bool = True) -> str |
     if n < config.min_fit_words:
         return None
     while n >= config.min_fit_words:
-        cut = " ".join(words[:n]) + " … [cut]"
+        cut = " ".join(words[:n]) + f" … {CUT}"
         if estimate_tokens(cut, config.tokens_per_word) <= room:
             return cut
         n -= 1
@@ -398,6 +406,12 @@ def _take(
         return []
     days = section.days if section.kind in IN_TIME_ORDER else None
     got = _line(c, days, room, config, section.kind)
+    if c.excerpt and (got is None or got[0].endswith(CUT)):
+        # a long turn that does not fit whole: the sentences bearing on this turn
+        # rather than its first words, or rather than nothing
+        short = _line(replace(c, text=c.excerpt), days, room, config, section.kind)
+        if short is not None and not short[0].endswith(CUT):
+            got = short
     if got is None:
         return []
     line, cost, day, holds = got
@@ -629,7 +643,15 @@ def gather(
         "dossier": dossiers,
         "brief": briefs,
         "claim": claims,
-        "message": _messages(store, hits, logs.get(conversation or "", []), at, config, found),
+        "message": _messages(
+            store,
+            hits,
+            logs.get(conversation or "", []),
+            at,
+            config,
+            found,
+            turn_words(query, people),
+        ),
     }
     if config.whole_history and _scope(conversation, persons, hits, cap=None) == convs:
         whole = sorted(
@@ -649,7 +671,8 @@ def gather(
 def _marked(c: Candidate, past: Bygones) -> Candidate:
     """``c`` with what no longer holds marked as history (itself when nothing is)."""
     text = past.mark(c.text, c.evidence or None)
-    return c if text == c.text else replace(c, text=text)
+    short = past.mark(c.excerpt, c.evidence or None) if c.excerpt else ""
+    return c if text == c.text and short == c.excerpt else replace(c, text=text, excerpt=short)
 
 
 def _hits(
@@ -883,10 +906,12 @@ def _messages(
     at: datetime,
     config: ContextConfig,
     found: Mapping[tuple[str, str], tuple[Message, float]] = {},
+    turn: set[str] = frozenset(),
 ) -> list[Candidate]:
     """The last turns (by ``at``) of the conversation asked in (``log``, in order; empty
     without one), the messages search found relevant, and the turns ``found`` through
-    their claims (with that relevance)."""
+    their claims (with that relevance); a long one not among the last turns cut to the
+    sentences bearing on the ``turn``'s words (``excerpt``)."""
     msgs = {key: m for key, (m, _) in found.items()}
     msgs |= {(h.message.conversation, h.message.id): h.message for h in hits}
     tail = [m for m in log if m.timestamp <= at]
@@ -894,7 +919,8 @@ def _messages(
     msgs |= {(m.conversation, m.id): m for m in tail}
     last = {(m.conversation, m.id) for m in tail[max(0, len(tail) - config.keep_last) :]}
     rel = {key: r for key, (_, r) in found.items()}
-    return _message_candidates(store, list(msgs.values()), hits, last, at, rel)
+    cut = ({stem(w) for w in turn}, config.excerpt_words) if config.excerpt_words else None
+    return _message_candidates(store, list(msgs.values()), hits, last, at, rel, cut)
 
 
 def _message_candidates(
@@ -904,10 +930,13 @@ def _message_candidates(
     last: set[tuple[str, str]],
     at: datetime,
     found: Mapping[tuple[str, str], float] = {},
+    cut: tuple[set[str], int] | None = None,
 ) -> list[Candidate]:
     """``messages`` as candidates: relevance from ``hits`` (or ``found`` through a
     claim, the higher); a line whose claims all no longer hold at ``at`` marked as
-    history; the ``last`` turns pinned; a short reply carrying the question it answers."""
+    history; the ``last`` turns pinned; a short reply carrying the question it answers.
+    ``cut``: (the turn's stems, words): a longer message but a last turn carries its
+    ``excerpt``, shown where the whole line does not fit."""
     top = max((h.score for h in hits), default=0.0) or 1.0
     rel = dict(found)
     for h in hits:
@@ -923,10 +952,14 @@ def _message_candidates(
     def candidate(m: Message) -> Candidate:
         key = (m.conversation, m.id)
         line = message_line(m, everyone[m.conversation])
+        short = excerpt(line, *cut) if cut is not None and key not in last else line
+        if ended[key] is not None:
+            line, short = history_line(line, ended[key]), history_line(short, ended[key])
         return Candidate(
             "message",
             f"{m.conversation}/{m.id}",
-            line if ended[key] is None else history_line(line, ended[key]),
+            line,
+            excerpt=short if short != line else "",
             relevance=rel.get(key, 0.0),
             when=m.timestamp,
             conversation=m.conversation,

@@ -39,6 +39,9 @@ class Candidate:
     # the question a short reply answers ("Two of them." to "How many kids?"): the reply
     # is shown with it or not at all
     prompt: Candidate | None = None
+    # a long message's line cut to the sentences the turn bears on (``excerpt``): shown
+    # in its place where the whole line does not fit; "" when there is none
+    excerpt: str = ""
     covers: frozenset[int] = field(default_factory=frozenset)  # summaries: sessions spanned
     # the messages it stands for, (conversation, message id): a claim's evidence, a
     # message itself; what the request already holds, or a last turn, is not said again
@@ -149,6 +152,35 @@ def unsaid(text: str, words: set[str], share: float) -> str:
 def bearing(text: str, stems: set[str]) -> str:
     """``text`` with only the sentences that share a content word (by stem) with the turn."""
     return sentences_where(text, lambda terms: bool(stems & {stem(t) for t in terms}))
+
+
+ELIDED = "…"
+
+
+def excerpt(text: str, stems: set[str], longest: int) -> str:
+    """A message line longer than ``longest`` words cut to the sentences that share a
+    content word (by stem) with the turn, each left-out run of sentences marked "…"
+    where it was; the whole line when none or all of them do.
+
+    A long chatty turn usually answers the question in one sentence: shown whole it
+    costs the tokens of three shorter turns. Its head ("[8 May 2023] Ana: ") stays.
+    """
+    head, sep, body = text.partition(": ")
+    if not sep:
+        head, body = "", text
+    if not stems or len(body.split()) <= longest:
+        return text
+    sentences = SENTENCE_BREAK.split(body)
+    keep = [bool(stems & {stem(t) for t in query_terms(s)}) for s in sentences]
+    if all(keep) or not any(keep):
+        return text
+    parts: list[str] = []
+    for i, (sentence, kept) in enumerate(zip(sentences, keep, strict=True)):
+        if kept:
+            parts.append(sentence)
+        elif i == 0 or keep[i - 1]:
+            parts.append(ELIDED)
+    return f"{head}{sep}{' '.join(parts)}"
 
 
 def sentences_where(text: str, keep: Callable[[set[str]], bool]) -> str:
