@@ -198,6 +198,12 @@ def test_in_month_follows_the_tense() -> None:
     assert only("We will go to Rome in June").start == day(2023, 6, 1)
     assert only("We will go to Rome in March").start == day(2024, 3, 1)
     assert only("We went to Rome in March").start == day(2023, 3, 1)
+    # a month gone by this year is told in the past tense: one told in the present is next
+    assert only("My passport expires in March").start == day(2024, 3, 1)
+    assert only("The wedding is in early March").start == day(2024, 3, 1)
+    assert only("Back in March I quit").start == day(2023, 3, 1)
+    assert only("I'm vegan since March").start == day(2023, 3, 1)
+    assert only("My exam is in June").start == day(2023, 6, 1)
 
 
 def test_on_weekday_follows_the_tense() -> None:

@@ -23,7 +23,8 @@ Conventions, kept simple on purpose:
   is past tense and that lands more than 31 days after ``at`` (one later for
   future tense, more than 31 days before); "in May" takes ``at``'s year, the
   previous year if May is after ``at``'s month in a past-tense sentence (the
-  next year if before it in a future-tense one);
+  next year if before it in a future- or present-tense one: "the wedding is in
+  March", said in May);
 - "the past week/month/year" is the rolling window up to the end of ``at``'s
   day (7, 30 or 365 days); "the other day" counts as the past week;
 - in durations a month is 30 days and a year 365.
@@ -339,9 +340,21 @@ def _h_month_alone(m: re.Match, at: datetime, text: str) -> TimeRef:
         year += month < at.month  # "staying at my parents' till March", said in September
     elif month > at.month and tense(text) == "past":
         year -= 1
-    elif month < at.month and tense(text) == "future":
+    elif month < at.month and (
+        tense(text) == "future"
+        or (
+            tense(text) == "present"
+            and which in _AHEAD
+            and not re.search(r"\bback\s*$", text[: m.start()], re.IGNORECASE)
+        )
+    ):
+        # "The wedding is in March", said in May: a month gone by this year is told in
+        # the past tense, so one told in the present is the next
         year += 1
     return _month(m[0], year, month, at.tzinfo)
+
+
+_AHEAD = frozenset("in during early late mid".split())  # not "since March", "of March"
 
 
 def _h_day_of_month(m: re.Match, at: datetime, text: str) -> TimeRef | None:
