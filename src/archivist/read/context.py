@@ -906,7 +906,7 @@ def _messages(
     at: datetime,
     config: ContextConfig,
     found: Mapping[tuple[str, str], tuple[Message, float]] = {},
-    turn: set[str] = frozenset(),
+    turn: Iterable[str] = (),
 ) -> list[Candidate]:
     """The last turns (by ``at``) of the conversation asked in (``log``, in order; empty
     without one), the messages search found relevant, and the turns ``found`` through

@@ -162,8 +162,9 @@ def excerpt(text: str, stems: set[str], longest: int) -> str:
     content word (by stem) with the turn, each left-out run of sentences marked "…"
     where it was; the whole line when none or all of them do.
 
-    A long chatty turn usually answers the question in one sentence: shown whole it
-    costs the tokens of three shorter turns. Its head ("[8 May 2023] Ana: ") stays.
+    A long chatty turn usually answers the question in one sentence: where the whole
+    line does not fit, that sentence is worth more to a reader than the first words
+    cut short ("… [cut]"). Its head ("[8 May 2023] Ana: ") stays.
     """
     head, sep, body = text.partition(": ")
     if not sep:
