@@ -274,6 +274,13 @@ class Claim:
         ends = self.kind == "foresight" or self.status == "superseded"
         return not (ends and self.valid_to is not None and self.valid_to <= at)
 
+    @property
+    def called_off(self) -> bool:
+        """Whether it stopped holding before it began: a plan called off ahead of its day
+        ("Dublin marathon in October", then in May "Marathon is off"). Listings say so
+        instead of showing a span that ends before it starts."""
+        return self.valid_to is not None and self.valid_to < (self.valid_from or self.said_at)
+
     def to_dict(self) -> dict:
         """JSON-ready form, shared by the CLI, the servers and search hits."""
         iso = lambda d: d.isoformat() if d else None  # noqa: E731

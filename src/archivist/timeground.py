@@ -328,33 +328,30 @@ def _h_month_year(m: re.Match, at: datetime, _text: str) -> TimeRef:
     return _month(m[0], int(m[2]), _MONTHS[m[1].lower().rstrip(".")], at.tzinfo)
 
 
+_AHEAD = frozenset("in during early late mid".split())  # not "since March", "of March"
+_BACK = re.compile(r"\bback\s*$", re.IGNORECASE)  # "back in March" looks back
+
+
 def _h_month_alone(m: re.Match, at: datetime, text: str) -> TimeRef:
     """in/last/next <Month>, placed by the word before it or by the sentence's tense."""
     which, month = m[1].lower(), _MONTHS[m[2].lower()]
-    year = at.year
+    year, mood = at.year, tense(text)
     if which == "last":
         year -= month >= at.month
     elif which == "next":
         year += month <= at.month
-    elif which in ("until", "till", "by") and tense(text) != "past":
+    elif which in ("until", "till", "by") and mood != "past":
         year += month < at.month  # "staying at my parents' till March", said in September
-    elif month > at.month and tense(text) == "past":
+    elif month > at.month and mood == "past":
         year -= 1
     elif month < at.month and (
-        tense(text) == "future"
-        or (
-            tense(text) == "present"
-            and which in _AHEAD
-            and not re.search(r"\bback\s*$", text[: m.start()], re.IGNORECASE)
-        )
+        mood == "future"
+        or (mood == "present" and which in _AHEAD and not _BACK.search(text[: m.start()]))
     ):
         # "The wedding is in March", said in May: a month gone by this year is told in
         # the past tense, so one told in the present is the next
         year += 1
     return _month(m[0], year, month, at.tzinfo)
-
-
-_AHEAD = frozenset("in during early late mid".split())  # not "since March", "of March"
 
 
 def _h_day_of_month(m: re.Match, at: datetime, text: str) -> TimeRef | None:

@@ -57,7 +57,7 @@ def claim_when(c) -> str:
     """When a claim holds, for listings: "2023-05-07", or "2023-05-08 to 2023-05-18";
     a plan called off before it began: "2024-10-01, called off 2024-05-20"."""
     start = c.valid_from or c.said_at
-    if c.valid_to is not None and c.valid_to < start:
+    if c.called_off:
         return f"{start:%Y-%m-%d}, called off {c.valid_to:%Y-%m-%d}"
     if c.valid_to is None or (c.valid_to - start).days <= 1:
         return f"{start:%Y-%m-%d}"

@@ -69,7 +69,7 @@ def timeline(
     for c, events in rows:
         mark = {"current": " ", "superseded": "x", "duplicate": "="}.get(c.status, "?")
         start = c.valid_from or c.said_at
-        if c.valid_to is not None and c.valid_to < start:  # a plan called off before it began
+        if c.called_off:
             span = f"{_when(start)}, called off {_when(c.valid_to)}"
         else:
             span = f"{_when(start)} → {_when(c.valid_to)}"
