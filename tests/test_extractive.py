@@ -294,3 +294,58 @@ def test_an_irregular_past_meets_its_verb() -> None:
     assert stem("sold") == stem("sell") == stem("selling")
     assert stem("broke") == stem("break") and stem("bought") == stem("buy")
     assert stem("camping") == stem("camp")  # regular words as before
+
+
+def _then(first: tuple[str, str], later: tuple[str, str], question: str, near: float):
+    """compose over a person's earlier and later sentence, ``near`` apart in meaning."""
+    said = make_conversation("change", ((first,), (later,)), people=("Ama", "Kojo")).messages
+    shape = shape_of(question, asks_when=False)
+    ranked = [
+        Sentence(said[0].text, said[0], "Ama", 0, relevance=1.1, score=1.1),
+        Sentence(said[1].text, said[1], "Ama", 1, relevance=0.5, score=0.5),
+    ]
+    wanted = asked_stems(question, ["Ama"], shape.before)
+    return compose(question, shape, ranked, wanted, "Ama", lambda a, b: near), ranked
+
+
+def test_a_later_change_of_the_same_aspect_overtakes_a_yes() -> None:
+    """Nothing in memory links "eating chicken" to a diet: the later sentence of the
+    same person, near in meaning and telling of a change, answers no, quoting both."""
+    (text, used, why), ranked = _then(
+        ("Ama", "Ten years vegetarian this month, never missed meat once."),
+        ("Ama", "Plot twist: started eating chicken again."),
+        "Is Ama vegetarian?",
+        near=0.4,
+    )
+    assert text.startswith("No: Plot twist: started eating chicken again. (earlier, ")
+    assert text.endswith(": Ten years vegetarian this month, never missed meat once.)")
+    assert used == [ranked[1], ranked[0]] and "changed since" in why
+
+
+@pytest.mark.parametrize(
+    ("later", "near"),
+    [
+        ("Started a new job at the city museum today.", 0.2),  # another aspect: a home stays
+        ("Also started a chess club on Tuesdays.", 0.5),  # an addition: the band stays
+        ("Started eating chicken again.", 0.0),  # meaning unknown: no guess
+    ],
+)
+def test_a_later_sentence_that_is_no_change_of_it_leaves_the_yes(later: str, near: float) -> None:
+    (text, used, _), ranked = _then(
+        ("Ama", "Ten years vegetarian this month, never missed meat once."),
+        ("Ama", later),
+        "Is Ama vegetarian?",
+        near=near,
+    )
+    assert text.startswith("Yes: Ten years vegetarian") and used == [ranked[0]]
+
+
+def test_a_hypothetical_or_past_question_is_not_overtaken() -> None:
+    for question in ("Was Ama vegetarian in 2023?", "Would Ama enjoy a vegetarian cafe?"):
+        (text, _, _), _ = _then(
+            ("Ama", "Ten years vegetarian this month, never missed meat once."),
+            ("Ama", "Plot twist: started eating chicken again."),
+            question,
+            near=0.4,
+        )
+        assert not text.startswith("No:"), question

@@ -427,6 +427,25 @@ def test_neighbours_stay_in_the_conversation_in_order_and_within_filters(three) 
     assert three.neighbours(10_000, 1, 1) == []
 
 
+def test_around_finds_the_neighbours_of_many_messages_at_once(three) -> None:
+    seq = {
+        (c, m.id): m.seq for c in ("ana-lee", "ana-bob") for _, m in three.conversation_messages(c)
+    }
+    lee2, bob1 = seq[("ana-lee", "D1:2")], seq[("ana-bob", "D1:1")]
+    spots = [("ana-lee", lee2), ("ana-bob", bob1), ("ana-lee", lee2), ("nowhere", 5)]
+    near = [(m.conversation, m.id) for _, m in three.around(spots, 1)]
+    assert near == [
+        ("ana-bob", "D1:1"),
+        ("ana-bob", "D1:2"),
+        ("ana-lee", "D1:1"),
+        ("ana-lee", "D1:2"),
+        ("ana-lee", "D1:3"),
+    ]
+    lee_only = three.around([("ana-lee", lee2)], 2, Filters(speaker="Lee"))
+    assert [m.id for _, m in lee_only] == ["D1:2", "D1:4"]
+    assert three.around([], 1) == []
+
+
 def test_messages_by_rowid(three) -> None:
     ids = {rowid_of(three, "ana-lee", "D1:1"), rowid_of(three, "cara-dan", "D1:2")}
     got = three.messages_by_rowid([*ids, *ids, 10_000])

@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+
+import numpy as np
 
 from ..core import Core
 from ..embed.base import Embedder
@@ -25,6 +27,7 @@ from ..subject import clause_subject, kin_names, mentions_kin
 from ..text import fold, is_stopword, person_key, stem, words
 from .extractive import (
     SENTENCE_BREAK,
+    Sentence,
     asked_stems,
     aspect_stems,
     compose,
@@ -421,12 +424,14 @@ def extractive_answer(
     # its meaning is its own: the question's words would blur it
     texts = [f"{s.asked} {s.text}" if s.asked else s.text for s in sentences]
     lexical = lexical_scores(texts, wanted, aspect_stems(question), weights, question)
-    meaning = _meaning(embedder, meaning_text(question, names), [s.text for s in sentences])
+    texts_said = [s.text for s in sentences]
+    meaning, vectors = _meaning(embedder, meaning_text(question, names), texts_said)
+    near = _nearness(sentences, vectors)
     target = (None if _who_asked(question, names) else person) or (
         as_written(names[0], question) if len(names) == 1 else None
     )
     ranked = rank_sentences(sentences, shape, lexical, meaning, target, wanted)
-    composed = compose(question, shape, ranked, wanted, target)
+    composed = compose(question, shape, ranked, wanted, target, near)
     if composed is None:
         reason = f"weak evidence: best relevance {ranked[0].relevance:.2f}"
         return replace(abstain(question, reason), context_tokens=tokens)
@@ -450,7 +455,7 @@ def extractive_answer(
             if own_word(s.message.speaker, s.owner, target)
             and (shape.form == "yes_no" or not denies(s.message.text, wanted))
         ]
-        mine = compose(question, shape, own, wanted, target) if own else None
+        mine = compose(question, shape, own, wanted, target, near) if own else None
         if mine is None:
             wrong = not_theirs(question, target, theirs, best.message, best.text, best.relevance)
             return replace(wrong, context_tokens=tokens)
@@ -475,13 +480,32 @@ def extractive_answer(
     )
 
 
-def _meaning(embedder: Embedder | None, question: str, texts: Sequence[str]) -> list[float]:
-    """Cosine of each text with the question (0 without an embedder or on its failure)."""
+def _meaning(
+    embedder: Embedder | None, question: str, texts: Sequence[str]
+) -> tuple[list[float], np.ndarray | None]:
+    """Cosine of each text with the question (0 without an embedder), and the texts'
+    vectors (None without one)."""
     if embedder is None or not texts or not question.strip():
-        return [0.0] * len(texts)
+        return [0.0] * len(texts), None
     vectors = embedder.embed_batch([question, *texts])
     q, rest = vectors[0], vectors[1:]
-    return [max(0.0, float(v @ q)) for v in rest]
+    return [max(0.0, float(v @ q)) for v in rest], rest
+
+
+def _nearness(
+    sentences: Sequence[Sentence], vectors: np.ndarray | None
+) -> Callable[[Sentence, Sentence], float]:
+    """Cosine of two evidence sentences' meanings (0 when unknown): whether a later
+    sentence speaks of the same thing as an earlier one (extractive.overtaken)."""
+    index = {(id(s.message), s.text): i for i, s in enumerate(sentences)}
+
+    def near(a: Sentence, b: Sentence) -> float:
+        i, j = index.get((id(a.message), a.text)), index.get((id(b.message), b.text))
+        if vectors is None or i is None or j is None:
+            return 0.0
+        return float(vectors[i] @ vectors[j])
+
+    return near
 
 
 # -- LLM answers -----------------------------------------------------------------------

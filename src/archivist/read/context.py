@@ -489,7 +489,7 @@ def _message_candidates(
     every = msgs | {(q.conversation, q.id): q for q in asked.values()}
     said = as_known_by(store, store.claims_for_message_ids(every), at)
     ended = {key: no_longer_holds(said.get(key, ()), at) for key in every}
-    everyone = {c: store.participants(c) or [] for c, _ in every}
+    everyone = {c: store.participants(c) or [] for c in {c for c, _ in every}}
 
     def candidate(m: Message) -> Candidate:
         key = (m.conversation, m.id)

@@ -23,7 +23,7 @@ that stopped holding as the current one (DESIGN §1.3, §1.9). So the answerer:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -68,6 +68,11 @@ RECENCY = 1.0  # at most this share added to the latest relevant sentence (quest
 NEIGHBOUR = 0.3  # share of its message's best relevance a sentence borrows
 LIST_SHARE = 0.5  # list answers take sentences within this share of the best
 MAX_LIST = 3
+# two sentences this close in meaning (cosine, bundled model) speak of one aspect of a
+# life: measured here, a diet and "started eating chicken again" 0.38, a stay and "moved
+# into his own place" 0.48, a new flat and a new job 0.21 (a change of one is not of the
+# other); below it a later change is not read as ending an earlier yes
+SAME_ASPECT = 0.3
 
 # Where one sentence ends and the next begins: the one split of answers and context.
 # a stop, then space; not the stop of a title ("my head nurse, Dr. Okafor")
@@ -88,7 +93,8 @@ _NOW = re.compile(
 _PAST = re.compile(
     r"^\s*(?:\w+\s+){0,2}?(did|was|were|had|didn't|wasn't|weren't)\b|\b(used\s+to|before|"
     r"back\s+in|previously|formerly|ago|originally|at\s+first|at\s+the\s+start|"
-    r"in\s+(19|20)\d\d|last\s+year)\b",
+    r"in\s+(?:(?:jan|febr)uary\s+|march\s+|april\s+|may\s+|june\s+|july\s+|august\s+|"
+    r"(?:septem|octo|novem|decem)ber\s+)?(19|20)\d\d|last\s+year)\b",
     re.I,
 )
 _BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
@@ -627,6 +633,70 @@ def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None
     return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
 
 
+def _without_names(question: str, wanted: Sequence[str]) -> list[str]:
+    """The asked stems but the names: in "Is Tom staying with Nina?" what is asked of
+    is the stay; "Tom finally moved into his own place" names Tom, not the stay."""
+    names = {stem(w.lower()) for w in re.findall(r"(?<!^)\b[A-Z][\w'’-]*", question.strip())}
+    return [w for w in wanted if w not in names] or list(wanted)
+
+
+def _said_by(s: Sentence, person: str) -> bool:
+    return fold(s.owner or s.message.speaker) == fold(person)
+
+
+def _asks(s: Sentence) -> bool:
+    return s.text.rstrip().endswith("?")
+
+
+# a sentence telling that something began or changed ("Plot twist: started eating
+# chicken again", "back in the office three days a week", "officially a citizen") ...
+_TURN = re.compile(
+    r"\b(?:start(?:ed|ing|s)?|began|took\s+up|joined|moved|became|now|officially|finally|"
+    r"back\s+(?:in|to|at|on)|again|switched|new|since|any\s*more|no\s+longer|"
+    r"called\s+off|quit|gave\s+up|sold|left|completed)\b",
+    re.I,
+)
+# a question about a state now ("Is Ama vegetarian?"), not a hypothetical ("Would…?")
+_ASKS_STATE = re.compile(r"^\W*(?:is|are|does|do|has|have|can)\b", re.I)
+# ... unless it adds to what held ("I also joined a chess club": the band still holds)
+_ADDED = re.compile(r"\b(?:also|too|as\s+well|another|second|third|more|extra|besides)\b", re.I)
+
+
+def overtaken(
+    best: Sentence,
+    ranked: Sequence[Sentence],
+    wanted: Sequence[str],
+    person: str | None,
+    near: Callable[[Sentence, Sentence], float],
+) -> Sentence | None:
+    """A later sentence of the same holder that tells of a change bearing on the
+    question, without the asked words: the yes ``best`` gave has been overtaken.
+
+    "Is Ama vegetarian?" - "Ten years vegetarian" (December), then "Plot twist:
+    started eating chicken again" (April): no. Memory holds no link between the two
+    (no attribute names "eating chicken" a diet), so the later sentence must be of
+    the same person (said by or naming them), relevant to the question, close in
+    meaning to ``best`` (``SAME_ASPECT``: "Started a new job at the museum" does not
+    end "Settled into the flat in Kyoto"), say that something began or changed, and
+    add nothing ("also", "another"): an addition leaves the older state holding.
+    """
+    holder = {fold(best.owner or best.message.speaker)} | ({fold(person)} if person else set())
+    later = [
+        s
+        for s in ranked
+        if s.message.timestamp > best.message.timestamp
+        and s.message.role != "assistant"
+        and not _asks(s)
+        and s.relevance >= MIN_RELEVANCE
+        and not _speaks_of(s, wanted)
+        and (fold(s.owner or s.message.speaker) in holder or any(h in fold(s.text) for h in holder))
+        and _TURN.search(s.text)
+        and not _ADDED.search(s.text)
+        and near(s, best) >= SAME_ASPECT
+    ]
+    return max(later, key=lambda s: s.relevance, default=None)
+
+
 def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
     """Whether the sentence (with the question it replies to) holds an asked word."""
     return coverage(f"{s.text} {s.asked}", wanted) > 0
@@ -638,9 +708,11 @@ def compose(
     ranked: Sequence[Sentence],
     wanted: Sequence[str] = (),
     person: str | None = None,
+    near: Callable[[Sentence, Sentence], float] | None = None,
 ) -> tuple[str, list[Sentence], str] | None:
     """The answer text, the sentences it rests on and why; None to abstain.
-    ``person``: the one asked about, whose own statement of an asked attribute wins."""
+    ``person``: the one asked about, whose own statement of an asked attribute wins.
+    ``near``: how close two sentences are in meaning (``overtaken``; None: unknown)."""
     floor = MIN_YES_NO if shape.form == "yes_no" else MIN_RELEVANCE
     # the best scored sentence that is relevant at all: a weak but recent one on top
     # ("Nope. August I'm back on days") does not hide "on night shifts until July"
@@ -648,8 +720,13 @@ def compose(
     if shape.form == "yes_no" and wanted:
         # a yes or no is read from a sentence that speaks of what is asked, when one
         # does: "Back home!" is near "staying at her parents'" in meaning, but it is the
-        # stay that answers whether she is still there
-        best = next((s for s in ranked if s.relevance >= floor and _speaks_of(s, wanted)), best)
+        # stay that answers whether she is still there; the person's own such sentence
+        # first ("Does Nell rent?" - her "Renting in Manchester is a joke", since
+        # ended, not a friend's "Homeowners!!")
+        asked_of = _without_names(question, wanted)
+        speaking = [s for s in ranked if s.relevance >= floor and _speaks_of(s, asked_of)]
+        own = [s for s in speaking if person and _said_by(s, person) and not _asks(s)]
+        best = next(iter(own or speaking), best)
     asked = asked_attributes(question) if shape.form == "yes_no" else []
     if asked:
         # a question about one's diet, job or home is answered by what they said of it
@@ -680,6 +757,13 @@ def compose(
             yes = False  # "Is Lee vegan?" - "I've been pescatarian for years": no
         elif yes and names_missing(question, best):
             return None  # a yes must be about what the question names
+        elif yes and current and not (shape.negated or shape.ends) and _ASKS_STATE.match(question):
+            # "Yes: Ten years vegetarian" when she has since "started eating chicken again"
+            asked_of = _without_names(question, wanted)
+            later = overtaken(best, ranked, asked_of, person, near) if near else None
+            if later is not None:
+                before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
+                return f"No: {quoted(later)} ({before})", [later, best], f"{why}; changed since"
         # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
         # reads as contradicting its own quote
         ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""

@@ -200,13 +200,20 @@ def search(
     messages = store.messages_by_rowid(scores)
     expanded_from: dict[int, str] = {}
     if config.neighbour_weight:
-        for r, _ in top_items(scores, config.expand_top):
-            for nr, nm in store.neighbours(
-                r, config.neighbour_span, config.neighbour_span, filters
-            ):
-                if nr not in messages:
+        span = config.neighbour_span
+        top = [r for r, _ in top_items(scores, config.expand_top) if r in messages]
+        spots = ((messages[r].conversation, messages[r].seq) for r in top)
+        near = store.around(spots, span, filters)
+        for r in top:
+            source = messages[r]
+            for nr, nm in near:
+                if (
+                    nr not in messages
+                    and nm.conversation == source.conversation
+                    and abs(nm.seq - source.seq) <= span
+                ):
                     messages[nr] = nm
-                    expanded_from[nr] = messages[r].id
+                    expanded_from[nr] = source.id
         position = {r: (m.conversation, m.seq) for r, m in messages.items()}
         scores = smooth_neighbours(scores, position, config.neighbour_weight, config.neighbour_span)
     head = [r for r, _ in top_items(scores, max(k, config.expand_top) * 2)]

@@ -474,6 +474,23 @@ class MessageLog(Body):
         )
         return [row_to_message(r) for r in rows]
 
+    def around(
+        self, positions: Iterable[tuple[str, int]], span: int, filters: q.Filters | None = None
+    ) -> list[tuple[int, Message]]:
+        """Messages within ``span`` turns of any (conversation, seq) that pass ``filters``:
+        ``neighbours`` of many messages in one query (search expands its top 30 so)."""
+        spots = list(dict.fromkeys(positions))
+        if not spots:
+            return []
+        where, params = q.where(filters or q.Filters(), "messages", "m", self._d)
+        near = " OR ".join("(m.conversation = ? AND m.seq BETWEEN ? AND ?)" for _ in spots)
+        rows = self._db.execute(
+            f"SELECT {MSG_COLS.replace('rowid', 'm.rowid', 1)} FROM messages m "
+            f"WHERE ({near}) AND {where} ORDER BY m.conversation, m.seq",
+            (*(x for c, n in spots for x in (c, n - span, n + span)), *params),
+        )
+        return [row_to_message(r) for r in rows]
+
     def conversation_messages(self, conversation: str) -> list[tuple[int, Message]]:
         rows = self._db.execute(
             f"SELECT {MSG_COLS} FROM messages WHERE conversation = ? ORDER BY seq",
