@@ -112,7 +112,7 @@ def test_a_history_that_fits_is_shown_whole_in_order(mem) -> None:
     assert len(small.items) < len(said)
 
 
-@pytest.mark.parametrize("budget", [20, 60, 150, 400, 1500])
+@pytest.mark.parametrize("budget", [20, 60, 150, 400, 1500, 40_000])  # 40,000: 1,600 hits asked
 def test_context_stays_within_its_budget(mem, budget: int) -> None:
     ctx = ctx_for(mem, budget)
     assert ctx.tokens <= budget

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -64,7 +64,7 @@ from .context_pack import (  # the pure half, named here too for callers of this
 )
 from .history import Bygones, bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
-from .recall import search_memory
+from .recall import MAX_K, search_memory
 from .replies import REPLY_WORDS, follows_question
 
 if TYPE_CHECKING:
@@ -113,14 +113,18 @@ def assemble_context(
     prev = previous_keys(previous)
     if request and person is not None and _all_in_request(core, person, request):
         return pack({}, budget_tokens, at, prev, config)
-    sections = gather(
-        core, question_or_turn or "", person, conversation, at, prev, config, budget_tokens
-    )
+    query = question_or_turn or ""
+    found = _found(core, query, person, conversation, at, config, budget_tokens)
+    log = _whole(core, found, conversation, at, config, budget_tokens)
+    if log is not None:
+        if request:
+            log = without({"log": log}, request, config.covered_share)["log"]
+        if whole_cost(log, config) <= budget_tokens:
+            # everything memory holds of the scope fits: the rest would be read for nothing
+            return pack({"log": log}, budget_tokens, at, prev, config)
+    sections = gather(core, query, person, conversation, at, prev, config, found)
     if request:
         sections = without(sections, request, config.covered_share)
-    log = sections.pop("log", None)
-    if log is not None and whole_cost(log, config) <= budget_tokens:
-        return pack({"log": log}, budget_tokens, at, prev, config)
     return pack(sections, budget_tokens, at, prev, config)
 
 
@@ -148,26 +152,79 @@ def whole_cost(messages: Sequence[Candidate], config: ContextConfig = DEFAULT_CO
     return sum(estimate_tokens(line, config.tokens_per_word) for line in lines)
 
 
+@dataclass(frozen=True)
+class Found:
+    """What a turn's context starts from: its search hits, whose key info to show, the
+    conversations in scope (the first three) and their logs."""
+
+    hits: list[Hit]
+    persons: list[Person]
+    convs: list[str]
+    logs: dict[str, list[Message]]
+
+
+def _found(
+    core: Core,
+    query: str,
+    person: str | None,
+    conversation: str | None,
+    at: datetime,
+    config: ContextConfig,
+    budget: int,
+) -> Found:
+    store = core.store
+    # a budget of 40,000 tokens asks for no more hits than one search returns
+    k = min(MAX_K, max(config.search_k, budget // config.tokens_per_hit))
+    hits = _hits(core, query, person, conversation, at, config, k)
+    persons = _persons(store, person, conversation)
+    convs = _scope(conversation, persons, hits)
+    logs = {cid: [m for _, m in store.conversation_messages(cid)] for cid in convs}
+    return Found(hits, persons, convs, logs)
+
+
+def _whole(
+    core: Core,
+    found: Found,
+    conversation: str | None,
+    at: datetime,
+    config: ContextConfig,
+    budget: int,
+) -> list[Candidate] | None:
+    """The scope's every message said by ``at``, as the "log" section, when the scope
+    is all the hits reach and its lines may fit the budget; else None."""
+    if not config.whole_history:
+        return None
+    if _scope(conversation, found.persons, found.hits, cap=None) != found.convs:
+        return None
+    whole = sorted(
+        (m for log in found.logs.values() for m in log if m.timestamp <= at),
+        key=lambda m: (m.timestamp, m.seq),
+    )
+    if len(whole) * config.min_line_tokens > budget:  # it cannot fit: not read
+        return None
+    store = core.store
+    past = bygones(store, found.convs, at, found.hits)
+    log = _message_candidates(store, whole, found.hits, set(), at)
+    return _with_usefulness(store, [_marked(c, past) for c in log])
+
+
 def gather(
     core: Core,
     query: str,
     person: str | None,
     conversation: str | None,
     at: datetime,
-    previous: frozenset[tuple[str, str]] = frozenset(),
-    config: ContextConfig = DEFAULT_CONTEXT,
-    budget: int = 1500,
+    previous: frozenset[tuple[str, str]],
+    config: ContextConfig,
+    found: Found,
 ) -> dict[str, list[Candidate]]:
-    """Every section's candidates with their ranking signals (usefulness from the store)."""
+    """Every section's candidates but the whole log, with their ranking signals
+    (usefulness from the store)."""
     store = core.store
-    k = max(config.search_k, budget // config.tokens_per_hit)
-    hits = _hits(core, query, person, conversation, at, config, k)
-    persons = _persons(store, person, conversation)
-    convs = _scope(conversation, persons, hits)
+    hits, persons, convs, logs = found.hits, found.persons, found.convs, found.logs
     people = core.people()
     claims = _claims(store, query, hits, person, convs, at, previous, config, people)
     dossiers, briefs = _entities(store, query, convs, claims, previous, at, config)
-    logs = {cid: [m for _, m in store.conversation_messages(cid)] for cid in convs}
     if any(m.timestamp > at for log in logs.values() for m in log):
         # a turn replayed from the past: key info, dossiers and briefs are current
         # snapshots, not histories, and may tell what was learned after ``at``
@@ -195,13 +252,6 @@ def gather(
             turn_words(query, people),
         ),
     }
-    if config.whole_history and _scope(conversation, persons, hits, cap=None) == convs:
-        whole = sorted(
-            (m for log in logs.values() for m in log if m.timestamp <= at),
-            key=lambda m: (m.timestamp, m.seq),
-        )
-        if len(whole) * config.min_line_tokens <= budget:  # else it cannot fit: not read
-            sections["log"] = _message_candidates(store, whole, hits, set(), at)
     if config.early_relevance:
         sections = bearing_on(sections, query, people)
     return {

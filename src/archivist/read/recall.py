@@ -44,13 +44,16 @@ def route_question(core: Core, question: str, *, at: datetime | None = None) -> 
     return found
 
 
+MAX_K = 1000  # hits one search returns at most
+
+
 def _checked(query: str, k: int, **times: datetime | None) -> None:
     if not isinstance(query, str) or not query.strip():
         raise InputError("search query must be a non-empty string")
     if problem := text_problem(query):
         raise InputError(f"search query {problem}")
-    if not isinstance(k, int) or not 1 <= k <= 1000:
-        raise InputError(f"k must be an integer between 1 and 1000; got {k!r}")
+    if not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InputError(f"k must be an integer between 1 and {MAX_K}; got {k!r}")
     for name, when in times.items():
         if when is not None and when.tzinfo is None:
             raise InputError(f"{name} must be timezone-aware")
