@@ -163,6 +163,9 @@ def test_history_marks_keep_the_text_between_sentences() -> None:
         ("I quit smoking in March.", ["smoking"]),
         ("Switched from the iPhone to a Pixel.", ["iPhone"]),
         ("Boot's off, crutches handed back to the hospital.", ["crutches"]),
+        ("Sold the car last week.", ["car"]),  # a short thing after "the", "my", "our"
+        ("Gave up my job at the bank.", ["job"]),
+        ("Honestly I quit the one I had.", []),
         # the new side of a switch, and endings that name nothing, end nothing
         ("Switched to a Pixel 8 last week.", []),
         ("I left early, there are only two left.", []),

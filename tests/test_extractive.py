@@ -13,6 +13,7 @@ from archivist.read.extractive import (
     asked_stems,
     compose,
     denies,
+    rank_sentences,
     shape_of,
     split_sentences,
 )
@@ -349,3 +350,46 @@ def test_a_hypothetical_or_past_question_is_not_overtaken() -> None:
             near=0.4,
         )
         assert not text.startswith("No:"), question
+
+
+def test_a_short_announcement_is_answered_with_what_its_message_tells_next() -> None:
+    """ "Got a new puppy!" announces; the sentence after it says what was asked."""
+    (said,) = make_conversation(
+        "puppy",
+        ((("Omar", "Got a new puppy! A collie called Dot, she chews everything. Any tips?"),),),
+        people=("Omar", "Bea"),
+    ).messages
+    got, told, ask = split_sentences(said.text)
+    ranked = [
+        Sentence(got, said, "Omar", 0, relevance=0.9, score=0.9),
+        Sentence(told, said, "Omar", 0, relevance=0.3, score=0.3),
+        Sentence(ask, said, "Omar", 0, relevance=0.2, score=0.2),
+    ]
+    question = "What is Omar's dog called?"
+    shape = shape_of(question, asks_when=False)
+    text, used, _ = compose(question, shape, ranked, asked_stems(question, ["Omar"], shape.before))
+    assert used == ranked[:2] and text == f"{got}; {told}"
+    # a longer sentence tells for itself; a question after it tells nothing
+    longer = [Sentence(told, said, "Omar", 0, relevance=0.9, score=0.9), ranked[2]]
+    text, used, _ = compose(question, shape, longer, asked_stems(question, ["Omar"], shape.before))
+    assert used == longer[:1]
+
+
+def test_how_long_is_answered_by_a_sentence_that_names_a_length() -> None:
+    """ "How long was Sara's drive?" - the sentence naming forty minutes, not the
+    one sharing more of the question's words."""
+    said = make_conversation(
+        "commute",
+        (
+            (("Sara", "Forty minutes in the car every morning on the ring road."),),
+            (("Sara", "My drive to work passes the old mill."),),
+        ),
+        people=("Sara", "Ines"),
+    ).messages
+    question = "How long was Sara's drive to work?"
+    shape = shape_of(question, asks_when=False)
+    assert shape.length and not shape_of("How is Sara?", asks_when=False).length
+    sentences = [Sentence(m.text, m, "Sara", i) for i, m in enumerate(said)]
+    wanted = asked_stems(question, ["Sara"], shape.before)
+    ranked = rank_sentences(sentences, shape, [0.2, 0.6], [0.3, 0.3], "Sara", wanted)
+    assert ranked[0].text.startswith("Forty minutes")

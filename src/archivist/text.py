@@ -394,6 +394,7 @@ _OBJECT_STOP = frozenset(
     "from by across around".split()
 )
 _DETERMINERS = frozenset("the a an my our his her their your".split())
+_NO_THING = frozenset("one two lot way day end fun top bit few all new old big own".split())
 _NOT_PARTY = frozenset({"I", "We", "My", "Me", "Our", "The", "And", "But", "So", "Update"})
 _CLAUSE_END = re.compile(r"[.,;:!?()\n\u2014]|\s-\s")
 
@@ -486,7 +487,15 @@ def endings(sentence: str) -> tuple[tuple[str, int], ...]:
             if tok.casefold() in _OBJECT_STOP:
                 break
             phrase.append(tok.strip("'\"’"))
-        if phrase and (len(" ".join(phrase)) >= 4 or phrase[0][:1].isupper()):
+        # "the car", "my job": a short word after a determiner is a thing, alone ("up") not
+        named = (
+            bool(phrase)
+            and i > 0
+            and toks[i - 1].casefold() in _DETERMINERS
+            and len(phrase[0]) == 3
+            and phrase[0].casefold() not in _NO_THING
+        )
+        if phrase and (len(" ".join(phrase)) >= 4 or phrase[0][:1].isupper() or named):
             found.append((" ".join(phrase), m.end() + len(clause.rstrip())))
     for m in _ENDS_PARTY.finditer(sentence):
         head = _CLAUSE_END.split(sentence[: m.start()])[-1]

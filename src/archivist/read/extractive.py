@@ -140,6 +140,7 @@ class Shape:
     negated: bool  # "Isn't she…", "Doesn't he…"
     ends: bool  # the question asks about an ending ("Did she quit…", "sell", "drop")
     plural: bool  # "Which clubs…", "What pets…": several sentences may answer
+    length: bool = False  # "How long…?": a sentence naming a length of time answers
 
 
 def shape_of(question: str, *, asks_when: bool) -> Shape:
@@ -165,6 +166,7 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
         negated=bool(_Q_NEGATED.search(question)),
         ends=bool(ENDING.search(question) or re.search(r"\b(drop|dropp)", question, re.I)),
         plural=plural,
+        length=form == "open" and bool(_HOW_LONG.match(question)),
     )
 
 
@@ -516,6 +518,8 @@ def rank_sentences(
             score *= HISTORY_WEIGHT  # "my old team got a new manager" is not her team now
         if shape.form == "when" and (find_times(s.text, s.message.timestamp) or s.when):
             score *= WHEN_WEIGHT
+        elif shape.length and DURATION.search(s.text):
+            score *= WHEN_WEIGHT  # "How long was her drive?" - "forty minutes in the car"
         if s.text.rstrip().endswith("?"):
             score *= 0.3  # a question states little
         scored.append((s, rel, score))
@@ -648,12 +652,13 @@ def _asks(s: Sentence) -> bool:
     return s.text.rstrip().endswith("?")
 
 
-# a sentence telling that something began or changed ("Plot twist: started eating
-# chicken again", "back in the office three days a week", "officially a citizen") ...
+# a sentence telling that something began, changed or is gone ("Plot twist: started
+# eating chicken again", "back in the office three days a week", "officially a citizen",
+# "six weeks without a cigarette") ...
 _TURN = re.compile(
     r"\b(?:start(?:ed|ing|s)?|began|took\s+up|joined|moved|became|now|officially|finally|"
     r"back\s+(?:in|to|at|on)|again|switched|new|since|any\s*more|no\s+longer|"
-    r"called\s+off|quit|gave\s+up|sold|left|completed)\b",
+    r"called\s+off|quit|gave\s+up|sold|left|completed|without)\b",
     re.I,
 )
 # a question about a state now ("Is Ama vegetarian?"), not a hypothetical ("Would…?")
@@ -695,6 +700,30 @@ def overtaken(
         and near(s, best) >= SAME_ASPECT
     ]
     return max(later, key=lambda s: s.relevance, default=None)
+
+
+# "How long was…?", "How many years has…?": answered by a sentence naming a length
+_HOW_LONG = re.compile(
+    r"^\W*how\s+(?:long|many\s+(?:minutes|hours|days|weeks|months|years|decades))\b", re.I
+)
+_NUMBER_WORD = (
+    r"\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"fifteen|twenty|thirty|forty|fifty|sixty|a\s+few|a\s+couple\s+of|several|half\s+an?"
+)
+DURATION = re.compile(
+    rf"\b(?:{_NUMBER_WORD})[\s-]+(?:more\s+)?(?:minutes?|mins?|hours?|hrs?|days?|weeks?|"
+    r"months?|years?|yrs?|decades?)\b",
+    re.I,
+)
+SHORT_WORDS = 5  # a sentence this short ("Got a new puppy!") announces more than it tells
+
+
+def _told_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
+    """The statement said right after ``best`` in its message, if any (not a question)."""
+    following = split_sentences(_after(best))[:1]
+    if not following or following[0].endswith("?"):
+        return None
+    return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
 
 
 def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
@@ -782,6 +811,10 @@ def compose(
         reason = _reason_after(best, ranked)
         if reason is not None:
             chosen.append(reason)
+    elif len(words(best.text)) <= SHORT_WORDS and (told := _told_after(best, ranked)):
+        # "What is Omar's dog called?" - "Got a new puppy!" only announces it; the
+        # sentence after it tells it: "A collie called Dot, she chews everything."
+        chosen.append(told)
     if shape.plural:
         # items of a list are told at different times: relevance decides, not the
         # recency that picked the best; what no longer holds stays out of "now"
