@@ -314,6 +314,10 @@ def test_a_window_in_key_info_is_dated_and_read_as_history_once_it_has_passed(
             "Our son was born on Tuesday!",
             "pregnancy",
         ),
+        ("Grace has one kid, Milo, he's three.", "The twins are here! Two girls.", "children"),
+        ("We have two kids, both at school.", "Our daughter was born on Friday!", "children"),
+        ("We have two kids, both at school.", "My sister's baby was born on Friday!", None),
+        ("Ada is expecting a baby in March.", "Her sister's baby was born on Friday!", None),
         ("Mo is job-hunting since the layoffs.", "Mo accepted a new job at the council.", "work"),
         (
             "Marta's mum Halina still lives alone in her house in Gdańsk.",

@@ -121,7 +121,8 @@ _NOT_PAST = frozenset(
     "hundred kindred sacred naked wicked talented beloved crooked rugged based related detailed "
     "advanced limited complicated dedicated sophisticated experienced skilled qualified "
     "motivated interested excited tired scared worried stressed blessed bored supposed "
-    "overwhelmed inspired amazed thrilled pleased surprised".split()
+    "overwhelmed inspired amazed thrilled pleased surprised obsessed exhausted delighted "
+    "relieved annoyed confused disappointed impressed determined devoted engaged".split()
 )
 # Words after which an -ed word is a verb in the past ("we explored", "just finished").
 _DOERS = frozenset(

@@ -421,6 +421,14 @@ STAGES: tuple[tuple[str, str, str], ...] = (
         r"|their) )?(?:\w+ )?(?:flat|house|home|apartment|place)|(?-i:[A-Z])\w+(?! office))",
     ),
     ("pregnancy", r"pregnant|expecting (?:a|our|twins)|due date", r"was born|gave birth|newborn"),
+    (
+        # a birth ends "we have one kid": how many children is a state that changes
+        "children",
+        r"(?:have|has) (?:one|two|three|four|a|an) (?:kid|child|son|daughter|boy|girl)s?"
+        r"|only child|(?:one|two|three|four) (?:kids|children)",
+        r"(?:was|were) born|gave birth|newborn"
+        r"|(?:baby|twins|son|daughter)\b[^.!?]{0,20}\b(?:arrived|(?:is|are) here)",
+    ),
     ("study", r"studying for|my (?:degree|thesis|dissertation)|at uni\b", r"graduated|graduation"),
     (
         "work",
@@ -441,6 +449,13 @@ _RELATIVE_BEFORE = re.compile(
 )
 
 
+_OTHERS_CHILD = re.compile(
+    rf"\b(?:his|her|their|\w+['’]s)\s+(?:\w+\s+)?(?:{KIN_WORDS})\b|\bmy\s+(?!son|daughter|baby)"
+    rf"(?:\w+\s+)?(?:{KIN_WORDS})['’]s\b",
+    re.I,
+)
+
+
 def moved_on(new: Claim, old: Claim) -> tuple[str, str, str] | None:
     """(aspect, earlier word, later word) when ``new`` is at a later stage (STAGES) than
     ``old``, a state of the same speaker said before it; else None. "Not married
@@ -455,7 +470,9 @@ def moved_on(new: Claim, old: Claim) -> tuple[str, str, str] | None:
         if any(place in old.text for place in re.findall(r"\b[A-Z]\w+", now.group(0)[1:])):
             continue  # "moved to Berlin" said after "I live in Berlin" recalls how it began
         before = new.text[: now.start()]
-        theirs = aspect != "pregnancy" and _RELATIVE_BEFORE.search(before)
+        # "our son was born" is the speaker's birth; "my sister's baby arrived" is not
+        ours = aspect in ("pregnancy", "children") and not _OTHERS_CHILD.search(before)
+        theirs = not ours and _RELATIVE_BEFORE.search(before)
         if _NEGATED_BEFORE.search(before) or theirs:
             continue
         return aspect, was.group(0), now.group(0)
