@@ -393,3 +393,23 @@ def test_how_long_is_answered_by_a_sentence_that_names_a_length() -> None:
     wanted = asked_stems(question, ["Sara"], shape.before)
     ranked = rank_sentences(sentences, shape, [0.2, 0.6], [0.3, 0.3], "Sara", wanted)
     assert ranked[0].text.startswith("Forty minutes")
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "other"),
+    [
+        ("Does Olu own a home?", "We're renting a two-bed in Peckham.", True),
+        ("Is Kenji engaged?", "We got married on Saturday!", True),
+        ("Is Ada pregnant?", "Our son was born on Tuesday!", True),
+        ("Does Tomás live in Lisbon?", "Tomás moved to Porto in March.", True),
+        ("Does Tomás live in Lisbon?", "I moved to Lisbon in March.", False),  # the same stage
+        ("Does Olu own a home?", "We bought a house in Leeds.", False),
+        ("Is Ada pregnant?", "Due date is in May!", False),
+    ],
+)
+def test_a_yes_no_question_names_one_stage_of_a_life_the_evidence_another(
+    question: str, sentence: str, other: bool
+) -> None:
+    from archivist.read.attributes_asked import other_stage
+
+    assert other_stage(question, sentence) is other

@@ -305,3 +305,56 @@ def compatible_values(a: str, b: str) -> bool:
     """
     x, y = set(re.findall(r"\w+", a.casefold())), set(re.findall(r"\w+", b.casefold()))
     return same_value(a, b) or bool(x and y) and (x <= y or y <= x)
+
+
+# Stages of a life that follow one another. A claim at a later stage ends the same
+# speaker's state at an earlier one with no change cue ("We got married on Saturday"
+# ends "My fiancée Aiko and I…"; write/reconcile.py), and a yes/no question naming one
+# stage is answered no by evidence of the other ("Does Olu own a home?" - "We're
+# renting"; read/attributes_asked.py). Each: (aspect, earlier stage, later stage), as
+# patterns; a relative named before the later stage makes it theirs ("my sister got
+# married"), except for a birth of one's own ("our son was born").
+STAGES: tuple[tuple[str, str, str], ...] = (
+    (
+        "relationship",
+        r"fianc[ée]e?|engaged|girlfriend|boyfriend",
+        r"married|wedding day|my (?:wife|husband)|newlyweds?",
+    ),
+    (
+        "home",
+        r"renting|rented|rent(?: is| went| up)|my landlord|tenancy|lease",
+        r"(?:bought|completed on|own) (?:a|the|our|my) (?:\w+ )?(?:flat|house|home|apartment"
+        r"|place|front door)|mortgage|homeowners?",
+    ),
+    (
+        # a move ends where one lived: "moved into a care home in Sopot" ends "lives alone
+        # in her house in Gdańsk"; only a named place or a home on either side counts
+        # ("must be tough living in the city" is no home, "moved to the garden" no move)
+        "home",
+        r"(?:lives?|living)(?: \w+)? in (?:(?-i:[A-Z])\w+|(?:my|our|her|his|their) (?:\w+ )?"
+        r"(?:flat|house|apartment|home))|(?:my|our|her|his|their) (?:\w+ )?(?:flat|house"
+        r"|apartment) in (?-i:[A-Z])\w+",
+        r"(?:moved|moving|move|relocated|relocating) (?:in)?to (?:(?:(?:a|an|the|my|our|her|his"
+        r"|their) )?(?:\w+ )?(?:flat|house|home|apartment|place)|(?-i:[A-Z])\w+(?! office))",
+    ),
+    ("pregnancy", r"pregnant|expecting (?:a|our|twins)|due date", r"was born|gave birth|newborn"),
+    (
+        # a birth ends "we have one kid": how many children is a state that changes
+        "children",
+        r"(?:have|has) (?:one|two|three|four|a|an) (?:kid|child|son|daughter|boy|girl)s?"
+        r"|only child|(?:one|two|three|four) (?:kids|children)",
+        r"(?:was|were) born|gave birth|newborn"
+        r"|(?:baby|twins|son|daughter)\b[^.!?]{0,20}\b(?:arrived|(?:is|are) here)",
+    ),
+    ("study", r"studying for|my (?:degree|thesis|dissertation)|at uni\b", r"graduated|graduation"),
+    (
+        "work",
+        r"unemployed|job[- ]hunting|looking for (?:a )?(?:new )?(?:job|work)|between jobs",
+        r"(?:got|landed|accepted|starting|started) (?:a|the|my) (?:new )?(?:job|role|position)"
+        r"|hired",
+    ),
+)
+LIFE_STAGES = tuple(
+    (aspect, re.compile(rf"\b(?:{a})\b", re.I), re.compile(rf"\b(?:{b})\b", re.I))
+    for aspect, a, b in STAGES
+)

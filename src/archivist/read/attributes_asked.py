@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from ..attributes import AttributeValue, attribute_values, compatible_values, holds_for
+from ..attributes import (
+    LIFE_STAGES,
+    AttributeValue,
+    attribute_values,
+    compatible_values,
+    holds_for,
+)
 from ..model import Message
 from ..text import KIN_WORDS
 
@@ -224,3 +230,20 @@ def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
         for a in asked
         for s in stated
     )
+
+
+def other_stage(question: str, sentence: str) -> bool:
+    """Whether ``sentence`` is at the other stage of a life (``LIFE_STAGES``) than the
+    one a yes/no question names: "Does Olu own a home?" against "We're renting a
+    two-bed", "Is Kenji engaged?" against "We got married on Saturday". A place both
+    name ("Does Tomás live in Lisbon?" - "I moved to Lisbon") is the same stage told
+    twice, not the other one."""
+    who = m["who"] if (m := _ASKED_WHO.match(question)) else ""
+    named = {w for w in re.findall(r"(?<!^)\b[A-Z][\w'’-]+", question.strip()) if w != who}
+    if any(re.search(rf"\b{re.escape(w)}\b", sentence) for w in named):
+        return False
+    for _, earlier, later in LIFE_STAGES:
+        for asked, other in ((later, earlier), (earlier, later)):
+            if asked.search(question) and not asked.search(sentence) and other.search(sentence):
+                return True
+    return False

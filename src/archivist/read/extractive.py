@@ -43,6 +43,7 @@ from .attributes_asked import (
     asked_attributes,
     asked_kinds,
     on_attribute,
+    other_stage,
     stated_before,
     states_other_value,
     stating_kind,
@@ -520,6 +521,8 @@ def rank_sentences(
             score *= WHEN_WEIGHT
         elif shape.length and DURATION.search(s.text):
             score *= WHEN_WEIGHT  # "How long was her drive?" - "forty minutes in the car"
+        elif shape.form == "count" and count_in(s.text) is not None:
+            score *= WHEN_WEIGHT  # "How many engineers…?" - "…the payments team, eight engineers"
         if s.text.rstrip().endswith("?"):
             score *= 0.3  # a question states little
         scored.append((s, rel, score))
@@ -702,17 +705,19 @@ def overtaken(
     return max(later, key=lambda s: s.relevance, default=None)
 
 
-# "How long was…?", "How many years has…?": answered by a sentence naming a length
+# "How long was…?", "How many years has…?", "How old is…?": answered by a sentence
+# naming a length of time ("forty minutes in the car", "Eighteen years old", "turned two")
 _HOW_LONG = re.compile(
-    r"^\W*how\s+(?:long|many\s+(?:minutes|hours|days|weeks|months|years|decades))\b", re.I
+    r"^\W*how\s+(?:long|old|many\s+(?:minutes|hours|days|weeks|months|years|decades))\b", re.I
 )
 _NUMBER_WORD = (
     r"\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-    r"fifteen|twenty|thirty|forty|fifty|sixty|a\s+few|a\s+couple\s+of|several|half\s+an?"
+    r"(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|"
+    r"a\s+few|a\s+couple\s+of|several|half\s+an?"
 )
 DURATION = re.compile(
     rf"\b(?:{_NUMBER_WORD})[\s-]+(?:more\s+)?(?:minutes?|mins?|hours?|hrs?|days?|weeks?|"
-    r"months?|years?|yrs?|decades?)\b",
+    rf"months?|years?|yrs?|decades?)\b|\b(?:turned|turns|aged?)\s+(?:{_NUMBER_WORD})\b",
     re.I,
 )
 SHORT_WORDS = 5  # a sentence this short ("Got a new puppy!") announces more than it tells
@@ -784,6 +789,8 @@ def compose(
         yes = yes_or_no(best, shape, at_is_past_of=current, wanted=wanted)
         if yes and not shape.negated and states_other_value(asked, best.text):
             yes = False  # "Is Lee vegan?" - "I've been pescatarian for years": no
+        elif yes and current and not shape.negated and other_stage(question, best.text):
+            yes = False  # "Does Olu own a home?" - "We're renting a two-bed": no
         elif yes and names_missing(question, best):
             return None  # a yes must be about what the question names
         elif yes and current and not (shape.negated or shape.ends) and _ASKS_STATE.match(question):

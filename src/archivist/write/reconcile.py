@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..attributes import AttributeValue, attribute_of, same_value
+from ..attributes import LIFE_STAGES, AttributeValue, attribute_of, same_value
 from ..model import Claim, ClaimEvent, Conflict
 from ..text import (
     ENDING,
@@ -392,55 +392,6 @@ def ended_in(new: Claim, old: Claim) -> str | None:
     return None
 
 
-# Stages of a life that follow one another: a claim at a later stage ends the same
-# speaker's state at an earlier one with no change cue ("We got married on Saturday"
-# ends "My fiancée Aiko and I…"). Each: (aspect, earlier stage, later stage), as patterns;
-# a relative named before the later stage makes it theirs ("my sister got married"),
-# except for a birth ("our son was born" ends "we're expecting").
-STAGES: tuple[tuple[str, str, str], ...] = (
-    (
-        "relationship",
-        r"fianc[ée]e?|engaged|girlfriend|boyfriend",
-        r"married|wedding day|my (?:wife|husband)|newlyweds?",
-    ),
-    (
-        "home",
-        r"renting|rented|rent(?: is| went| up)|my landlord|tenancy|lease",
-        r"(?:bought|completed on|own) (?:a|the|our|my) (?:\w+ )?(?:flat|house|home|apartment"
-        r"|place|front door)|mortgage|homeowners?",
-    ),
-    (
-        # a move ends where one lived: "moved into a care home in Sopot" ends "lives alone
-        # in her house in Gdańsk"; only a named place or a home on either side counts
-        # ("must be tough living in the city" is no home, "moved to the garden" no move)
-        "home",
-        r"(?:lives?|living)(?: \w+)? in (?:(?-i:[A-Z])\w+|(?:my|our|her|his|their) (?:\w+ )?"
-        r"(?:flat|house|apartment|home))|(?:my|our|her|his|their) (?:\w+ )?(?:flat|house"
-        r"|apartment) in (?-i:[A-Z])\w+",
-        r"(?:moved|moving|move|relocated|relocating) (?:in)?to (?:(?:(?:a|an|the|my|our|her|his"
-        r"|their) )?(?:\w+ )?(?:flat|house|home|apartment|place)|(?-i:[A-Z])\w+(?! office))",
-    ),
-    ("pregnancy", r"pregnant|expecting (?:a|our|twins)|due date", r"was born|gave birth|newborn"),
-    (
-        # a birth ends "we have one kid": how many children is a state that changes
-        "children",
-        r"(?:have|has) (?:one|two|three|four|a|an) (?:kid|child|son|daughter|boy|girl)s?"
-        r"|only child|(?:one|two|three|four) (?:kids|children)",
-        r"(?:was|were) born|gave birth|newborn"
-        r"|(?:baby|twins|son|daughter)\b[^.!?]{0,20}\b(?:arrived|(?:is|are) here)",
-    ),
-    ("study", r"studying for|my (?:degree|thesis|dissertation)|at uni\b", r"graduated|graduation"),
-    (
-        "work",
-        r"unemployed|job[- ]hunting|looking for (?:a )?(?:new )?(?:job|work)|between jobs",
-        r"(?:got|landed|accepted|starting|started) (?:a|the|my) (?:new )?(?:job|role|position)"
-        r"|hired",
-    ),
-)
-_STAGES = tuple(
-    (aspect, re.compile(rf"\b(?:{a})\b", re.I), re.compile(rf"\b(?:{b})\b", re.I))
-    for aspect, a, b in STAGES
-)
 _NEGATED_BEFORE = re.compile(r"\b(?:not|never|no|n't|yet to)\W+(?:\w+\W+){0,2}$", re.I)
 # "My sister got married" is the sister's stage, not the speaker's
 _RELATIVE_BEFORE = re.compile(
@@ -457,13 +408,14 @@ _OTHERS_CHILD = re.compile(
 
 
 def moved_on(new: Claim, old: Claim) -> tuple[str, str, str] | None:
-    """(aspect, earlier word, later word) when ``new`` is at a later stage (STAGES) than
-    ``old``, a state of the same speaker said before it; else None. "Not married
-    yet" and "my sister got married" are no later stage of the speaker's; an ``old``
-    that already names the later stage is not earlier ("my fiancée, soon my wife")."""
+    """(aspect, earlier word, later word) when ``new`` is at a later stage than ``old``
+    (``attributes.LIFE_STAGES``), a state of the same speaker said before it; else
+    None. "Not married yet" and "my sister got married" are no later stage of the
+    speaker's; an ``old`` that already names the later stage is not earlier ("my
+    fiancée, soon my wife")."""
     if not _may_end(new, old):
         return None
-    for aspect, earlier, later in _STAGES:
+    for aspect, earlier, later in LIFE_STAGES:
         was, now = earlier.search(old.text), later.search(new.text)
         if was is None or now is None or later.search(old.text):
             continue
