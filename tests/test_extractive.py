@@ -413,3 +413,21 @@ def test_a_yes_no_question_names_one_stage_of_a_life_the_evidence_another(
     from archivist.read.attributes_asked import other_stage
 
     assert other_stage(question, sentence) is other
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "other"),
+    [
+        ("Is Lin on a student visa?", "They're sponsoring my skilled worker visa.", True),
+        ("Is Ana on the payments team?", "I've moved to lead the fraud team.", True),
+        ("Is Ana on the payments team?", "I manage the payments team now.", False),
+        ("Does Mel play the acoustic guitar?", "I play guitar every day.", False),
+        ("Does Mel play the acoustic guitar?", "I love my new guitar.", False),  # no kind
+    ],
+)
+def test_a_yes_no_question_names_one_kind_of_a_thing_the_evidence_another(
+    question: str, sentence: str, other: bool
+) -> None:
+    from archivist.read.extractive import other_kind
+
+    assert other_kind(question, sentence) is other

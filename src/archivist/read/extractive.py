@@ -594,6 +594,36 @@ def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool, wanted: Sequence[s
     return affirms != shape.negated
 
 
+_DET = r"\b(?:a|an|the|my|our|his|her|their|your)\s+"
+# "a student visa", "the payments team": a kind of a thing, as a question names it
+_ASKED_KIND = re.compile(_DET + r"([a-z][\w-]+)\s+([a-z][\w-]{2,})\b")
+# words that qualify a thing without naming a kind of it ("a new team", "the same car")
+_NO_KIND = frozenset(
+    "much more less many few some any every usual same other own whole new old current "
+    "first last next big small little good great nice lovely real".split()
+)
+
+
+def other_kind(question: str, sentence: str) -> bool:
+    """Whether ``sentence`` names another kind of the thing a yes/no question asks
+    about, and not the asked one: "Is Lin on a student visa?" against "They're
+    sponsoring my skilled worker visa", "Is Ana on the payments team?" against "I
+    moved to lead the fraud team". The thing must come after a determiner on both
+    sides, so "I play guitar" names no kind against "the acoustic guitar"."""
+    for m in _ASKED_KIND.finditer(question):
+        kind, thing = m.group(1).lower(), m.group(2).lower()
+        if is_stopword(kind) or kind in _NO_KIND or re.search(rf"\b{kind}", sentence, re.I):
+            continue
+        said = re.finditer(
+            _DET + rf"((?:[\w-]+\s+){{1,2}}){re.escape(stem(thing))}\w*\b", sentence, re.I
+        )
+        for n in said:
+            other = n.group(1).split()[0].lower()
+            if not is_stopword(other) and other not in _NO_KIND:
+                return True
+    return False
+
+
 def names_missing(question: str, s: Sentence) -> list[str]:
     """The names a yes/no question asks about that its evidence sentence does not hold,
     say or hear: "Is Oscar Melanie's pet?" is no yes from "we got another cat named
@@ -791,6 +821,8 @@ def compose(
             yes = False  # "Is Lee vegan?" - "I've been pescatarian for years": no
         elif yes and current and not shape.negated and other_stage(question, best.text):
             yes = False  # "Does Olu own a home?" - "We're renting a two-bed": no
+        elif yes and not shape.negated and other_kind(question, best.text):
+            yes = False  # "Is Lin on a student visa?" - "my skilled worker visa": no
         elif yes and names_missing(question, best):
             return None  # a yes must be about what the question names
         elif yes and current and not (shape.negated or shape.ends) and _ASKS_STATE.match(question):
