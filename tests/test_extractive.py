@@ -177,6 +177,21 @@ def test_what_holds_now_is_answered_without_what_stopped(tmp_path: Path) -> None
     assert got.answer == "I moved over to the data team."
 
 
+def test_a_leading_clause_of_what_stopped_is_cut_from_an_answer_about_now(
+    tmp_path: Path,
+) -> None:
+    chat = (
+        (
+            ("Zara", "Stopped the piano lessons, swapped them for Spanish classes on Thursdays."),
+            ("Tom", "Olé!"),
+        ),
+    )
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        m.add(make_conversation("thu", chat, people=("Zara", "Tom")))
+        got = m.ask("What does Zara do on Thursdays?", person="Zara")
+    assert got.answer == "Swapped them for Spanish classes on Thursdays."
+
+
 def test_a_short_reply_is_read_and_quoted_with_its_question(tmp_path: Path) -> None:
     """A reply like "My girlfriend!" answers who Marisol is only beside its question."""
     chat = (

@@ -111,8 +111,9 @@ _INSTEAD = re.compile(r",?\s*\b(instead\s+of|rather\s+than|replacing)\b[^,.;!?]*
 # A clause that says what stopped, beside one that says what holds now.
 _STOPPED = (
     r"[^,;.!?]*\b(?:no\s+longer|anymore|any\s+more|traded|sold|gave\s+away|got\s+rid\s+of|"
-    r"returned)\b[^,;.!?]*"
-)  # "Switched to a Samsung, traded the iPhone in at the shop": its second clause stopped
+    r"returned|stopped|quit|cancell?ed|gave\s+up|dropped)\b[^,;.!?]*"
+)  # "Switched to a Samsung, traded the iPhone in at the shop": its second clause stopped;
+# "Stopped the piano lessons, swapped them for Spanish classes": its first
 _NO_LONGER_LEAD = re.compile(rf"^{_STOPPED}[,;]\s*(?:(?:but|and|so)\s+)?", re.I)
 _NO_LONGER_TAIL = re.compile(rf"[,;]\s*(?:(?:but|and|so)\s+)?{_STOPPED}(?=[.!?]*$)", re.I)
 _NUMBERS = {
