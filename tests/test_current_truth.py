@@ -42,6 +42,7 @@ def claim(text: str, days: int = 0, kind: str = "fact") -> Claim:
         ("Olek smokes a pack a day.", "Olek quit smoking in January.", "smok"),
         ("Aisling is on crutches for six weeks.", "Aisling needs no crutches anymore.", "crut"),
         ("Ingrid drives her minivan to work.", "Ingrid sold the minivan; she cycles.", "mini"),
+        ("Ana manages the payments team.", "Ana has moved to lead the fraud team.", "team"),
     ],
 )
 def test_a_change_cue_over_a_shared_aspect_ends_the_older_state(old, new, aspect) -> None:
@@ -60,6 +61,7 @@ def test_a_change_cue_over_a_shared_aspect_ends_the_older_state(old, new, aspect
         # a negated cue changes nothing; the aspect must be in the cue's own clause
         ("Jon loves seeing his students succeed.", "Jon won't quit, his students succeed.", "fact"),
         ("Rahul plays guitar in a band.", "Rahul left the choir, the band keeps him busy.", "fact"),
+        ("Jo waters the garden daily.", "Jo and Sam moved to the garden for drinks.", "fact"),
     ],
 )
 def test_additions_events_and_unrelated_news_end_nothing(old, new, old_kind) -> None:
@@ -164,6 +166,7 @@ def test_history_marks_keep_the_text_between_sentences() -> None:
         ("Switched from the iPhone to a Pixel.", ["iPhone"]),
         ("Boot's off, crutches handed back to the hospital.", ["crutches"]),
         ("Sold the car last week.", ["car"]),  # a short thing after "the", "my", "our"
+        ("We had to say goodbye to Mochi yesterday.", ["Mochi"]),
         ("Gave up my job at the bank.", ["job"]),
         ("Honestly I quit the one I had.", []),
         # the new side of a switch, and endings that name nothing, end nothing

@@ -326,7 +326,10 @@ _GAVE = (
 CHANGE = re.compile(
     r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
     r"gave\s+up|given\s+up|sold|switched|swapped|got\s+rid\s+of|broke\s+up|"
-    r"cancell?ed|moved\s+out|retired|left|from\s+now\s+on)\b",
+    r"cancell?ed|moved\s+out|retired|left|from\s+now\s+on|"
+    # "moved over to the data team", "moved to lead the fraud team"; not "moved to the garden"
+    r"moved\s+(?:over\s+)?(?:to|into)\s+(?:lead|run|manage|join|work|a\s+new|another|"
+    r"the\s+\w+\s+(?:team|department|group|role|office|branch|site))\b)\b",
     re.I,
 )
 # a cue that stands in a clause of its own, the change named in the next: "From now on,
@@ -345,6 +348,7 @@ ENDING = re.compile(
     r"called\s+off|broke\s+off|stepped\s+down|split\s+up|disbanded|paid\s+off|"
     r"stolen|stole|nicked|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
+    r"had\s+to\s+say\s+goodbye\s+to|said\s+(?:a\s+)?(?:final|last)\s+goodbye\s+to|"
     r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
     + _CLAUSE_FINAL
     + r"|"
@@ -370,6 +374,7 @@ _ENDS_OBJECT = re.compile(
     r"traded(?:\s+in)?|"
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
     r"broke\s+off|stepped\s+down\s+(?:as|from)|deleted|uninstalled|paid\s+off|stole|nicked|"
+    r"had\s+to\s+say\s+goodbye\s+to|said\s+(?:a\s+)?(?:final|last)\s+goodbye\s+to|"
     r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|" + _GAVE + r")\b",
     re.I,
 )

@@ -92,7 +92,7 @@ _NOW = re.compile(
     re.I,
 )
 _PAST = re.compile(
-    r"^\s*(?:\w+\s+){0,2}?(did|was|were|had|didn't|wasn't|weren't)\b|\b(used\s+to|before|"
+    r"^\s*(?:\w+\s+){0,3}?(did|was|were|had|didn't|wasn't|weren't)\b|\b(used\s+to|before|"
     r"back\s+in|previously|formerly|ago|originally|at\s+first|at\s+the\s+start|"
     r"in\s+(?:(?:jan|febr)uary\s+|march\s+|april\s+|may\s+|june\s+|july\s+|august\s+|"
     r"(?:septem|octo|novem|decem)ber\s+)?(19|20)\d\d|last\s+year)\b",
