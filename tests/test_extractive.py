@@ -446,3 +446,39 @@ def test_a_yes_no_question_names_one_kind_of_a_thing_the_evidence_another(
     from archivist.read.extractive import other_kind
 
     assert other_kind(question, sentence) is other
+
+
+def test_an_answer_about_now_leaves_out_what_a_swap_gave_up() -> None:
+    from archivist.read.extractive import quoted
+
+    (said,) = make_conversation(
+        "car",
+        (
+            (
+                (
+                    "Ola",
+                    "Traded the Fiesta in for an electric Kia Niro. "
+                    "Switched from the iPhone to a Pixel.",
+                ),
+            ),
+        ),
+    ).messages
+    traded, switched = (Sentence(t, said, "Ola", 0) for t in split_sentences(said.text))
+    car = [stem("car")]
+    assert quoted(traded, drop_replaced=True, wanted=car) == "Traded it for an electric Kia Niro."
+    assert quoted(switched, drop_replaced=True, wanted=[stem("phone")]) == "Switched to a Pixel."
+    # what was asked about stays; and asked about the past, nothing is cut
+    fiesta = [stem("fiesta")]
+    assert quoted(traded, drop_replaced=True, wanted=fiesta).startswith("Traded the Fiesta in")
+    assert quoted(traded, wanted=car).startswith("Traded the Fiesta in")
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Theo moved out at New Year, it's just me and the cat now.",
+        "Traded the Fiesta in for a Kia.",
+    ],
+)
+def test_an_ending_after_what_it_ends_denies_it(sentence: str) -> None:
+    assert denies(sentence, [stem("theo"), stem("fiesta")])

@@ -349,6 +349,7 @@ ENDING = re.compile(
     r"stolen|stole|nicked|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     r"had\s+to\s+say\s+goodbye\s+to|said\s+(?:a\s+)?(?:final|last)\s+goodbye\s+to|"
+    r"traded(?:\s+(?:the|my|our|his|her|their)\s+[\w'-]+)?\s+in|"
     r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
     + _CLAUSE_FINAL
     + r"|"

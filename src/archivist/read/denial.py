@@ -21,7 +21,8 @@ _INSTEAD_WORD = re.compile(r"\binstead\b", re.I)
 OLD_STEMS = frozenset(stem(w) for w in ("old", "former", "previous", "ex"))
 # cues that follow what they end: "fish anymore", "crutches handed back"
 _TRAILING_CUE = re.compile(
-    r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|"
+    r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|moved\s+out|"
+    r"passed\s+away|died|"
     r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
     r"(?:is|are|was|were)\s+over|split\s+up|broke\s+up|disbanded|stolen|nicked",
     re.I,

@@ -111,10 +111,25 @@ _INSTEAD = re.compile(r",?\s*\b(instead\s+of|rather\s+than|replacing)\b[^,.;!?]*
 # A clause that says what stopped, beside one that says what holds now.
 _STOPPED = (
     r"[^,;.!?]*\b(?:no\s+longer|anymore|any\s+more|traded|sold|gave\s+away|got\s+rid\s+of|"
-    r"returned|stopped|quit|cancell?ed|gave\s+up|dropped)\b[^,;.!?]*"
+    r"returned|stopped|quit|cancell?ed|gave\s+up|dropped|moved\s+out)\b[^,;.!?]*"
 )  # "Switched to a Samsung, traded the iPhone in at the shop": its second clause stopped;
 # "Stopped the piano lessons, swapped them for Spanish classes": its first
-_NO_LONGER_LEAD = re.compile(rf"^{_STOPPED}[,;]\s*(?:(?:but|and|so)\s+)?", re.I)
+# what a swap gave up, told beside what it got: cut from an answer about now
+_SWAPS = (
+    (
+        re.compile(
+            r"\b(traded|swapped|exchanged)\s+(?:in\s+)?(?:the|my|our|his|her|their)\s+"
+            r"(?:[\w'’-]+\s+){0,3}?(?:in\s+)?for\b",
+            re.I,
+        ),
+        r"\1 it for",
+    ),
+    (re.compile(r"\b(switched|moved|changed)\s+from\s+(?:[\w'’-]+\s+){1,4}?to\b", re.I), r"\1 to"),
+)
+# a clause that also says what came instead is no stopped clause: "Traded the Fiesta in
+# for an electric Kia Niro, no more petrol stations!" is not "no more petrol stations!"
+_FOR_NEW = r"(?![^,;.!?]*\bfor\s+(?:a|an|the|my|our)\b)"
+_NO_LONGER_LEAD = re.compile(rf"^{_FOR_NEW}{_STOPPED}[,;]\s*(?:(?:but|and|so)\s+)?", re.I)
 _NO_LONGER_TAIL = re.compile(rf"[,;]\s*(?:(?:but|and|so)\s+)?{_STOPPED}(?=[.!?]*$)", re.I)
 _NUMBERS = {
     w: i
@@ -211,6 +226,11 @@ ASPECTS: tuple[tuple[str, str], ...] = (
     (
         "car drive driving commute around transport travel bike",
         "car bike drive drove driving bus train cycle cycling walk crutches lift",
+    ),
+    (
+        "study studies studied studying degree course major subject",
+        "degree course university uni college studying studied major lectures graduated "
+        "exams thesis",
     ),
     (
         "fit fitness exercise sport sports gym hobby hobbies activities activity club clubs groups",
@@ -552,6 +572,10 @@ def quoted(s: Sentence, *, drop_replaced: bool = False, wanted: Sequence[str] = 
         return f"{text} (in reply to {s.asked})"
     if drop_replaced:
         text = _INSTEAD.sub("", text).strip()
+        for swap, said in _SWAPS:  # "Traded the Fiesta in for a Kia" - "Traded it for a Kia"
+            if (kept := swap.sub(said, text, count=1)) != text:
+                if _stems(text) & set(wanted) <= _stems(kept):
+                    text = kept
         # "I'm no longer managing the support team, I moved over to the data team"
         # answers "What team is she on?" with its second clause alone, but not "Which
         # team does she manage now?": what stopped is cut only when what is left
@@ -692,7 +716,7 @@ def _asks(s: Sentence) -> bool:
 _TURN = re.compile(
     r"\b(?:start(?:ed|ing|s)?|began|took\s+up|joined|moved|became|now|officially|finally|"
     r"back\s+(?:in|to|at|on)|again|switched|new|since|any\s*more|no\s+longer|"
-    r"called\s+off|quit|gave\s+up|sold|left|completed|without)\b",
+    r"called\s+off|quit|gave\s+up|sold|left|completed|without|cancell?ed|traded)\b",
     re.I,
 )
 # a question about a state now ("Is Ama vegetarian?"), not a hypothetical ("Would…?")
