@@ -32,7 +32,13 @@ JOB_WORDS = (
     "entrepreneur|freelancer|coach|trainer|instructor|journalist|editor|farmer|baker|"
     "carpenter|paramedic|surgeon|physician|technician|administrator|executive|"
     "salesperson|marketer|recruiter|tutor|caregiver|retiree|volunteer|midwife|translator|"
-    "sailor|fisherman|rep|representative|agent|associate|supervisor|specialist|coordinator"
+    "sailor|fisherman|rep|representative|agent|associate|supervisor|specialist|coordinator|"
+    "copywriter|bookkeeper|hairdresser|barber|cleaner|carer|courier|postman|banker|broker|"
+    "economist|interpreter|actor|actress|dancer|producer|physiotherapist|physio|"
+    "psychologist|psychiatrist|paralegal|solicitor|barrister|judge|detective|lifeguard|"
+    "builder|welder|bartender|butcher|florist|gardener|tailor|realtor|nanny|childminder|"
+    "lecturer|headteacher|apprentice|trainee|auditor|actuary|optician|radiographer|"
+    "hygienist|zookeeper|housekeeper|labourer|laborer"
 )
 ARTICLE = r"(?:an?\s+|the\s+)?"
 # Where a job title ends: a preposition, a time word, or punctuation.
