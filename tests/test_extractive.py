@@ -482,3 +482,25 @@ def test_an_answer_about_now_leaves_out_what_a_swap_gave_up() -> None:
 )
 def test_an_ending_after_what_it_ends_denies_it(sentence: str) -> None:
     assert denies(sentence, [stem("theo"), stem("fiesta")])
+
+
+def test_what_time_is_answered_with_the_time_of_day_said() -> None:
+    (said,) = make_conversation(
+        "bakery", ((("Nour", "Another 5am start at the bakery, my feet hate me."),),)
+    ).messages
+    question = "What time did Nour start at the bakery?"
+    shape = shape_of(question, asks_when=True)
+    ranked = [Sentence(said.text, said, "Nour", 0, relevance=0.9, score=0.9)]
+    text, _, _ = compose(question, shape, ranked, asked_stems(question, ["Nour"], shape.before))
+    assert text == said.text
+    # "When…?" still asks for the day
+    when = shape_of("When did Nour start at the bakery?", asks_when=True)
+    text, _, _ = compose("When did Nour start at the bakery?", when, ranked, [stem("bakery")])
+    assert text != said.text
+
+
+def test_more_question_shapes() -> None:
+    assert shape_of("What happened to Kit's road bike?", asks_when=False).past
+    assert shape_of("How far did Kit ride on Sundays?", asks_when=False).length
+    assert denies("Static Bloom is no more, the drummer moved.", [stem("static"), stem("bloom")])
+    assert not denies("Sugar in my tea, no more fuss.", [stem("sugar")])

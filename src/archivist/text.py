@@ -380,7 +380,7 @@ _ENDS_OBJECT = re.compile(
     re.I,
 )
 _ENDS_PARTY = re.compile(
-    r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+gone|"
+    r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+(?:gone|no\s+more)|"
     r"handed\s+back|passed\s+away|died|laid\s+off|disbanded|(?:was|were|got)\s+stolen|"
     r"(?:is|are|came|comes|come|(?:was|were|got)(?:\s+taken)?)\s+off"
     + _CLAUSE_FINAL

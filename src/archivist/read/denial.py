@@ -24,7 +24,7 @@ _TRAILING_CUE = re.compile(
     r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|moved\s+out|"
     r"passed\s+away|died|"
     r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
-    r"(?:is|are|was|were)\s+over|split\s+up|broke\s+up|disbanded|stolen|nicked",
+    r"(?:is|are|was|were)\s+over|no\s+more|split\s+up|broke\s+up|disbanded|stolen|nicked",
     re.I,
 )
 

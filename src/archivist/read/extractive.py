@@ -93,7 +93,7 @@ _NOW = re.compile(
 )
 _PAST = re.compile(
     r"^\s*(?:\w+\s+){0,3}?(did|was|were|had|didn't|wasn't|weren't)\b|\b(used\s+to|before|"
-    r"back\s+in|previously|formerly|ago|originally|at\s+first|at\s+the\s+start|"
+    r"back\s+in|previously|formerly|ago|originally|at\s+first|at\s+the\s+start|happened|"
     r"in\s+(?:(?:jan|febr)uary\s+|march\s+|april\s+|may\s+|june\s+|july\s+|august\s+|"
     r"(?:septem|octo|novem|decem)ber\s+)?(19|20)\d\d|last\s+year)\b",
     re.I,
@@ -763,7 +763,9 @@ def overtaken(
 # "How long was…?", "How many years has…?", "How old is…?": answered by a sentence
 # naming a length of time ("forty minutes in the car", "Eighteen years old", "turned two")
 _HOW_LONG = re.compile(
-    r"^\W*how\s+(?:long|old|many\s+(?:minutes|hours|days|weeks|months|years|decades))\b", re.I
+    r"^\W*how\s+(?:long|old|far|many\s+(?:minutes|hours|days|weeks|months|years|decades|"
+    r"miles|kilometres|kilometers|km))\b",
+    re.I,
 )
 _NUMBER_WORD = (
     r"\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
@@ -772,7 +774,15 @@ _NUMBER_WORD = (
 )
 DURATION = re.compile(
     rf"\b(?:{_NUMBER_WORD})[\s-]+(?:more\s+)?(?:minutes?|mins?|hours?|hrs?|days?|weeks?|"
-    rf"months?|years?|yrs?|decades?)\b|\b(?:turned|turns|aged?)\s+(?:{_NUMBER_WORD})\b",
+    rf"months?|years?|yrs?|decades?|miles?|km|kilometres?|kilometers?|k)\b"
+    rf"|\b(?:turned|turns|aged?)\s+(?:{_NUMBER_WORD})\b|\b\d+(?:k|km)\b",
+    re.I,
+)
+# "What time does she start?" asks a time of day, which a sentence says ("a 5am start")
+_WHAT_TIME = re.compile(r"^\W*(?:what|which)\s+time\b|^\W*at\s+what\s+time\b", re.I)
+_CLOCK = re.compile(
+    r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight|"
+    r"o'clock)\b",
     re.I,
 )
 SHORT_WORDS = 5  # a sentence this short ("Got a new puppy!") announces more than it tells
@@ -862,6 +872,8 @@ def compose(
         ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
         return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
     if shape.form == "when":
+        if _WHAT_TIME.match(question) and _CLOCK.search(best.text):
+            return quoted(best), [best], why  # "What time…?" - "Another 5am start…"
         when, granularity = event_time(best, question, wanted)
         return format_when(when, granularity), [best], why
     if shape.form == "count":
