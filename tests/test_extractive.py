@@ -504,3 +504,18 @@ def test_more_question_shapes() -> None:
     assert shape_of("How far did Kit ride on Sundays?", asks_when=False).length
     assert denies("Static Bloom is no more, the drummer moved.", [stem("static"), stem("bloom")])
     assert not denies("Sugar in my tea, no more fuss.", [stem("sugar")])
+
+
+def test_a_window_ends_at_the_time_its_until_names() -> None:
+    from datetime import UTC, datetime
+
+    from archivist.read.extractive import window_end
+
+    said = datetime(2024, 8, 1, 18, tzinfo=UTC)
+    end = datetime(2024, 8, 21, tzinfo=UTC)
+    assert window_end("Looking after the cat until the 20th.", said) == end
+    assert window_end("Minding Pickle until she's back from Peru on the 20th.", said) == end
+    assert window_end("On night shifts until the end of August.", said) == datetime(
+        2024, 9, 1, tzinfo=UTC
+    )
+    assert window_end("Flying to Peru on the 20th.", said) is None

@@ -380,7 +380,9 @@ def window_end(text: str, said: datetime) -> datetime | None:
         return None
     for ref in find_times(text, said):
         i = text.find(ref.text)
-        if i > 0 and _UNTIL.search(text[max(0, i - 20) : i]):
+        # the time may hold its "until" ("until the 20th") or follow it ("until she is back
+        # from Peru on the 20th")
+        if i >= 0 and (_UNTIL.match(ref.text) or _UNTIL.search(text[max(0, i - 40) : i])):
             return ref.end or ref.start
     return None
 
