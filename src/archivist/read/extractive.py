@@ -542,7 +542,7 @@ def rank_sentences(
             score *= HISTORY_WEIGHT  # "my old team got a new manager" is not her team now
         if shape.form == "when" and (find_times(s.text, s.message.timestamp) or s.when):
             score *= WHEN_WEIGHT
-        elif shape.length and DURATION.search(s.text):
+        elif shape.length and LENGTH.search(s.text):
             score *= WHEN_WEIGHT  # "How long was her drive?" - "forty minutes in the car"
         elif shape.form == "count" and count_in(s.text) is not None:
             score *= WHEN_WEIGHT  # "How many engineers…?" - "…the payments team, eight engineers"
@@ -774,7 +774,7 @@ _NUMBER_WORD = (
     r"(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|"
     r"a\s+few|a\s+couple\s+of|several|half\s+an?"
 )
-DURATION = re.compile(
+LENGTH = re.compile(  # of time, of a way, of a life
     rf"\b(?:{_NUMBER_WORD})[\s-]+(?:more\s+)?(?:minutes?|mins?|hours?|hrs?|days?|weeks?|"
     rf"months?|years?|yrs?|decades?|miles?|km|kilometres?|kilometers?|k)\b"
     rf"|\b(?:turned|turns|aged?)\s+(?:{_NUMBER_WORD})\b|\b\d+(?:k|km)\b",
