@@ -519,3 +519,25 @@ def test_a_window_ends_at_the_time_its_until_names() -> None:
         2024, 9, 1, tzinfo=UTC
     )
     assert window_end("Flying to Peru on the 20th.", said) is None
+
+
+def test_a_name_asked_for_is_told_by_the_sentence_after() -> None:
+    (said,) = make_conversation(
+        "news",
+        ((("Ivy", "Deleted all the dating apps, I'm seeing someone! His name is Raf."),),),
+        people=("Ivy", "Tess"),
+    ).messages
+    seeing, name = split_sentences(said.text)
+    ranked = [
+        Sentence(seeing, said, "Ivy", 0, relevance=0.9, score=0.9),
+        Sentence(name, said, "Ivy", 0, relevance=0.2, score=0.2),
+    ]
+    question = "Who is Ivy seeing?"
+    shape = shape_of(question, asks_when=False)
+    text, used, _ = compose(question, shape, ranked, asked_stems(question, ["Ivy"], shape.before))
+    assert used == ranked and text.endswith("His name is Raf.")
+    # a question that asks no name keeps the one sentence
+    other = "What did Ivy delete?"
+    shape = shape_of(other, asks_when=False)
+    _, used, _ = compose(other, shape, ranked, asked_stems(other, ["Ivy"], shape.before))
+    assert used == ranked[:1]

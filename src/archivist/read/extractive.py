@@ -790,6 +790,16 @@ _CLOCK = re.compile(
 SHORT_WORDS = 5  # a sentence this short ("Got a new puppy!") announces more than it tells
 
 
+# a question that asks for a name: "Who is Ivy seeing?", "What is the puppy called?"
+_ASKS_NAME = re.compile(r"^\W*(?:who|whom)\b|\b(?:called|named|name)\b", re.I)
+# a name inside a sentence: a capitalised word not opening it, not "I"
+_NAME_INSIDE = re.compile(r"(?<!^)(?<![.!?]\s)\b(?!I\b)[A-Z][a-z][\w'’-]*")
+
+
+def _names_one(text: str) -> bool:
+    return bool(_NAME_INSIDE.search(text.strip()))
+
+
 def _told_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
     """The statement said right after ``best`` in its message, if any (not a question)."""
     following = split_sentences(_after(best))[:1]
@@ -889,9 +899,13 @@ def compose(
         reason = _reason_after(best, ranked)
         if reason is not None:
             chosen.append(reason)
-    elif len(words(best.text)) <= SHORT_WORDS and (told := _told_after(best, ranked)):
+    elif (told := _told_after(best, ranked)) and (
+        len(words(best.text)) <= SHORT_WORDS
+        or (_ASKS_NAME.search(question) and _names_one(told.text) and not _names_one(best.text))
+    ):
         # "What is Omar's dog called?" - "Got a new puppy!" only announces it; the
         # sentence after it tells it: "A collie called Dot, she chews everything."
+        # "Who is Ivy seeing?" - "…I'm seeing someone!" is told by "His name is Raf."
         chosen.append(told)
     if shape.plural:
         # items of a list are told at different times: relevance decides, not the
