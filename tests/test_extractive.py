@@ -541,3 +541,21 @@ def test_a_name_asked_for_is_told_by_the_sentence_after() -> None:
     shape = shape_of(other, asks_when=False)
     _, used, _ = compose(other, shape, ranked, asked_stems(other, ["Ivy"], shape.before))
     assert used == ranked[:1]
+
+
+def test_why_favours_a_sentence_that_gives_a_reason() -> None:
+    said = make_conversation(
+        "band",
+        (
+            (("Rio", "Our band Static Bloom has a gig at the Crown on Friday."),),
+            (("Rio", "Static Bloom is no more, the drummer moved to Glasgow."),),
+        ),
+        people=("Rio", "Cy"),
+    ).messages
+    question = "Why did Static Bloom end?"
+    shape = shape_of(question, asks_when=False)
+    assert shape.why and not shape_of("When did Static Bloom end?", asks_when=True).why
+    sentences = [Sentence(m.text, m, "Rio", i) for i, m in enumerate(said)]
+    wanted = asked_stems(question, ["Rio"], shape.before)
+    ranked = rank_sentences(sentences, shape, [0.6, 0.5], [0.3, 0.3], "Rio", wanted)
+    assert ranked[0].text.startswith("Static Bloom is no more")

@@ -158,6 +158,7 @@ class Shape:
     ends: bool  # the question asks about an ending ("Did she quit…", "sell", "drop")
     plural: bool  # "Which clubs…", "What pets…": several sentences may answer
     length: bool = False  # "How long…?": a sentence naming a length of time answers
+    why: bool = False  # "Why…?": a sentence giving a reason answers
 
 
 def shape_of(question: str, *, asks_when: bool) -> Shape:
@@ -184,6 +185,7 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
         ends=bool(ENDING.search(question) or re.search(r"\b(drop|dropp)", question, re.I)),
         plural=plural,
         length=form == "open" and bool(_HOW_LONG.match(question)),
+        why=form == "open" and bool(_WHY.match(question)),
     )
 
 
@@ -544,6 +546,8 @@ def rank_sentences(
             score *= WHEN_WEIGHT
         elif shape.length and LENGTH.search(s.text):
             score *= WHEN_WEIGHT  # "How long was her drive?" - "forty minutes in the car"
+        elif shape.why and _GIVES_REASON.search(s.text):
+            score *= REASON_WEIGHT  # "Why did the band end?" - "…no more, the drummer moved"
         elif shape.form == "count" and count_in(s.text) is not None:
             score *= WHEN_WEIGHT  # "How many engineers…?" - "…the payments team, eight engineers"
         if s.text.rstrip().endswith("?"):
@@ -677,6 +681,15 @@ def names_missing(question: str, s: Sentence) -> list[str]:
 
 
 REASON_WORDS = 8  # a sentence after "why" evidence this short is read as its reason
+REASON_WEIGHT = 1.3  # "why" questions: a sentence that gives a reason
+# a reason given: a causal word, or what ended followed by what did it ("Static Bloom is
+# no more, the drummer moved to Glasgow", "no more running for me, the cartilage is shot")
+_GIVES_REASON = re.compile(
+    r"\b(?:because|since|due\s+to|thanks\s+to|cause|cos|so\s+(?:i|we|she|he|they)\b|"
+    r"which\s+is\s+why|that's\s+why|reason)\b"
+    r"|\b(?:no\s+more|over|quit|stopped|sold|left|split\s+up|ended|off)\b[^,;.!?]*[,;:]\s+\w",
+    re.I,
+)
 _WHY = re.compile(r"^\W*(?:why|how\s+come|what\s+(?:made|caused|led))\b", re.I)
 _BECAUSE = re.compile(
     r"\b(?:because|since|due\s+to|thanks\s+to|after|cause|cos|reason)\b"
