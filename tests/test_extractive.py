@@ -559,3 +559,30 @@ def test_why_favours_a_sentence_that_gives_a_reason() -> None:
     wanted = asked_stems(question, ["Rio"], shape.before)
     ranked = rank_sentences(sentences, shape, [0.6, 0.5], [0.3, 0.3], "Rio", wanted)
     assert ranked[0].text.startswith("Static Bloom is no more")
+
+
+@pytest.mark.parametrize(
+    ("question", "ends"),
+    [
+        ("Is Nik off alcohol?", True),  # went without it, as "gave up" asks
+        ("Is Nik still off alcohol?", True),
+        ("Has Ana been off sugar since May?", True),
+        ("Is Pam off sick?", False),  # a state of leave
+        ("Is Lee off work today?", False),
+        ("Did the flight take off on time?", False),
+    ],
+)
+def test_off_something_asks_about_going_without_it(question: str, ends: bool) -> None:
+    assert shape_of(question, asks_when=False).ends is ends
+
+
+def test_off_something_ended_is_no(tmp_path: Path) -> None:
+    """Dry January ended: "Is Nik off alcohol?" in March is no."""
+    from datetime import UTC, datetime
+
+    chat = ((("Nik", "Dry January starts tomorrow, no beer for a month."), ("Ava", "Good luck.")),)
+    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+        conv = make_conversation("dry", chat, people=("Nik", "Ava"))
+        m.add(conv)
+        got = m.ask("Is Nik off beer?", person="Nik", at=datetime(2030, 3, 1, tzinfo=UTC))
+    assert got.answer.startswith("No: Dry January starts tomorrow")

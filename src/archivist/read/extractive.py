@@ -101,6 +101,13 @@ _PAST = re.compile(
 _BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 _Q_NEGATED = re.compile(r"n't\b|\bnot\b", re.I)
+# "Is Nik off alcohol?" asks whether he went without it, as "Did Nik give up…?" does;
+# "off sick", "off work" and "off today" are a state of leave, not something given up
+_OFF_THING = re.compile(
+    r"\b(?:is|are|was|were|be|been|being|stay(?:s|ed|ing)?|go(?:es|ing)?|went|gone)\s+"
+    r"(?:[A-Z][\w'’-]*\s+)?(?:still\s+)?off\s+(?!sick|work|duty|today|tomorrow|the\s+hook\b)\w",
+    re.I,
+)
 # "What pets does…", "Which clubs or groups is…": a plural noun before the verb
 _PLURAL_ASK = re.compile(
     r"^\s*(?:what|which)\s+(?:[\w-]+\s+){0,3}?[\w-]+[^s\W]s\s+"
@@ -182,7 +189,11 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
         past=past,
         before=before,
         negated=bool(_Q_NEGATED.search(question)),
-        ends=bool(ENDING.search(question) or re.search(r"\b(drop|dropp)", question, re.I)),
+        ends=bool(
+            ENDING.search(question)
+            or re.search(r"\b(drop|dropp)", question, re.I)
+            or _OFF_THING.search(question)
+        ),
         plural=plural,
         length=form == "open" and bool(_HOW_LONG.match(question)),
         why=form == "open" and bool(_WHY.match(question)),
