@@ -215,6 +215,15 @@ def test_an_unrelated_mention_after_an_ending_stays_current(tmp_path: Path) -> N
         assert mem.conflicts() == []
 
 
+def test_a_replaced_value_is_found_as_words_not_inside_others() -> None:
+    """Lee's fish ended; "a documentary about overfishing" does not say it holds."""
+    since = T0 + timedelta(days=30)
+    past = Bygones(values=(("fish", "", since),))
+    assert HISTORY_MARK not in past.mark("I watched a documentary about overfishing.")
+    assert HISTORY_MARK in past.mark("Fish tacos tonight.")
+    assert HISTORY_MARK in past.mark("Two fishes from the market.")
+
+
 def test_the_clause_that_says_something_ended_is_marked_where_it_ends() -> None:
     text = "Lucía and I split up last month. It was mutual."
     assert Bygones().mark(text) == (

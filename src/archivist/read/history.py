@@ -96,7 +96,7 @@ class Bygones:
         ends = [
             when
             for old, new, when in self.values
-            if old in low and not (new and new in low) and old not in own
+            if _names(old, low) and not (new and _names(new, low)) and old not in own
         ]
         claims = self.claims
         if evidence is not None:
@@ -129,6 +129,12 @@ class Bygones:
             else:
                 parts[i] = _mark_endings(part, ended)
         return "".join(parts)
+
+
+def _names(value: str, low: str) -> bool:
+    """Whether the (casefolded) sentence ``low`` names ``value`` as words, plural or
+    not: a fish that ended is not in "overfishing"."""
+    return re.search(rf"(?<!\w){re.escape(value)}(?:s|es)?(?!\w)", low) is not None
 
 
 def _mark_endings(sentence: str, ended: Sequence[tuple[str, int]]) -> str:
