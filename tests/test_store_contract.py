@@ -433,7 +433,7 @@ def test_around_finds_the_neighbours_of_many_messages_at_once(three) -> None:
     }
     lee2, bob1 = seq[("ana-lee", "D1:2")], seq[("ana-bob", "D1:1")]
     spots = [("ana-lee", lee2), ("ana-bob", bob1), ("ana-lee", lee2), ("nowhere", 5)]
-    near = [(m.conversation, m.id) for _, m in three.around(spots, 1)]
+    near = [(m.conversation, m.id) for _, m in three.around(spots, 1, 1)]
     assert near == [
         ("ana-bob", "D1:1"),
         ("ana-bob", "D1:2"),
@@ -441,9 +441,9 @@ def test_around_finds_the_neighbours_of_many_messages_at_once(three) -> None:
         ("ana-lee", "D1:2"),
         ("ana-lee", "D1:3"),
     ]
-    lee_only = three.around([("ana-lee", lee2)], 2, Filters(speaker="Lee"))
+    lee_only = three.around([("ana-lee", lee2)], 2, 2, Filters(speaker="Lee"))
     assert [m.id for _, m in lee_only] == ["D1:2", "D1:4"]
-    assert three.around([], 1) == []
+    assert three.around([], 1, 1) == []
 
 
 def test_messages_by_rowid(three) -> None:

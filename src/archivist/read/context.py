@@ -155,12 +155,14 @@ def whole_cost(messages: Sequence[Candidate], config: ContextConfig = DEFAULT_CO
 @dataclass(frozen=True)
 class Found:
     """What a turn's context starts from: its search hits, whose key info to show, the
-    conversations in scope (the first three) and their logs."""
+    conversations in scope (the first three), their logs and what no longer holds in
+    them (read once, for the whole log or for the sections)."""
 
     hits: list[Hit]
     persons: list[Person]
     convs: list[str]
     logs: dict[str, list[Message]]
+    past: Bygones
 
 
 def _found(
@@ -179,7 +181,7 @@ def _found(
     persons = _persons(store, person, conversation)
     convs = _scope(conversation, persons, hits)
     logs = {cid: [m for _, m in store.conversation_messages(cid)] for cid in convs}
-    return Found(hits, persons, convs, logs)
+    return Found(hits, persons, convs, logs, bygones(store, convs, at, hits))
 
 
 def _whole(
@@ -203,9 +205,8 @@ def _whole(
     if len(whole) * config.min_line_tokens > budget:  # it cannot fit: not read
         return None
     store = core.store
-    past = bygones(store, found.convs, at, found.hits)
     log = _message_candidates(store, whole, found.hits, set(), at)
-    return _with_usefulness(store, [_marked(c, past) for c in log])
+    return _with_usefulness(store, [_marked(c, found.past) for c in log])
 
 
 def gather(
@@ -221,7 +222,13 @@ def gather(
     """Every section's candidates but the whole log, with their ranking signals
     (usefulness from the store)."""
     store = core.store
-    hits, persons, convs, logs = found.hits, found.persons, found.convs, found.logs
+    hits, persons, convs, logs, past = (
+        found.hits,
+        found.persons,
+        found.convs,
+        found.logs,
+        found.past,
+    )
     people = core.people()
     claims = _claims(store, query, hits, person, convs, at, previous, config, people)
     dossiers, briefs = _entities(store, query, convs, claims, previous, at, config)
@@ -231,7 +238,6 @@ def gather(
         persons, dossiers, briefs = [], [], []
     turns = {(m.conversation, m.id): m for log in logs.values() for m in log}
     claims, found = fragments_as_turns(claims, turns, config.covered_share)
-    past = bygones(store, convs, at, hits)
     sections = {
         "key_info": [
             Candidate("key_info", p.id, f"{p.name}: {text}")

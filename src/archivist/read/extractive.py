@@ -710,15 +710,14 @@ _BECAUSE = re.compile(
 
 
 def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
-    """The sentence said right after ``best`` in its message, when it gives a reason: it
-    says so ("because", "with the new job…"), or it is short and ``best`` only says
-    what happened ("The band split up after the tour." - "Creative differences.")."""
-    following = split_sentences(_after(best))[:1]
-    if not following or following[0].endswith("?"):
+    """The sentence said right after ``best`` in its message (``_told_after``), when it
+    gives a reason: it says so ("because", "with the new job…"), or it is short and
+    ``best`` only says what happened ("The band split up after the tour." - "Creative
+    differences.")."""
+    told = _told_after(best, ranked)
+    if told is None or (not _BECAUSE.search(told.text) and len(words(told.text)) > REASON_WORDS):
         return None
-    if not _BECAUSE.search(following[0]) and len(words(following[0])) > REASON_WORDS:
-        return None
-    return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
+    return told
 
 
 def _without_names(question: str, wanted: Sequence[str]) -> list[str]:

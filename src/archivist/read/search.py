@@ -203,7 +203,7 @@ def search(
         span = config.neighbour_span
         top = [r for r, _ in top_items(scores, config.expand_top) if r in messages]
         spots = ((messages[r].conversation, messages[r].seq) for r in top)
-        near = store.around(spots, span, filters)
+        near = store.around(spots, span, span, filters)
         for r in top:
             source = messages[r]
             for nr, nm in near:

@@ -463,22 +463,18 @@ class MessageLog(Body):
         row = self._db.execute(
             "SELECT conversation, seq FROM messages WHERE rowid = ?", (int(rowid),)
         ).fetchone()
-        if row is None:
-            return []
-        conv, seq = row
-        where, params = q.where(filters or q.Filters(), "messages", "m", self._d)
-        rows = self._db.execute(
-            f"SELECT {MSG_COLS.replace('rowid', 'm.rowid', 1)} FROM messages m "
-            f"WHERE m.conversation = ? AND m.seq BETWEEN ? AND ? AND {where} ORDER BY m.seq",
-            (conv, seq - before, seq + after, *params),
-        )
-        return [row_to_message(r) for r in rows]
+        return [] if row is None else self.around([(row[0], row[1])], before, after, filters)
 
     def around(
-        self, positions: Iterable[tuple[str, int]], span: int, filters: q.Filters | None = None
+        self,
+        positions: Iterable[tuple[str, int]],
+        before: int,
+        after: int,
+        filters: q.Filters | None = None,
     ) -> list[tuple[int, Message]]:
-        """Messages within ``span`` turns of any (conversation, seq) that pass ``filters``:
-        ``neighbours`` of many messages in one query (search expands its top 30 so)."""
+        """Messages from ``before`` turns before to ``after`` turns after any
+        (conversation, seq) that pass ``filters``, in conversation and log order: the
+        neighbours of many messages in one query (search expands its top 30 so)."""
         spots = list(dict.fromkeys(positions))
         if not spots:
             return []
@@ -487,7 +483,7 @@ class MessageLog(Body):
         rows = self._db.execute(
             f"SELECT {MSG_COLS.replace('rowid', 'm.rowid', 1)} FROM messages m "
             f"WHERE ({near}) AND {where} ORDER BY m.conversation, m.seq",
-            (*(x for c, n in spots for x in (c, n - span, n + span)), *params),
+            (*(x for c, n in spots for x in (c, n - before, n + after)), *params),
         )
         return [row_to_message(r) for r in rows]
 
