@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from ..attributes import AttributeValue
 from ..model import Claim, Hit, Message
 from ..text import (
     CALENDAR_WORDS,
@@ -49,6 +50,24 @@ from .attributes_asked import (
     stating_kind,
 )
 from .denial import OLD_STEMS, TOKEN, denies, former
+from .phrasing import (
+    ADDED,
+    ASKS_NAME,
+    ASKS_STATE,
+    CLOCK,
+    GIVES_REASON,
+    HOW_LONG,
+    INSTEAD,
+    LENGTH,
+    NO_LONGER_LEAD,
+    NO_LONGER_TAIL,
+    OFF_THING,
+    SWAPS,
+    TURN,
+    WHAT_TIME,
+    names_one,
+    other_kind,
+)
 from .query import asks_who
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
@@ -101,43 +120,12 @@ _PAST = re.compile(
 _BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 _Q_NEGATED = re.compile(r"n't\b|\bnot\b", re.I)
-# "Is Nik off alcohol?" asks whether he went without it, as "Did Nik give up…?" does;
-# "off sick", "off work" and "off today" are a state of leave, not something given up
-_OFF_THING = re.compile(
-    r"\b(?:is|are|was|were|be|been|being|stay(?:s|ed|ing)?|go(?:es|ing)?|went|gone)\s+"
-    r"(?:[A-Z][\w'’-]*\s+)?(?:still\s+)?off\s+(?!sick|work|duty|today|tomorrow|the\s+hook\b)\w",
-    re.I,
-)
 # "What pets does…", "Which clubs or groups is…": a plural noun before the verb
 _PLURAL_ASK = re.compile(
     r"^\s*(?:what|which)\s+(?:[\w-]+\s+){0,3}?[\w-]+[^s\W]s\s+"
     r"(?:do|does|did|is|are|was|were|has|have|had)\b",
     re.I,
 )
-_INSTEAD = re.compile(r",?\s*\b(instead\s+of|rather\s+than|replacing)\b[^,.;!?]*", re.I)
-# A clause that says what stopped, beside one that says what holds now.
-_STOPPED = (
-    r"[^,;.!?]*\b(?:no\s+longer|anymore|any\s+more|traded|sold|gave\s+away|got\s+rid\s+of|"
-    r"returned|stopped|quit|cancell?ed|gave\s+up|dropped|moved\s+out)\b[^,;.!?]*"
-)  # "Switched to a Samsung, traded the iPhone in at the shop": its second clause stopped;
-# "Stopped the piano lessons, swapped them for Spanish classes": its first
-# what a swap gave up, told beside what it got: cut from an answer about now
-_SWAPS = (
-    (
-        re.compile(
-            r"\b(traded|swapped|exchanged)\s+(?:in\s+)?(?:the|my|our|his|her|their)\s+"
-            r"(?:[\w'’-]+\s+){0,3}?(?:in\s+)?for\b",
-            re.I,
-        ),
-        r"\1 it for",
-    ),
-    (re.compile(r"\b(switched|moved|changed)\s+from\s+(?:[\w'’-]+\s+){1,4}?to\b", re.I), r"\1 to"),
-)
-# a clause that also says what came instead is no stopped clause: "Traded the Fiesta in
-# for an electric Kia Niro, no more petrol stations!" is not "no more petrol stations!"
-_FOR_NEW = r"(?![^,;.!?]*\bfor\s+(?:a|an|the|my|our)\b)"
-_NO_LONGER_LEAD = re.compile(rf"^{_FOR_NEW}{_STOPPED}[,;]\s*(?:(?:but|and|so)\s+)?", re.I)
-_NO_LONGER_TAIL = re.compile(rf"[,;]\s*(?:(?:but|and|so)\s+)?{_STOPPED}(?=[.!?]*$)", re.I)
 _NUMBERS = {
     w: i
     for i, w in enumerate(
@@ -192,10 +180,10 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
         ends=bool(
             ENDING.search(question)
             or re.search(r"\b(drop|dropp)", question, re.I)
-            or _OFF_THING.search(question)
+            or OFF_THING.search(question)
         ),
         plural=plural,
-        length=form == "open" and bool(_HOW_LONG.match(question)),
+        length=form == "open" and bool(HOW_LONG.match(question)),
         why=form == "open" and bool(_WHY.match(question)),
     )
 
@@ -557,7 +545,7 @@ def rank_sentences(
             score *= WHEN_WEIGHT
         elif shape.length and LENGTH.search(s.text):
             score *= WHEN_WEIGHT  # "How long was her drive?" - "forty minutes in the car"
-        elif shape.why and _GIVES_REASON.search(s.text):
+        elif shape.why and GIVES_REASON.search(s.text):
             score *= REASON_WEIGHT  # "Why did the band end?" - "…no more, the drummer moved"
         elif shape.form == "count" and count_in(s.text) is not None:
             score *= WHEN_WEIGHT  # "How many engineers…?" - "…the payments team, eight engineers"
@@ -588,8 +576,8 @@ def quoted(s: Sentence, *, drop_replaced: bool = False, wanted: Sequence[str] = 
     if s.asked:
         return f"{text} (in reply to {s.asked})"
     if drop_replaced:
-        text = _INSTEAD.sub("", text).strip()
-        for swap, said in _SWAPS:  # "Traded the Fiesta in for a Kia" - "Traded it for a Kia"
+        text = INSTEAD.sub("", text).strip()
+        for swap, said in SWAPS:  # "Traded the Fiesta in for a Kia" - "Traded it for a Kia"
             if (kept := swap.sub(said, text, count=1)) != text:
                 if _stems(text) & set(wanted) <= _stems(kept):
                     text = kept
@@ -597,7 +585,7 @@ def quoted(s: Sentence, *, drop_replaced: bool = False, wanted: Sequence[str] = 
         # answers "What team is she on?" with its second clause alone, but not "Which
         # team does she manage now?": what stopped is cut only when what is left
         # holds every asked word it held
-        for cut, lead in ((_NO_LONGER_LEAD, True), (_NO_LONGER_TAIL, False)):
+        for cut, lead in ((NO_LONGER_LEAD, True), (NO_LONGER_TAIL, False)):
             if (kept := cut.sub("", text, count=1)) != text and words(kept):
                 if _stems(text) & set(wanted) <= _stems(kept):
                     text = kept[0].upper() + kept[1:] if lead else kept
@@ -636,36 +624,6 @@ def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool, wanted: Sequence[s
     return affirms != shape.negated
 
 
-_DET = r"\b(?:a|an|the|my|our|his|her|their|your)\s+"
-# "a student visa", "the payments team": a kind of a thing, as a question names it
-_ASKED_KIND = re.compile(_DET + r"([a-z][\w-]+)\s+([a-z][\w-]{2,})\b")
-# words that qualify a thing without naming a kind of it ("a new team", "the same car")
-_NO_KIND = frozenset(
-    "much more less many few some any every usual same other own whole new old current "
-    "first last next big small little good great nice lovely real".split()
-)
-
-
-def other_kind(question: str, sentence: str) -> bool:
-    """Whether ``sentence`` names another kind of the thing a yes/no question asks
-    about, and not the asked one: "Is Lin on a student visa?" against "They're
-    sponsoring my skilled worker visa", "Is Ana on the payments team?" against "I
-    moved to lead the fraud team". The thing must come after a determiner on both
-    sides, so "I play guitar" names no kind against "the acoustic guitar"."""
-    for m in _ASKED_KIND.finditer(question):
-        kind, thing = m.group(1).lower(), m.group(2).lower()
-        if is_stopword(kind) or kind in _NO_KIND or re.search(rf"\b{kind}", sentence, re.I):
-            continue
-        said = re.finditer(
-            _DET + rf"((?:[\w-]+\s+){{1,2}}){re.escape(stem(thing))}\w*\b", sentence, re.I
-        )
-        for n in said:
-            other = n.group(1).split()[0].lower()
-            if not is_stopword(other) and other not in _NO_KIND:
-                return True
-    return False
-
-
 def names_missing(question: str, s: Sentence) -> list[str]:
     """The names a yes/no question asks about that its evidence sentence does not hold,
     say or hear: "Is Oscar Melanie's pet?" is no yes from "we got another cat named
@@ -693,14 +651,6 @@ def names_missing(question: str, s: Sentence) -> list[str]:
 
 REASON_WORDS = 8  # a sentence after "why" evidence this short is read as its reason
 REASON_WEIGHT = 1.3  # "why" questions: a sentence that gives a reason
-# a reason given: a causal word, or what ended followed by what did it ("Static Bloom is
-# no more, the drummer moved to Glasgow", "no more running for me, the cartilage is shot")
-_GIVES_REASON = re.compile(
-    r"\b(?:because|since|due\s+to|thanks\s+to|cause|cos|so\s+(?:i|we|she|he|they)\b|"
-    r"which\s+is\s+why|that's\s+why|reason)\b"
-    r"|\b(?:no\s+more|over|quit|stopped|sold|left|split\s+up|ended|off)\b[^,;.!?]*[,;:]\s+\w",
-    re.I,
-)
 _WHY = re.compile(r"^\W*(?:why|how\s+come|what\s+(?:made|caused|led))\b", re.I)
 _BECAUSE = re.compile(
     r"\b(?:because|since|due\s+to|thanks\s+to|after|cause|cos|reason)\b"
@@ -735,21 +685,6 @@ def _asks(s: Sentence) -> bool:
     return s.text.rstrip().endswith("?")
 
 
-# a sentence telling that something began, changed or is gone ("Plot twist: started
-# eating chicken again", "back in the office three days a week", "officially a citizen",
-# "six weeks without a cigarette") ...
-_TURN = re.compile(
-    r"\b(?:start(?:ed|ing|s)?|began|took\s+up|joined|moved|became|now|officially|finally|"
-    r"back\s+(?:in|to|at|on)|again|switched|new|since|any\s*more|no\s+longer|"
-    r"called\s+off|quit|gave\s+up|sold|left|completed|without|cancell?ed|traded)\b",
-    re.I,
-)
-# a question about a state now ("Is Ama vegetarian?"), not a hypothetical ("Would…?")
-_ASKS_STATE = re.compile(r"^\W*(?:is|are|does|do|has|have|can)\b", re.I)
-# ... unless it adds to what held ("I also joined a chess club": the band still holds)
-_ADDED = re.compile(r"\b(?:also|too|as\s+well|another|second|third|more|extra|besides)\b", re.I)
-
-
 def overtaken(
     best: Sentence,
     ranked: Sequence[Sentence],
@@ -778,49 +713,14 @@ def overtaken(
         and s.relevance >= MIN_RELEVANCE
         and not _speaks_of(s, wanted)
         and (fold(s.owner or s.message.speaker) in holder or any(h in fold(s.text) for h in holder))
-        and _TURN.search(s.text)
-        and not _ADDED.search(s.text)
+        and TURN.search(s.text)
+        and not ADDED.search(s.text)
         and near(s, best) >= SAME_ASPECT
     ]
     return max(later, key=lambda s: s.relevance, default=None)
 
 
-# "How long was…?", "How many years has…?", "How old is…?": answered by a sentence
-# naming a length of time ("forty minutes in the car", "Eighteen years old", "turned two")
-_HOW_LONG = re.compile(
-    r"^\W*how\s+(?:long|old|far|many\s+(?:minutes|hours|days|weeks|months|years|decades|"
-    r"miles|kilometres|kilometers|km))\b",
-    re.I,
-)
-_NUMBER_WORD = (
-    r"\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-    r"(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|"
-    r"a\s+few|a\s+couple\s+of|several|half\s+an?"
-)
-LENGTH = re.compile(  # of time, of a way, of a life
-    rf"\b(?:{_NUMBER_WORD})[\s-]+(?:more\s+)?(?:minutes?|mins?|hours?|hrs?|days?|weeks?|"
-    rf"months?|years?|yrs?|decades?|miles?|km|kilometres?|kilometers?|k)\b"
-    rf"|\b(?:turned|turns|aged?)\s+(?:{_NUMBER_WORD})\b|\b\d+(?:k|km)\b",
-    re.I,
-)
-# "What time does she start?" asks a time of day, which a sentence says ("a 5am start")
-_WHAT_TIME = re.compile(r"^\W*(?:what|which)\s+time\b|^\W*at\s+what\s+time\b", re.I)
-_CLOCK = re.compile(
-    r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight|"
-    r"o'clock)\b",
-    re.I,
-)
 SHORT_WORDS = 5  # a sentence this short ("Got a new puppy!") announces more than it tells
-
-
-# a question that asks for a name: "Who is Ivy seeing?", "What is the puppy called?"
-_ASKS_NAME = re.compile(r"^\W*(?:who|whom)\b|\b(?:called|named|name)\b", re.I)
-# a name inside a sentence: a capitalised word not opening it, not "I"
-_NAME_INSIDE = re.compile(r"(?<!^)(?<![.!?]\s)\b(?!I\b)[A-Z][a-z][\w'’-]*")
-
-
-def _names_one(text: str) -> bool:
-    return bool(_NAME_INSIDE.search(text.strip()))
 
 
 def _told_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
@@ -834,6 +734,54 @@ def _told_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
 def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
     """Whether the sentence (with the question it replies to) holds an asked word."""
     return coverage(f"{s.text} {s.asked}", wanted) > 0
+
+
+def _speaking_of(
+    ranked: Sequence[Sentence], asked_of: Sequence[str], person: str | None, floor: float
+) -> Sentence | None:
+    """The sentence a yes or no is read from: one that speaks of what is asked, when
+    one does ("Back home!" is near "staying at her parents'" in meaning, but it is the
+    stay that answers whether she is still there); the person's own such statement
+    first ("Does Nell rent?" - her "Renting in Manchester is a joke", since ended, not
+    a friend's "Homeowners!!")."""
+    speaking = [s for s in ranked if s.relevance >= floor and _speaks_of(s, asked_of)]
+    own = [s for s in speaking if person and _said_by(s, person) and not _asks(s)]
+    return next(iter(own or speaking), None)
+
+
+def _yes_no(
+    question: str,
+    shape: Shape,
+    best: Sentence,
+    ranked: Sequence[Sentence],
+    wanted: Sequence[str],
+    asked: Sequence[AttributeValue],
+    asked_of: Sequence[str],
+    person: str | None,
+    near: Callable[[Sentence, Sentence], float] | None,
+    why: str,
+) -> tuple[str, list[Sentence], str] | None:
+    """A yes or no read from ``best``, quoting it (``compose``'s yes/no answers)."""
+    current = shape.now and not shape.before
+    yes = yes_or_no(best, shape, at_is_past_of=current, wanted=wanted)
+    if yes and not shape.negated and states_other_value(asked, best.text):
+        yes = False  # "Is Lee vegan?" - "I've been pescatarian for years": no
+    elif yes and current and not shape.negated and other_stage(question, best.text):
+        yes = False  # "Does Olu own a home?" - "We're renting a two-bed": no
+    elif yes and not shape.negated and other_kind(question, best.text):
+        yes = False  # "Is Lin on a student visa?" - "my skilled worker visa": no
+    elif yes and names_missing(question, best):
+        return None  # a yes must be about what the question names
+    elif yes and current and not (shape.negated or shape.ends) and ASKS_STATE.match(question):
+        # "Yes: Ten years vegetarian" when she has since "started eating chicken again"
+        later = overtaken(best, ranked, asked_of, person, near) if near else None
+        if later is not None:
+            before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
+            return f"No: {quoted(later)} ({before})", [later, best], f"{why}; changed since"
+    # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
+    # reads as contradicting its own quote
+    ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
+    return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
 
 
 def compose(
@@ -851,16 +799,9 @@ def compose(
     # the best scored sentence that is relevant at all: a weak but recent one on top
     # ("Nope. August I'm back on days") does not hide "on night shifts until July"
     best = next((s for s in ranked if s.relevance >= floor), None)
+    asked_of = _without_names(question, wanted)  # what a yes or no is about, names aside
     if shape.form == "yes_no" and wanted:
-        # a yes or no is read from a sentence that speaks of what is asked, when one
-        # does: "Back home!" is near "staying at her parents'" in meaning, but it is the
-        # stay that answers whether she is still there; the person's own such sentence
-        # first ("Does Nell rent?" - her "Renting in Manchester is a joke", since
-        # ended, not a friend's "Homeowners!!")
-        asked_of = _without_names(question, wanted)
-        speaking = [s for s in ranked if s.relevance >= floor and _speaks_of(s, asked_of)]
-        own = [s for s in speaking if person and _said_by(s, person) and not _asks(s)]
-        best = next(iter(own or speaking), best)
+        best = _speaking_of(ranked, asked_of, person, floor) or best
     asked = asked_attributes(question) if shape.form == "yes_no" else []
     if asked:
         # a question about one's diet, job or home is answered by what they said of it
@@ -886,28 +827,9 @@ def compose(
     why = f"best evidence relevance {best.relevance:.2f}"
     current = shape.now and not shape.before
     if shape.form == "yes_no":
-        yes = yes_or_no(best, shape, at_is_past_of=current, wanted=wanted)
-        if yes and not shape.negated and states_other_value(asked, best.text):
-            yes = False  # "Is Lee vegan?" - "I've been pescatarian for years": no
-        elif yes and current and not shape.negated and other_stage(question, best.text):
-            yes = False  # "Does Olu own a home?" - "We're renting a two-bed": no
-        elif yes and not shape.negated and other_kind(question, best.text):
-            yes = False  # "Is Lin on a student visa?" - "my skilled worker visa": no
-        elif yes and names_missing(question, best):
-            return None  # a yes must be about what the question names
-        elif yes and current and not (shape.negated or shape.ends) and _ASKS_STATE.match(question):
-            # "Yes: Ten years vegetarian" when she has since "started eating chicken again"
-            asked_of = _without_names(question, wanted)
-            later = overtaken(best, ranked, asked_of, person, near) if near else None
-            if later is not None:
-                before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
-                return f"No: {quoted(later)} ({before})", [later, best], f"{why}; changed since"
-        # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
-        # reads as contradicting its own quote
-        ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
-        return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
+        return _yes_no(question, shape, best, ranked, wanted, asked, asked_of, person, near, why)
     if shape.form == "when":
-        if _WHAT_TIME.match(question) and _CLOCK.search(best.text):
+        if WHAT_TIME.match(question) and CLOCK.search(best.text):
             return quoted(best), [best], why  # "What time…?" - "Another 5am start…"
         when, granularity = event_time(best, question, wanted)
         return format_when(when, granularity), [best], why
@@ -924,7 +846,7 @@ def compose(
             chosen.append(reason)
     elif (told := _told_after(best, ranked)) and (
         len(words(best.text)) <= SHORT_WORDS
-        or (_ASKS_NAME.search(question) and _names_one(told.text) and not _names_one(best.text))
+        or (ASKS_NAME.search(question) and names_one(told.text) and not names_one(best.text))
     ):
         # "What is Omar's dog called?" - "Got a new puppy!" only announces it; the
         # sentence after it tells it: "A collie called Dot, she chews everything."
