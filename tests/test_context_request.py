@@ -83,3 +83,22 @@ def test_the_request_s_messages_and_their_claims_are_not_injected(mem: MemorySer
         i.kind == "message" and same_text(i.text.split(": ", 1)[1]) in said for i in again.items
     )
     assert "taxi" not in again.text
+
+
+def test_a_history_that_fits_is_shown_without_a_search(mem: MemoryService) -> None:
+    """A user whose every message fits the budget (the proxy's common case): no
+    search could reach beyond their conversations, so none runs (no query is
+    embedded) and the context is that history, the request left out."""
+    request = [m for m in EARLIER.messages if m.session == 2]
+    before = mem.embedder.calls
+    ctx = mem.context(QUESTION, person="Ana", at=NOW, budget_tokens=1500, request=request)
+    assert mem.embedder.calls == before
+    assert ctx.text.startswith("## Earlier messages, oldest first")
+    assert [i.text.split(": ", 1)[1] for i in ctx.items] == [
+        "I prefer aisle seats on every flight since my knee operation.",
+        "My sister Maya lives in Porto and teaches chemistry.",
+    ]  # the echo is in the request
+    # too small a budget for it: a search picks what to show
+    small = mem.context(QUESTION, person="Ana", at=NOW, budget_tokens=40, request=request)
+    assert mem.embedder.calls > before
+    assert small.items and not small.text.startswith("## Earlier messages")

@@ -286,6 +286,16 @@ def test_keyword_search_stems_and_ranks_the_right_message_first(three, query, ex
     assert (top.conversation, top.id) == expected
 
 
+def test_conversations_of_a_person_stop_reading_past_the_limit(three) -> None:
+    """Where someone sent or received messages, in the order they first did, read
+    only while they are few: a context shows a short history whole without a search."""
+    ana = len(three.conversation_messages("ana-lee")) + len(three.conversation_messages("ana-bob"))
+    assert three.conversations_of("ana", ana) == ["ana-lee", "ana-bob"]  # any case
+    assert three.conversations_of("Ana", ana - 1) is None
+    assert three.conversations_of("Dan", 100) == ["cara-dan"]
+    assert three.conversations_of("Zoe", 100) == []
+
+
 def test_keyword_search_limit(three) -> None:
     assert len(three.keyword_search("2023", ALL, 3)) == 3
 

@@ -48,6 +48,7 @@ from .context_lines import (
     excerpt,
     fragments_as_turns,
     message_line,
+    same_text,
     turn_words,
     without,
 )
@@ -72,6 +73,8 @@ if TYPE_CHECKING:
     from ..store.base import Store
 
 # -- gathering candidates: reads only ---------------------------------------------------
+
+SCOPE = 3  # conversations whose summaries, entities and claims a context draws on
 
 
 def assemble_context(
@@ -114,12 +117,18 @@ def assemble_context(
     if request and person is not None and _all_in_request(core, person, request):
         return pack({}, budget_tokens, at, prev, config)
     query = question_or_turn or ""
-    found = _found(core, query, person, conversation, at, config, budget_tokens)
-    log = _whole(core, found, conversation, at, config, budget_tokens)
-    if log is not None:
-        if request:
-            log = without({"log": log}, request, config.covered_share)["log"]
-        if whole_cost(log, config) <= budget_tokens:
+    own = _reachable(core, person, conversation, budget_tokens, config)
+    if own is not None:
+        # no search can reach beyond these conversations: when their every message
+        # fits, that is the context, and nothing is searched (a query's embedding and
+        # search are most of a turn's context time)
+        log = _whole(core, own, (), at, config, budget_tokens, request)
+        if log is not None:
+            return pack({"log": log}, budget_tokens, at, prev, config)
+    found = _found(core, query, person, conversation, at, config, budget_tokens, own or {})
+    if own is None or list(own) != found.convs:
+        log = _whole_found(core, found, conversation, at, config, budget_tokens, request)
+        if log is not None:
             # everything memory holds of the scope fits: the rest would be read for nothing
             return pack({"log": log}, budget_tokens, at, prev, config)
     sections = gather(core, query, person, conversation, at, prev, config, found)
@@ -173,40 +182,113 @@ def _found(
     at: datetime,
     config: ContextConfig,
     budget: int,
+    read: Mapping[str, list[Message]] = {},
 ) -> Found:
+    """Search hits and what they reach; ``read``: conversations' logs read already."""
     store = core.store
     # a budget of 40,000 tokens asks for no more hits than one search returns
     k = min(MAX_K, max(config.search_k, budget // config.tokens_per_hit))
     hits = _hits(core, query, person, conversation, at, config, k)
     persons = _persons(store, person, conversation)
     convs = _scope(conversation, persons, hits)
+    logs = {
+        cid: read[cid] if cid in read else [m for _, m in store.conversation_messages(cid)]
+        for cid in convs
+    }
+    said = [h.message for h in hits]
+    return Found(hits, persons, convs, logs, bygones(store, convs, at, said))
+
+
+def _reachable(
+    core: Core,
+    person: str | None,
+    conversation: str | None,
+    budget: int,
+    config: ContextConfig,
+) -> dict[str, list[Message]] | None:
+    """The logs of every conversation a search scoped to ``person`` or ``conversation``
+    can reach, when they are few and short enough that they may fit ``budget`` whole;
+    else None (then only a search tells which conversations count)."""
+    if not config.whole_history:
+        return None
+    store = core.store
+    most = budget // config.min_line_tokens
+    if conversation is not None:
+        convs = [conversation]
+    elif person is not None and core.takes_part(person):
+        theirs = store.conversations_of(person, most)
+        if theirs is None:
+            return None
+        persons = _persons(store, person, None)
+        convs = list(dict.fromkeys([c for p in persons for c, _ in p.identities] + theirs))
+    else:
+        return None  # an unscoped search reaches every conversation
+    if len(convs) > SCOPE:
+        return None
     logs = {cid: [m for _, m in store.conversation_messages(cid)] for cid in convs}
-    return Found(hits, persons, convs, logs, bygones(store, convs, at, hits))
+    return logs if sum(map(len, logs.values())) <= most else None
 
 
-def _whole(
+def _whole_found(
     core: Core,
     found: Found,
     conversation: str | None,
     at: datetime,
     config: ContextConfig,
     budget: int,
+    request: Sequence[Message],
 ) -> list[Candidate] | None:
-    """The scope's every message said by ``at``, as the "log" section, when the scope
-    is all the hits reach and its lines may fit the budget; else None."""
+    """``_whole`` of the conversations search reached, when those are all it reaches."""
     if not config.whole_history:
         return None
     if _scope(conversation, found.persons, found.hits, cap=None) != found.convs:
         return None
+    return _whole(core, found.logs, found.hits, at, config, budget, request, found.past)
+
+
+def _whole(
+    core: Core,
+    logs: Mapping[str, Sequence[Message]],
+    hits: Sequence[Hit],
+    at: datetime,
+    config: ContextConfig,
+    budget: int,
+    request: Sequence[Message],
+    past: Bygones | None = None,
+) -> list[Candidate] | None:
+    """Every message of ``logs`` said by ``at`` but the ``request``'s, as the "log"
+    section (relevance from ``hits``), when its lines fit the budget; else None.
+
+    What no longer holds is read from the conversations' claims and from these
+    messages (``past`` when given), since they are all shown. A lower bound of
+    the lines' cost (speaker and words, no date) is checked first, so a history
+    that cannot fit is not dated, marked and costed line by line.
+    """
     whole = sorted(
-        (m for log in found.logs.values() for m in log if m.timestamp <= at),
+        (m for log in logs.values() for m in log if m.timestamp <= at),
         key=lambda m: (m.timestamp, m.seq),
     )
-    if len(whole) * config.min_line_tokens > budget:  # it cannot fit: not read
+    if len(whole) * config.min_line_tokens > budget:
+        return None
+    keys = {(m.conversation, m.id) for m in request}
+    texts = {t for m in request if (t := same_text(m.indexed_text()))}
+    kept = [
+        m
+        for m in whole
+        if (m.conversation, m.id) not in keys and same_text(m.indexed_text()) not in texts
+    ]
+    least = sum(
+        estimate_tokens(f"- {m.speaker}: {m.indexed_text()}", config.tokens_per_word) for m in kept
+    )
+    if least > budget:
         return None
     store = core.store
-    log = _message_candidates(store, whole, found.hits, set(), at)
-    return _with_usefulness(store, [_marked(c, found.past) for c in log])
+    past = past or bygones(store, list(logs), at, whole)
+    log = _message_candidates(store, whole, hits, set(), at)
+    log = _with_usefulness(store, [_marked(c, past) for c in log])
+    if request:
+        log = without({"log": log}, request, config.covered_share)["log"]
+    return log if whole_cost(log, config) <= budget else None
 
 
 def gather(
@@ -314,7 +396,7 @@ def _scope(
     conversation: str | None,
     persons: Sequence[Person],
     hits: Sequence[Hit],
-    cap: int | None = 3,
+    cap: int | None = SCOPE,
 ) -> list[str]:
     """Conversations whose summaries, entities and claims count (the first ``cap``)."""
     if conversation is not None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..model import Claim, Hit
+from ..model import Claim, Message
 from ..text import ended_objects, endings
 from ..timeground import spoken_day
 from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
@@ -147,16 +147,19 @@ def _mark_endings(sentence: str, ended: Sequence[tuple[str, int]]) -> str:
     return sentence
 
 
-def bygones(store: Store, convs: Sequence[str], at: datetime, hits: Sequence[Hit] = ()) -> Bygones:
+def bygones(
+    store: Store, convs: Sequence[str], at: datetime, said: Sequence[Message] = ()
+) -> Bygones:
     """The claims of ``convs`` that no longer hold at ``at``, the values replaced by
-    then, and what the found messages say ended ("Last day at Nakamura today": a
-    thing that ended with no older claim about it to close)."""
+    then, and what the messages ``said`` (those found, or those shown) say ended
+    ("Last day at Nakamura today": a thing that ended with no older claim about it
+    to close)."""
     claims: list[Claim] = []
     values: list[tuple[str, str, datetime]] = [
-        (thing.casefold(), "", h.message.timestamp)
-        for h in hits
-        if h.message.timestamp <= at
-        for thing in ended_objects(h.message.text)
+        (thing.casefold(), "", m.timestamp)
+        for m in said
+        if m.timestamp <= at
+        for thing in ended_objects(m.text)
     ]
     for cid in convs:
         ending = as_known(store, store.ending_claims(cid), at)

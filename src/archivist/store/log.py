@@ -549,6 +549,23 @@ class MessageLog(Body):
                 return True
         return not set(self.existing_hashes(conversation)) <= set(ids)
 
+    def conversations_of(self, person: str, most: int) -> list[str] | None:
+        """The conversations in which ``person`` sent or received a message, in the
+        order they first did; None when they did so more than ``most`` times.
+
+        One index range read of at most ``most + 1`` rows: a caller that only
+        wants a history short enough to show whole stops reading past that.
+        """
+        rows = self._db.execute(
+            "SELECT m.conversation FROM message_people mp "
+            "JOIN messages m ON m.rowid = mp.msg_rowid WHERE mp.person = ? "
+            "ORDER BY mp.msg_rowid LIMIT ?",
+            (q.person_key(person), most + 1),
+        ).fetchall()
+        if len(rows) > most:
+            return None
+        return list(dict.fromkeys(r[0] for r in rows))
+
     def conversations(self) -> list[dict]:
         rows = self._db.execute(
             "SELECT c.id, c.participants, c.source, "
