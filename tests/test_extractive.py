@@ -478,10 +478,13 @@ def test_an_answer_about_now_leaves_out_what_a_swap_gave_up() -> None:
     [
         "Theo moved out at New Year, it's just me and the cat now.",
         "Traded the Fiesta in for a Kia.",
+        "Marta and I called it quits last week.",
+        "Walking with a stick now, the wheelchair went back to the Red Cross.",
     ],
 )
 def test_an_ending_after_what_it_ends_denies_it(sentence: str) -> None:
-    assert denies(sentence, [stem("theo"), stem("fiesta")])
+    asked = [stem(w) for w in ("theo", "fiesta", "marta", "wheelchair")]
+    assert denies(sentence, asked)
 
 
 def test_what_time_is_answered_with_the_time_of_day_said() -> None:

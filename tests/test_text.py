@@ -156,6 +156,24 @@ def test_calling_off_and_stepping_down_end_what_they_name() -> None:
     assert ENDING.search("My bike was stolen.")
 
 
+def test_endings_of_someone_else_leaving_or_of_a_thing_given_back() -> None:
+    from archivist.text import ENDING, ended_objects
+
+    assert ended_objects("Marta and I called it quits last week.") == ["Marta"]
+    assert ended_objects("Car's gone. Got a cargo bike instead.") == ["Car"]
+    assert not ended_objects("She's gone to Paris for the weekend.")
+    assert not ENDING.search("She's gone to Paris for the weekend.")
+    assert ended_objects("Colin got moved to the Leeds branch.") == ["Colin"]
+    assert ended_objects("Bea moved in with her boyfriend.") == ["Bea"]
+    assert ended_objects("My girlfriend moved in with me.") == []
+    assert ended_objects("Physio signed me off today.") == ["Physio"]
+    assert ENDING.search("Physio signed me off today.")
+    said = "Walking with a stick now, the wheelchair went back to the Red Cross."
+    assert ended_objects(said) == ["wheelchair"]
+    for kept in ("Tom went back to the flat.", "My sister went back to the hospital."):
+        assert ended_objects(kept) == []
+
+
 def test_sober_denies_drinking() -> None:
     from archivist.text import NEGATION
 

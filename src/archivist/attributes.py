@@ -343,7 +343,11 @@ STAGES: tuple[tuple[str, str, str], ...] = (
         r"(?:moved|moving|move|relocated|relocating) (?:in)?to (?:(?:(?:a|an|the|my|our|her|his"
         r"|their) )?(?:\w+ )?(?:flat|house|home|apartment|place)|(?-i:[A-Z])\w+(?! office))",
     ),
-    ("pregnancy", r"pregnant|expecting (?:a|our|twins)|due date", r"was born|gave birth|newborn"),
+    (
+        "pregnancy",
+        r"pregnant|expecting (?:a|our|twins)|(?:we|i)(?:['’]re|['’]m| are| am) expecting|due date",
+        r"was born|gave birth|newborn|(?:she|he)['’]s (?:finally )?here",
+    ),
     (
         # a birth ends "we have one kid": how many children is a state that changes
         "children",

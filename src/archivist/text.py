@@ -350,7 +350,9 @@ ENDING = re.compile(
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     r"had\s+to\s+say\s+goodbye\s+to|said\s+(?:a\s+)?(?:final|last)\s+goodbye\s+to|"
     r"traded(?:\s+(?:the|my|our|his|her|their)\s+[\w'-]+)?\s+in|"
-    r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|(?:is|are|was|were)\s+over"
+    r"laid\s+(?:me\s+|us\s+|him\s+|her\s+|them\s+)?off|called\s+it\s+quits|"
+    r"signed\s+(?:me|him|her|us|them)\s+off|"
+    r"(?:(?:is|are|was|were)\s+(?:over|gone)|['’]s\s+gone)"
     + _CLAUSE_FINAL
     + r"|"
     + _GAVE
@@ -380,7 +382,13 @@ _ENDS_OBJECT = re.compile(
     re.I,
 )
 _ENDS_PARTY = re.compile(
-    r"\b(?:split\s+up|broke\s+up|moved\s+out|divorced|(?:is|are|was|were)\s+(?:gone|no\s+more)|"
+    r"\b(?:split\s+up|broke\s+up|called\s+it\s+quits|moved\s+out|divorced|"
+    r"(?:is|are|was|were)\s+(?:gone|no\s+more)|['’]s\s+gone" + _CLAUSE_FINAL + r"|"
+    # someone else's leaving: "Colin got moved to the Leeds branch", "Bea moved in
+    # with her boyfriend" (not "moved in with me")
+    r"(?:got|was|were|been)\s+(?:moved|transferred)\s+to|moved\s+in\s+with\s+(?:her|his|their)|"
+    # one who signed the speaker off ("Physio signed me off")
+    r"signed\s+(?:me|him|her|us|them)\s+off|"
     r"handed\s+back|passed\s+away|died|laid\s+off|disbanded|(?:was|were|got)\s+stolen|"
     r"(?:is|are|came|comes|come|(?:was|were|got)(?:\s+taken)?)\s+off"
     + _CLAUSE_FINAL
@@ -450,6 +458,13 @@ _HANDED_BACK = re.compile(
     r"for\s+good)\b",
     re.I,
 )
+# a thing given back: "the wheelchair went back to the Red Cross" (not "Tom went back
+# to the gym": a person who went somewhere ended nothing)
+WENT_BACK = re.compile(
+    rf"\b(?:the|my|our|his|her|their)\s+(?:old\s+)?(?!(?:{KIN_WORDS}|friend|boss|partner)s?\b)"
+    r"([a-z][\w-]{3,})\s+(?:went|goes|has\s+gone)"
+    r"\s+back\s+to\s+the\b[^.,;:!?]*"
+)
 # "so Tuesday yoga is over": the words before it, from the clause's start
 _OVER = re.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:so|and|but|because|now)\s+)(?:(?:my|our|the)\s+)?"
@@ -469,6 +484,7 @@ def endings(sentence: str) -> tuple[tuple[str, int], ...]:
             *_PUT_DOWN.finditer(sentence),
             *_OVER.finditer(sentence),
             *_HANDED_BACK.finditer(sentence),
+            *WENT_BACK.finditer(sentence),
         )
         if m.group(m.lastindex or 1).split()[-1].casefold()
         not in _OBJECT_STOP | {"that", "this", "everything"}

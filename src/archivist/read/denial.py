@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text import ENDING, NEGATION, stem
+from ..text import ENDING, NEGATION, WENT_BACK, stem
 
 TOKEN = re.compile(r"[\w'’-]+")
 _RESTRICTION = re.compile(
@@ -24,15 +24,17 @@ _TRAILING_CUE = re.compile(
     r"any\s*more|any\s+longer|handed\s+(?:it\s+|them\s+)?back|over\s+with|moved\s+out|"
     r"passed\s+away|died|"
     r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
-    r"(?:is|are|was|were)\s+over|no\s+more|split\s+up|broke\s+up|disbanded|stolen|nicked",
+    r"(?:is|are|was|were)\s+(?:over|gone)|['’]s\s+gone|no\s+more|split\s+up|broke\s+up|"
+    r"called\s+it\s+quits|signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked",
     re.I,
 )
 
 
 def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
     """Whether a cue bears on what the question asks: shortly before an asked word ("no
-    fish", "quit smoking", "given up the choir") or, for "anymore", "handed back" and
-    "came off" ("Cast came off yesterday"), just after it. A
+    fish", "quit smoking", "given up the choir") or, for "anymore", "handed back",
+    "came off" and "split up" ("Cast came off yesterday", "Marta and I split up"),
+    just after it. A
     sentence with no asked word in it is all about it ("Nope, never.")."""
     found = list(cue.finditer(text))
     if not found:
@@ -44,7 +46,8 @@ def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
     for m in found:
         i = sum(1 for t in tokens if t.start() < m.start())  # the cue's first token
         last = max(i, sum(1 for t in tokens if t.start() < m.end()) - 1)  # and its last
-        after = 2 if _TRAILING_CUE.fullmatch(m.group(0)) else 0
+        # a trailing cue may follow its party across "and I": "Marta and I split up"
+        after = 3 if _TRAILING_CUE.fullmatch(m.group(0)) else 0
         # within four words of a cue's end, five of a long one's: "handed in my
         # resignation at the school", "paid off the last of my student loan"
         reach = 5 if last > i else 4
@@ -66,6 +69,8 @@ def denies(text: str, wanted: Sequence[str] = ()) -> bool:
     answers "Can Bao have dairy?" with no, "Is Bao lactose intolerant?" with yes)."""
     if _scoped(text, NEGATION, wanted) or _scoped(text, ENDING, wanted):
         return True
+    if any(stem(m.group(1).lower()) in wanted for m in WENT_BACK.finditer(text)):
+        return True  # "the wheelchair went back to the Red Cross"
     if _INSTEAD_WORD.search(text):
         return True
     if any(stem(m.group(1)) not in wanted for m in _RESTRICTION.finditer(text)):
