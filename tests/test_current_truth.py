@@ -440,3 +440,33 @@ def test_a_line_is_history_by_its_own_claims_not_by_a_later_claim_in_the_same_wo
     said_in_july = "Marta is making bacalhau again on Saturday."
     marked = past.mark(said_in_july, frozenset({("c", "S4:1")}))
     assert marked.endswith(f"{HISTORY_MARK} (no longer holds from 14 July 2024)")
+
+
+def test_a_reply_denying_a_still_question_ends_what_it_asked_about(tmp_path: Path) -> None:
+    """ "Are you still singing with the choir?" - "Not since October": the older line
+    about the choir reads as history in the history shown whole; pottery does not."""
+    from archivist.text import denied_still
+
+    assert denied_still("Do you still have the Golf?", "Nope, sold it.") == "Golf"
+    assert denied_still("Do you still play tennis?", "Not any more, my knee.") == "tennis"
+    assert denied_still("Are you still singing with the choir?", "Yes, every week.") is None
+    assert denied_still("Are you still coming tonight?", "No, sorry!") is None
+    assert denied_still("Is Tom still living with you?", "No, he moved out.") is None
+    conv = make_conversation(
+        "ama",
+        [
+            [("Ama", "Choir practice Wednesday nights, we're doing Faure."), ("Fi", "Fancy.")],
+            [
+                ("Fi", "Are you still singing with the choir?"),
+                ("Ama", "Not since October. I do pottery on Wednesdays now."),
+            ],
+        ],
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        ctx = mem.context(
+            "What does Ama do on Wednesdays?", person="Ama", at=T0 + timedelta(weeks=9)
+        )
+        lines = ctx.text.splitlines()
+        assert any("Choir practice" in line and HISTORY_MARK in line for line in lines)
+        assert any("pottery" in line and HISTORY_MARK not in line for line in lines)

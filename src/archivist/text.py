@@ -473,6 +473,35 @@ _OVER = re.compile(
 )
 
 
+# "Are you still singing with the choir?" - "Not since October": the reply ends it
+_STILL = re.compile(
+    r"\bstill\s+(?:(?:\w+ing|have|got|go|do|play|at|in|with|on|into|to|for)\s+)*"
+    r"(?:(?:the|your|that|those|this|a|an)\s+)?((?:[\w'-]+\s+)?[\w'-]+)",
+    re.I,
+)
+_DENIED_REPLY = re.compile(
+    r"^\W*(?:no\b|nope\b|nah\b|not\s+(?:any\s*more|since\b|for\s+(?:a\s+while|ages|months|"
+    r"years))|haven['’]t\s+(?:been|done\s+it)\s+since\b|gave\s+(?:it|that)\s+up\b|quit\b)",
+    re.I,
+)
+_NOT_HELD = frozenset("you it that this them there here me us him her".split())
+
+
+def denied_still(question: str, reply: str) -> str | None:
+    """What a reply says no longer holds when it denies a question about what still
+    does: "Are you still singing with the choir?" - "Not since October" → "choir";
+    None when the question asks no "still" or the reply does not deny it."""
+    if not question.rstrip().endswith("?") or not _DENIED_REPLY.match(reply):
+        return None
+    found = _STILL.search(question)
+    if found is None:
+        return None
+    named = [w for w in found.group(1).split() if w.casefold() not in _OBJECT_STOP]
+    if not named or named[-1].casefold() in _NOT_HELD or len(" ".join(named)) < 4:
+        return None
+    return " ".join(named)
+
+
 @lru_cache(maxsize=16384)  # history marks read every line of a context, every turn
 def endings(sentence: str) -> tuple[tuple[str, int], ...]:
     """(what ended, where the clause saying so ends) for each ending the sentence

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..model import Claim, Message
-from ..text import ended_objects, endings
+from ..text import denied_still, ended_objects, endings
 from ..timeground import spoken_day
 from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
 from .links import as_known
@@ -153,7 +153,7 @@ def bygones(
     """The claims of ``convs`` that no longer hold at ``at``, the values replaced by
     then, and what the messages ``said`` (those found, or those shown) say ended
     ("Last day at Nakamura today": a thing that ended with no older claim about it
-    to close)."""
+    to close; "Not since October" to "Still singing with the choir?")."""
     claims: list[Claim] = []
     values: list[tuple[str, str, datetime]] = [
         (thing.casefold(), "", m.timestamp)
@@ -161,6 +161,13 @@ def bygones(
         if m.timestamp <= at
         for thing in ended_objects(m.text)
     ]
+    # "Still singing with the choir?" - "Not since October": a reply ends what it denies
+    by_place = {(m.conversation, m.seq): m for m in said}
+    for m in said:
+        asked = by_place.get((m.conversation, m.seq - 1))
+        if m.timestamp <= at and asked is not None and asked.speaker != m.speaker:
+            if thing := denied_still(asked.text, m.text):
+                values.append((thing.casefold(), "", m.timestamp))
     for cid in convs:
         ending = as_known(store, store.ending_claims(cid), at)
         claims += [c for c in _facts(ending, at) if not c.holds_at(at)]
