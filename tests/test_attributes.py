@@ -26,6 +26,7 @@ def facts(*texts: str) -> set[tuple[str, str]]:
         "John works as a software engineer at Acme.",
         "John is a midwife.",
         "John was promoted to team lead yesterday!",
+        "John got bumped up to senior designer.",
         "John is now a police officer.",
         "John works at Globex.",
         "John lives in Lisbon, Portugal.",

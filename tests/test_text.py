@@ -172,6 +172,11 @@ def test_endings_of_someone_else_leaving_or_of_a_thing_given_back() -> None:
     assert ended_objects(said) == ["wheelchair"]
     for kept in ("Tom went back to the flat.", "My sister went back to the hospital."):
         assert ended_objects(kept) == []
+    assert ended_objects("Tapered off the sertraline, doctor is happy.") == ["sertraline"]
+    assert ended_objects("We lost Bruno on Saturday.") == ["Bruno"]
+    assert ended_objects("Keys handed over for Elm Street.") == ["Elm Street"]
+    for kept in ("I lost weight!", "We lost the match."):
+        assert ended_objects(kept) == [] and not ENDING.search(kept)
 
 
 def test_sober_denies_drinking() -> None:

@@ -355,3 +355,11 @@ def test_from_a_month_is_that_month() -> None:
     at = datetime(2024, 4, 2, 9, tzinfo=UTC)
     (ref,) = find_times("Back in the office three days a week from May.", at)
     assert ref.start.date() == date(2024, 5, 1) and ref.granularity == "month"
+
+
+def test_a_return_said_later_closes_a_trips_window() -> None:
+    said = datetime(2024, 4, 2, 9, tzinfo=UTC)
+    start, end = ground("Off to Japan on the 10th, back on the 24th. Can't wait!", said)
+    assert (start.day, end.day) == (10, 25)  # through the 24th
+    start, end = ground("Dentist on the 10th, then lunch with Mum on the 24th.", said)
+    assert (start.day, end.day) == (10, 11)  # no return: the first day's span

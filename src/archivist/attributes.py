@@ -68,7 +68,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "job",
         re.compile(
-            rf"\bpromot(?:ed|ion)\s+(?:to|as)\s+{ARTICLE}(?P<v>[\w -]{{2,40}}?){JOB_END}",
+            rf"\b(?:promot(?:ed|ion)|(?:bumped|moved)\s+up)\s+(?:to|as)\s+{ARTICLE}"
+            rf"(?P<v>[\w -]{{2,40}}?){JOB_END}",
             re.I,
         ),
         "promotion",

@@ -585,6 +585,8 @@ def dated(text: str, at: datetime) -> str:
 
 
 _UNTIL_WORDS = ("until", "till")
+# a later time said as the return closes a trip's window: "back on the 24th"
+_BACK_BEFORE = re.compile(r"\b(?:back|home|return(?:ing)?|flying\s+back)\s*$", re.I)
 
 
 def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
@@ -611,6 +613,9 @@ def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
     pos, ref = found[0]
     if ref.text.lower().startswith("since") or re.search(r"\bsince\s*$", text[:pos], re.I):
         return ref.start, None
+    back = next((r for p, r in found[1:] if _BACK_BEFORE.search(text[:p])), None)
+    if back is not None and back.end is not None and back.start > ref.start:
+        return ref.start, back.end  # "off to Japan on the 10th, back on the 24th"
     head = ref.text.lower().split()[0]
     if head in _UNTIL_WORDS or re.search(
         r"\b(?:until|till|through)\s+(?:the\s+end(?:\s+of)?\s+)?$", text[:pos], re.I
