@@ -473,6 +473,15 @@ def test_an_answer_about_now_leaves_out_what_a_swap_gave_up() -> None:
     assert quoted(traded, wanted=car).startswith("Traded the Fiesta in")
 
 
+def test_a_switch_denies_what_it_left_not_what_it_went_to() -> None:
+    assert not denies("Switched to a Pixel, the camera is ridiculous.", [stem("pixel")])
+    assert denies("Switched from the iPhone to a Pixel.", [stem("iphone")])
+    assert not denies("Traded the Fiesta in for a Kia.", [stem("kia")])
+    # "rental" is of "rent": the sentence speaks of it, and moving into one denies nothing
+    assert not denies("Moved into a new rental in Didsbury.", [stem("rent")])
+    assert denies("No longer going to the gym.", [stem("gym")])
+
+
 @pytest.mark.parametrize(
     "sentence",
     [

@@ -177,6 +177,10 @@ def test_endings_of_someone_else_leaving_or_of_a_thing_given_back() -> None:
     assert ended_objects("Keys handed over for Elm Street.") == ["Elm Street"]
     for kept in ("I lost weight!", "We lost the match."):
         assert ended_objects(kept) == [] and not ENDING.search(kept)
+    said = "Had to stop the food bank shifts, weekend work at the garage took over."
+    assert ended_objects(said) == ["food bank shifts", "food bank"]
+    assert ended_objects("Finished the marathon in 4:12! Never again.") == ["marathon"]
+    assert not ENDING.search("I finished work at 5.")
 
 
 def test_sober_denies_drinking() -> None:

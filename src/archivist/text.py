@@ -347,6 +347,7 @@ ENDING = re.compile(
     r"put\s+(?:\S+\s+){1,3}away\s+for\s+good|"
     r"called\s+off|broke\s+off|stepped\s+down|split\s+up|disbanded|paid\s+off|"
     r"(?:tapered|weaned)\s+(?:myself\s+)?off|came\s+off(?=\s+(?:the|my)\b)|"
+    r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel)|finished(?=\s+(?:the|my|our)\b)|"
     r"keys?\s+handed\s+(?:over|back|in)|"
     r"lost(?=\s+(?:(?-i:[A-Z])|(?:my|our)\s+(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))|"
     r"stolen|stole|nicked|"
@@ -378,6 +379,8 @@ _ENDS_OBJECT = re.compile(
     r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
     r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
     r"traded(?:\s+in)?|(?:tapered|weaned|came)\s+(?:myself\s+)?off(?=\s+(?:the|my|of)\b)|"
+    # "had to stop the food bank shifts"; "finished the marathon" ends training for it
+    r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel)|finished(?=\s+(?:the|my|our)\b)|"
     r"keys?\s+handed\s+(?:over|back|in)\s+(?:for|to|at|of)|"
     # a death: "we lost Bruno on Saturday", "lost our old dog" (not "lost weight")
     r"lost(?=\s+(?:(?-i:[A-Z])|(?:my|our)\s+(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))|"
@@ -416,7 +419,8 @@ _OBJECT_STOP = frozenset(
 _DETERMINERS = frozenset("the a an my our his her their your".split())
 _NO_THING = frozenset("one two lot way day end fun top bit few all new old big own".split())
 _NOT_PARTY = frozenset({"I", "We", "My", "Me", "Our", "The", "And", "But", "So", "Update"})
-_CLAUSE_END = re.compile(r"[.,;:!?()\n\u2014]|\s-\s")
+# not inside a number: "4:12", "3.1 kilos"
+_CLAUSE_END = re.compile(r"[.,:](?!\d)|[;!?()\n\u2014]|\s-\s")
 
 
 _NEGATED_CUE = re.compile(r"(?:n't|\bnot|\bnever)\s+(?:\w+\s+){0,2}$", re.I)
@@ -449,12 +453,17 @@ def ended_objects(sentence: str) -> list[str]:
     of a switch's new side are never taken ("switched to a Pixel" names no ending).
     """
     found = [thing for thing, _ in endings(sentence)]
-    # "Cancelled my gym membership" ended the gym: what it was a membership of
+    # "Cancelled my gym membership" ended the gym: what it was a membership of ("the
+    # food bank shifts": the food bank)
     found += [m.group(1) for t in found if (m := _MEMBERSHIP.fullmatch(t))]
     return list(dict.fromkeys(found))
 
 
-_MEMBERSHIP = re.compile(r"(.+?)\s+(?:membership|subscription|contract|lease|pass|account)", re.I)
+_MEMBERSHIP = re.compile(
+    r"(.+?)\s+(?:membership|subscription|contract|lease|pass|account|shifts?|sessions?|"
+    r"lessons?|classes|practice)",
+    re.I,
+)
 _PUT_DOWN = re.compile(r"\bput\s+(?:(?:my|our|the|poor|old)\s+)*([A-Z][\w'-]+)\s+down\b")
 # "Handed the Golf back on Friday", "handed my old keys back"; "put the knitting
 # needles away for good"

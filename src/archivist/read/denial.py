@@ -40,7 +40,7 @@ def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
     if not found:
         return False
     tokens = list(TOKEN.finditer(text))
-    asked = [i for i, t in enumerate(tokens) if stem(t.group(0).lower()) in wanted]
+    asked = [i for i, t in enumerate(tokens) if _asked(stem(t.group(0).lower()), wanted)]
     if not asked:
         return True
     for m in found:
@@ -51,9 +51,32 @@ def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
         # within four words of a cue's end, five of a long one's: "handed in my
         # resignation at the school", "paid off the last of my student loan"
         reach = 5 if last > i else 4
-        if any(a - reach <= last and i <= a + after for a in asked):
+        new = _new_side(text, m, tokens)
+        if any(a - reach <= last and i <= a + after and a < new for a in asked):
             return True
     return False
+
+
+# a switch names what it went to after "to": "switched to a Pixel", "moved into a new
+# rental", "traded it in for a Kia" deny no Pixel, rental or Kia ("switched from the
+# iPhone to a Pixel" still denies the iPhone)
+_SWITCH = re.compile(r"^(?:switched|swapped|moved|changed|traded|transferr?ed)\b", re.I)
+_TO = re.compile(r"\b(?:to|into|for)\b", re.I)
+
+
+def _new_side(text: str, cue: re.Match[str], tokens: Sequence[re.Match[str]]) -> int:
+    """The index of the first token naming a switch's new side (past the end for a cue
+    that is no switch, or a switch that names none)."""
+    to = _TO.search(text, cue.start()) if _SWITCH.match(cue.group(0)) else None
+    if to is None:
+        return len(tokens)
+    return sum(1 for t in tokens if t.start() < to.start())
+
+
+def _asked(root: str, wanted: Sequence[str]) -> bool:
+    """Whether a word's root is an asked one, or grows one of four letters or more
+    ("rental" of "rent", "smoker" of "smoke")."""
+    return root in wanted or any(len(w) >= 4 and root.startswith(w) for w in wanted)
 
 
 def former(text: str, wanted: Sequence[str]) -> bool:
