@@ -181,6 +181,9 @@ def test_endings_of_someone_else_leaving_or_of_a_thing_given_back() -> None:
     assert ended_objects(said) == ["food bank shifts", "food bank"]
     assert ended_objects("Finished the marathon in 4:12! Never again.") == ["marathon"]
     assert not ENDING.search("I finished work at 5.")
+    said = "Dropped out of uni. Architecture wasn't for me, I'm an apprentice now."
+    assert "Architecture" in ended_objects(said)
+    assert ended_objects("Bought an e-bike, I'm never getting on that bus again.") == ["bus"]
 
 
 def test_sober_denies_drinking() -> None:

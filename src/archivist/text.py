@@ -348,6 +348,7 @@ ENDING = re.compile(
     r"called\s+off|broke\s+off|stepped\s+down|split\s+up|disbanded|paid\s+off|"
     r"(?:tapered|weaned)\s+(?:myself\s+)?off|came\s+off(?=\s+(?:the|my)\b)|"
     r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel)|finished(?=\s+(?:the|my|our)\b)|"
+    r"never\s+(?:[\w'’]+\s+){0,4}again|(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|"
     r"keys?\s+handed\s+(?:over|back|in)|"
     r"lost(?=\s+(?:(?-i:[A-Z])|(?:my|our)\s+(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))|"
     r"stolen|stole|nicked|"
@@ -379,8 +380,11 @@ _ENDS_OBJECT = re.compile(
     r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
     r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
     r"traded(?:\s+in)?|(?:tapered|weaned|came)\s+(?:myself\s+)?off(?=\s+(?:the|my|of)\b)|"
-    # "had to stop the food bank shifts"; "finished the marathon" ends training for it
+    # "had to stop the food bank shifts"; "finished the marathon" ends training for it;
+    # "never getting on that bus again"
+    r"never\s+(?:getting|going|taking|riding|using|setting\s+foot)(?:\s+(?:on|in|to|back\s+to))?|"
     r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel)|finished(?=\s+(?:the|my|our)\b)|"
+    r"never\s+(?:[\w'’]+\s+){0,4}again|(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|"
     r"keys?\s+handed\s+(?:over|back|in)\s+(?:for|to|at|of)|"
     # a death: "we lost Bruno on Saturday", "lost our old dog" (not "lost weight")
     r"lost(?=\s+(?:(?-i:[A-Z])|(?:my|our)\s+(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))|"
@@ -392,6 +396,7 @@ _ENDS_OBJECT = re.compile(
 )
 _ENDS_PARTY = re.compile(
     r"\b(?:split\s+up|broke\s+up|called\s+it\s+quits|moved\s+out|divorced|"
+    r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|"  # "Architecture wasn't for me"
     r"(?:is|are|was|were)\s+(?:gone|no\s+more)|['’]s\s+gone" + _CLAUSE_FINAL + r"|"
     # someone else's leaving: "Colin got moved to the Leeds branch", "Bea moved in
     # with her boyfriend" (not "moved in with me")
@@ -416,7 +421,7 @@ _OBJECT_STOP = frozenset(
     "behind everything something anything stuff thing things than outside inside near "
     "from by across around".split()
 )
-_DETERMINERS = frozenset("the a an my our his her their your".split())
+_DETERMINERS = frozenset("the a an my our his her their your that this".split())
 _NO_THING = frozenset("one two lot way day end fun top bit few all new old big own".split())
 _NOT_PARTY = frozenset({"I", "We", "My", "Me", "Our", "The", "And", "But", "So", "Update"})
 # not inside a number: "4:12", "3.1 kilos"

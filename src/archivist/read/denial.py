@@ -25,7 +25,7 @@ _TRAILING_CUE = re.compile(
     r"passed\s+away|died|"
     r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
     r"(?:is|are|was|were)\s+(?:over|gone)|['’]s\s+gone|no\s+more|split\s+up|broke\s+up|"
-    r"called\s+it\s+quits|signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked",
+    r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|called\s+it\s+quits|signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked",
     re.I,
 )
 
