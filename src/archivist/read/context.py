@@ -207,8 +207,9 @@ def _reachable(
     config: ContextConfig,
 ) -> dict[str, list[Message]] | None:
     """The logs of every conversation a search scoped to ``person`` or ``conversation``
-    can reach, when they are few and short enough that they may fit ``budget`` whole;
-    else None (then only a search tells which conversations count)."""
+    can reach, when they are few (at most ``SCOPE``) and the person's messages may
+    fit ``budget``; else None (then only a search tells which conversations count).
+    Read once: the search path reuses them."""
     if not config.whole_history:
         return None
     store = core.store
@@ -225,8 +226,7 @@ def _reachable(
         return None  # an unscoped search reaches every conversation
     if len(convs) > SCOPE:
         return None
-    logs = {cid: [m for _, m in store.conversation_messages(cid)] for cid in convs}
-    return logs if sum(map(len, logs.values())) <= most else None
+    return {cid: [m for _, m in store.conversation_messages(cid)] for cid in convs}
 
 
 def _whole_found(
