@@ -25,7 +25,8 @@ _TRAILING_CUE = re.compile(
     r"passed\s+away|died|"
     r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
     r"(?:is|are|was|were)\s+(?:over|gone)|['’]s\s+gone|no\s+more|split\s+up|broke\s+up|"
-    r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|called\s+it\s+quits|signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked",
+    r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|called\s+it\s+quits|"
+    r"signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked",
     re.I,
 )
 
@@ -34,8 +35,8 @@ def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
     """Whether a cue bears on what the question asks: shortly before an asked word ("no
     fish", "quit smoking", "given up the choir") or, for "anymore", "handed back",
     "came off" and "split up" ("Cast came off yesterday", "Marta and I split up"),
-    just after it. A
-    sentence with no asked word in it is all about it ("Nope, never.")."""
+    just after it, unless after a switch's "to" (``_new_side``). A sentence with no
+    asked word in it is all about it ("Nope, never.")."""
     found = list(cue.finditer(text))
     if not found:
         return False
