@@ -323,6 +323,19 @@ _GAVE = (
     r"gave\s+away|"
     r"gave(?=\s+(?:(?:my|our|his|her)\s+(?:old\s+)?|the\s+old\s+)[\w-]+(?:\s+\d+)?\s+(?:to|away)\b)"
 )
+# Ending cues read both as endings (``ENDING``) and as naming what ended after them
+# (``_ENDS_OBJECT``): "had to stop the food bank shifts", "finished the marathon" (ends
+# training for it); a death, "we lost Bruno on Saturday", "lost our old dog" (not "lost
+# weight", not "Evan lost Evan's keys": claims write names for pronouns)
+_STOPPED = (
+    r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel)|finished(?=\s+(?:the|my|our)\b)"
+)
+_LOST = (
+    r"lost(?=\s+(?:(?-i:[A-Z])[\w-]*\b(?!['’])|(?:my|our|(?-i:[A-Z])[\w-]*['’]s)\s+"
+    r"(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))"
+)
+# read as an ending and, of the thing before it, as what ended: "Architecture wasn't for me"
+_NOT_FOR_ME = r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)"
 CHANGE = re.compile(
     r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
     r"gave\s+up|given\s+up|sold|switched|swapped|got\s+rid\s+of|broke\s+up|"
@@ -347,11 +360,11 @@ ENDING = re.compile(
     r"put\s+(?:\S+\s+){1,3}away\s+for\s+good|"
     r"called\s+off|broke\s+off|stepped\s+down|split\s+up|disbanded|paid\s+off|"
     r"(?:tapered|weaned)\s+(?:myself\s+)?off|came\s+off(?=\s+(?:the|my)\b)|"
-    r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel)|finished(?=\s+(?:the|my|our)\b)|"
-    r"never\s+(?:[\w'’]+\s+){0,4}again|(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|"
-    r"keys?\s+handed\s+(?:over|back|in)|"
-    r"lost(?=\s+(?:(?-i:[A-Z])[\w-]*\b(?!['’])|(?:my|our|(?-i:[A-Z])[\w-]*['’]s)\s+"
-    r"(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))|"
+    + _STOPPED
+    + r"|never\s+(?:[\w'’]+\s+){0,4}again|"
+    + _NOT_FOR_ME
+    + r"|"
+    r"keys?\s+handed\s+(?:over|back|in)|" + _LOST + r"|"
     r"stolen|stole|nicked|"
     r"put\s+\S+\s+down|passed\s+away|died|moving\s+out\s+of|moved\s+out\s+of|"
     r"had\s+to\s+say\s+goodbye\s+to|said\s+(?:a\s+)?(?:final|last)\s+goodbye\s+to|"
@@ -384,12 +397,9 @@ _ENDS_OBJECT = re.compile(
     # "had to stop the food bank shifts"; "finished the marathon" ends training for it;
     # "never getting on that bus again"
     r"never\s+(?:getting|going|taking|riding|using|setting\s+foot)(?:\s+(?:on|in|to|back\s+to))?|"
-    r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel)|finished(?=\s+(?:the|my|our)\b)|"
-    r"never\s+(?:[\w'’]+\s+){0,4}again|(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|"
-    r"keys?\s+handed\s+(?:over|back|in)\s+(?:for|to|at|of)|"
-    # a death: "we lost Bruno on Saturday", "lost our old dog" (not "lost weight")
-    r"lost(?=\s+(?:(?-i:[A-Z])[\w-]*\b(?!['’])|(?:my|our|(?-i:[A-Z])[\w-]*['’]s)\s+"
-    r"(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))|"
+    + _STOPPED
+    + r"|"
+    r"keys?\s+handed\s+(?:over|back|in)\s+(?:for|to|at|of)|" + _LOST + r"|"
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
     r"broke\s+off|stepped\s+down\s+(?:as|from)|deleted|uninstalled|paid\s+off|stole|nicked|"
     r"had\s+to\s+say\s+goodbye\s+to|said\s+(?:a\s+)?(?:final|last)\s+goodbye\s+to|"
@@ -398,7 +408,8 @@ _ENDS_OBJECT = re.compile(
 )
 _ENDS_PARTY = re.compile(
     r"\b(?:split\s+up|broke\s+up|called\s+it\s+quits|moved\s+out|divorced|"
-    r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|"  # "Architecture wasn't for me"
+    + _NOT_FOR_ME  # "Architecture wasn't for me"
+    + r"|"
     r"(?:is|are|was|were)\s+(?:gone|no\s+more)|['’]s\s+gone" + _CLAUSE_FINAL + r"|"
     # someone else's leaving: "Colin got moved to the Leeds branch", "Bea moved in
     # with her boyfriend" (not "moved in with me")

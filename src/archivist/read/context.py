@@ -47,6 +47,7 @@ from .context_lines import (
     days_once,
     excerpt,
     fragments_as_turns,
+    in_request,
     message_line,
     same_text,
     turn_words,
@@ -270,8 +271,7 @@ def _whole(
     )
     if len(whole) * config.min_line_tokens > budget:
         return None
-    keys = {(m.conversation, m.id) for m in request}
-    texts = {t for m in request if (t := same_text(m.indexed_text()))}
+    keys, texts = in_request(request)
     kept = [
         m
         for m in whole

@@ -104,6 +104,14 @@ def same_text(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def in_request(request: Sequence[Message]) -> tuple[set[tuple[str, str]], set[str]]:
+    """What a stored message repeating one of ``request``'s has: its (conversation, id)
+    among the first set, or its words (``same_text``) among the second (the same
+    words stored under another id)."""
+    keys = {(m.conversation, m.id) for m in request}
+    return keys, {t for m in request if (t := same_text(m.indexed_text()))}
+
+
 def without(
     sections: Mapping[str, Sequence[Candidate]],
     request: Sequence[Message],
@@ -116,8 +124,7 @@ def without(
     is each sentence of key info, a summary or an entity whose content words the
     request holds (``share`` of them), and an item with nothing else left.
     """
-    keys = {(m.conversation, m.id) for m in request}
-    texts = {t for m in request if (t := same_text(m.indexed_text()))}
+    keys, texts = in_request(request)
     for c in (*sections.get("message", ()), *sections.get("log", ())):
         if same_text(c.body or c.text) in texts:
             keys |= c.evidence  # the same words stored under another id
