@@ -140,9 +140,10 @@ def test_calling_off_and_stepping_down_end_what_they_name() -> None:
     assert ENDING.search("The match was called off.")
     assert not ENDING.search("I stepped up as treasurer.")
     assert ended_objects("Handed in my resignation at the school.") == ["school"]
-    # "no more X" denies, but names no ended thing: "no more fish" would close every
-    # older line that mentions fish ("a documentary about overfishing")
-    assert ended_objects("Surgeon says no more running for me.") == []
+    # "no more X" ends X, as words: not "overfishing" (``names_thing``), not "no more than"
+    assert ended_objects("Surgeon says no more running for me.") == ["running"]
+    assert ended_objects("Got my own place, no more flatmates!") == ["flatmates"]
+    assert ended_objects("It costs no more than a tenner.") == []
     assert ENDING.search("The divorce was finalised today.")
     assert ended_objects("Handed the Golf back on Friday.") == ["Golf"]
     assert ENDING.search("Passed my final ACCA exam!") and ENDING.search("Graduated in June!")

@@ -116,8 +116,9 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (  # "living in my parents' basement in Queens": the place after the home
         "residence",
         re.compile(
-            r"\b(?i:(?:lives?|living|live|staying)\s+in\s+(?:my|our|a|an|the)\s+"
-            rf"(?:[\w'’-]+\s+){{0,3}}?(?:{HOME_WORDS}|basement|room|flatshare)\s+in)\s+{PLACE}"
+            r"\b(?i:(?:lives?|living|live|staying)\s+(?:with\s+(?:[\w'’-]+\s+){1,3}?)?in\s+"
+            r"(?:my|our|a|an|the)\s+(?:[\w'’-]+\s+){0,3}?"
+            rf"(?:{HOME_WORDS}|basement|room|flat\s*share|house\s*share)\s+in)\s+{PLACE}"
         ),
         "",
     ),
@@ -125,7 +126,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (  # "this shoebox in Walthamstow", "our flat in Bonfim": one's home named by its place
         "residence",
         re.compile(
-            r"\b(?i:(?:my|our|this)\s+(?:(?:little|tiny|tiny\s+little|rented|new)\s+)?"
+            r"\b(?i:(?:my|our|this)\s+(?:(?:little|tiny|tiny\s+little|rented|new|own|first)\s+)?"
             rf"(?:{HOME_WORDS})\s+in)\s+{PLACE}"
         ),
         "",
@@ -134,8 +135,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "residence",
         re.compile(
             r"\b(?i:(?:bought|buying|completed\s+on|closed\s+on|moved\s+into|moving\s+into|"
+            r"got\s+the\s+keys\s+to|"
             r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+"
-            rf"(?:a|an|the|my|our)\s+(?:[\w-]+\s+)?(?:{HOME_WORDS}|[\w-]*bed(?:room)?)\s+in)"
+            r"(?:a|an|the|my|our|(?-i:[A-Z])[\w-]*['’]s)\s+(?:[\w-]+\s+){0,2}"
+            rf"(?:{HOME_WORDS}|[\w-]*bed(?:room)?)\s+in)"
             rf"\s+{PLACE}"
         ),
         "move",

@@ -334,6 +334,29 @@ _LOST = (
     r"lost(?=\s+(?:(?-i:[A-Z])[\w-]*\b(?!['’])|(?:my|our|(?-i:[A-Z])[\w-]*['’]s)\s+"
     r"(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))"
 )
+# Ways to end a thing one had or did, each naming it after the cue: "cut out caffeine",
+# "closed the shop for good", "ditched the car", "pulled out of the race", "recovered
+# from the flu" (not "cut out for", "closed the deal": a shop closed for good, or one's
+# own, ended; a door closed did not)
+_CEASED = (
+    r"cut(?:ting)?\s+out(?!\s+for\b)|(?:ditched|binned|scrapped|dumped|rehomed)|"
+    r"(?:packed|jacked)\s+in|"
+    r"(?:closed|shut)\s+(?:down|up)(?=\s+(?:my|our|his|her|their|the)\b)|"
+    r"(?:closed|shut)(?=\s+(?:my|our|his|her|their)\s+(?!eyes|laptop|door|mouth)\w)|"
+    r"(?:closed|shut)(?=\s+the\s+(?:[\w'-]+\s+){1,2}(?:down|for\s+good)\b)|"
+    r"(?:pulled|dropped|bowed)\s+out\s+of|withdrew\s+from|(?:stepped|walked)\s+away\s+from|"
+    r"moved\s+on\s+from|recovered\s+from|unsubscribed\s+from|separated\s+from|"
+    r"parted\s+ways\s+with|cut\s+ties\s+with|ended\s+things\s+with|"
+    r"(?:fired|sacked)\s+from|ended(?=\s+(?:my|our|his|her|their)\b)|"
+    r"completed(?=\s+(?:my|our|the)\s+(?!on\b))|discontinued|terminated"
+)
+# a party that ended, named before the cue: "The shelter closed down", "my visa
+# expired", "Raj and I separated", "Sam moved away"
+CEASED_PARTY = (
+    r"closed\s+down|shut\s+down|went\s+(?:bust|under)|closed\s+(?:its|their)\s+doors|"
+    r"expired|(?:(?:and\s+I|we|they)\s+(?:have\s+|had\s+|got\s+)?)separated|parted\s+ways|"
+    r"moved\s+away|(?:has|had|have)\s+ended"
+)
 # read as an ending and, of the thing before it, as what ended: "Architecture wasn't for me"
 _NOT_FOR_ME = r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)"
 CHANGE = re.compile(
@@ -355,7 +378,7 @@ ENDING = re.compile(
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
     r"(?:came|comes|come|taken|is|are)\s+off" + _CLAUSE_FINAL + r"|removed|"
     r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)|resigned|divorce[ds]?|"
-    r"handed\s+(?:the|my|our|his|her|their)\s+(?:[\w'-]+\s+){1,2}back|"
+    r"(?:handed|gave|took)\s+(?:the|my|our|his|her|their)\s+(?:[\w'-]+\s+){1,2}back|"
     r"passed\s+(?:my|his|her|their|our|the)\s+final|graduated|deleted|uninstalled|"
     r"put\s+(?:\S+\s+){1,3}away\s+for\s+good|"
     r"called\s+off|broke\s+off|stepped\s+down|split\s+up|disbanded|paid\s+off|"
@@ -375,7 +398,13 @@ ENDING = re.compile(
     + _CLAUSE_FINAL
     + r"|"
     + _GAVE
-    + r"|former|ex-\w+|used\s+to)\b",
+    + r"|"
+    + _CEASED
+    + r"|"
+    + CEASED_PARTY
+    + r"|kicked\s+the\s+habit|(?:got|been|was|were)\s+(?:fired|sacked)|made\s+redundant|"
+    r"let\s+(?:me|him|her|us|them)\s+go|in\s+remission|all\s+clear|(?:fully\s+)?recovered|"
+    r"discharged|former|ex-\w+|used\s+to)\b",
     re.I,
 )
 # A statement that denies: "no fish", "not in Lyon", "doesn't", "never".
@@ -403,7 +432,11 @@ _ENDS_OBJECT = re.compile(
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
     r"broke\s+off|stepped\s+down\s+(?:as|from)|deleted|uninstalled|paid\s+off|stole|nicked|"
     r"had\s+to\s+say\s+goodbye\s+to|said\s+(?:a\s+)?(?:final|last)\s+goodbye\s+to|"
-    r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|" + _GAVE + r")\b",
+    r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|"
+    + _GAVE
+    + r"|"
+    + _CEASED
+    + r")\b",
     re.I,
 )
 _ENDS_PARTY = re.compile(
@@ -419,7 +452,9 @@ _ENDS_PARTY = re.compile(
     r"handed\s+back|passed\s+away|died|laid\s+off|disbanded|(?:was|were|got)\s+stolen|"
     r"(?:is|are|came|comes|come|(?:was|were|got)(?:\s+taken)?)\s+off"
     + _CLAUSE_FINAL
-    + r"|(?:was|were|got)\s+removed)\b",
+    + r"|(?:was|were|got)\s+removed|"
+    + CEASED_PARTY
+    + r")\b",
     re.I,
 )
 # Words before the thing that ended ("the", "managing the") and words that end it ("today").
@@ -432,7 +467,8 @@ _OBJECT_STOP = frozenset(
     "now anymore any more for at in on to with was is are were it i we then or which who "
     "that there here finally already just early late soon again yet too work home "
     "behind everything something anything stuff thing things than outside inside near "
-    "from by across around".split()
+    "from by across around though anyway either completely entirely altogether "
+    "totally".split()
 )
 _DETERMINERS = frozenset("the a an my our his her their your that this".split())
 _NO_THING = frozenset("one two lot way day end fun top bit few all new old big own".split())
@@ -471,12 +507,26 @@ def ended_objects(sentence: str) -> list[str]:
     of a switch's new side are never taken ("switched to a Pixel" names no ending).
     """
     found = [thing for thing, _ in endings(sentence)]
+    # "No more 7:10 train for me": an ending, though no clause of it is marked history
+    # where it stands ("so no more fish" already reads as over)
+    found += [thing for thing, _ in _objects(_NO_MORE, sentence)]
     # "Cancelled my gym membership" ended the gym: what it was a membership of ("the
     # food bank shifts": the food bank)
     found += [m.group(1) for t in found if (m := _MEMBERSHIP.fullmatch(t))]
     return list(dict.fromkeys(found))
 
 
+def names_thing(text: str, thing: str) -> bool:
+    """Whether ``text`` names ``thing`` as words, any case, plural or not (a fish that
+    ended is not in "overfishing"), or as the end of a name: "Cancelled the gym
+    membership" ended the gym of "Signed up at PureGym"."""
+    if re.search(rf"(?<!\w){re.escape(thing)}(?:s|es)?(?!\w)", text, re.I):
+        return True
+    tail = thing.title()
+    return thing.isalpha() and re.search(rf"(?<=[a-z]){re.escape(tail)}(?!\w)", text) is not None
+
+
+_NO_MORE = re.compile(r"\bno\s+more(?!\s+than\b)", re.I)
 _MEMBERSHIP = re.compile(
     r"(.+?)\s+(?:membership|subscription|contract|lease|pass|account|shifts?|sessions?|"
     r"lessons?|classes|practice)",
@@ -486,7 +536,8 @@ _PUT_DOWN = re.compile(r"\bput\s+(?:(?:my|our|the|poor|old)\s+)*([A-Z][\w'-]+)\s
 # "Handed the Golf back on Friday", "handed my old keys back"; "put the knitting
 # needles away for good"
 _HANDED_BACK = re.compile(
-    r"\b(?:handed\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?((?:[\w'-]+\s+)?[\w'-]+)\s+back"
+    r"\b(?:(?:handed|gave|took)\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?"
+    r"((?:[\w'-]+\s+)?[\w'-]+)\s+back"
     r"|put\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?((?:[\w'-]+\s+)?[\w'-]+)\s+away\s+"
     r"for\s+good)\b",
     re.I,
@@ -535,25 +586,13 @@ def denied_still(question: str, reply: str) -> str | None:
     return " ".join(named)
 
 
-@lru_cache(maxsize=16384)  # history marks read every line of a context, every turn
-def endings(sentence: str) -> tuple[tuple[str, int], ...]:
-    """(what ended, where the clause saying so ends) for each ending the sentence
-    states; the offsets let a reader mark that clause as history in place."""
-    # "We had to put Biscuit down on Monday": a pet's death; "Tuesday yoga is over"
-    found: list[tuple[str, int]] = [
-        (m.group(m.lastindex or 1), m.end())  # the alternative that matched
-        for m in (
-            *_PUT_DOWN.finditer(sentence),
-            *_OVER.finditer(sentence),
-            *_HANDED_BACK.finditer(sentence),
-            *WENT_BACK.finditer(sentence),
-        )
-        if m.group(m.lastindex or 1).split()[-1].casefold()
-        not in _OBJECT_STOP | {"that", "this", "everything"}
-    ]
-    for m in _ENDS_OBJECT.finditer(sentence):
+def _objects(cue: re.Pattern[str], sentence: str) -> list[tuple[str, int]]:
+    """(what the cue names after it, where its clause ends) for each cue not negated
+    ("I won't quit the band"): at most three words, past "the", "my", "managing the"."""
+    found = []
+    for m in cue.finditer(sentence):
         if _NEGATED_CUE.search(sentence[: m.start()]):
-            continue  # "I won't quit the band"
+            continue
         clause = _CLAUSE_END.split(sentence[m.end() :], maxsplit=1)[0]
         toks = clause.split()
         i = 0
@@ -581,6 +620,26 @@ def endings(sentence: str) -> tuple[tuple[str, int], ...]:
         )
         if phrase and (len(" ".join(phrase)) >= 4 or phrase[0][:1].isupper() or named):
             found.append((" ".join(phrase), m.end() + len(clause.rstrip())))
+    return found
+
+
+@lru_cache(maxsize=16384)  # history marks read every line of a context, every turn
+def endings(sentence: str) -> tuple[tuple[str, int], ...]:
+    """(what ended, where the clause saying so ends) for each ending the sentence
+    states; the offsets let a reader mark that clause as history in place."""
+    # "We had to put Biscuit down on Monday": a pet's death; "Tuesday yoga is over"
+    found: list[tuple[str, int]] = [
+        (m.group(m.lastindex or 1), m.end())  # the alternative that matched
+        for m in (
+            *_PUT_DOWN.finditer(sentence),
+            *_OVER.finditer(sentence),
+            *_HANDED_BACK.finditer(sentence),
+            *WENT_BACK.finditer(sentence),
+        )
+        if m.group(m.lastindex or 1).split()[-1].casefold()
+        not in _OBJECT_STOP | {"that", "this", "everything"}
+    ]
+    found += _objects(_ENDS_OBJECT, sentence)
     for m in _ENDS_PARTY.finditer(sentence):
         head = _CLAUSE_END.split(sentence[: m.start()])[-1]
         end = m.end() + len(_CLAUSE_END.split(sentence[m.end() :], maxsplit=1)[0].rstrip())

@@ -9,14 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text import ENDING, NEGATION, WENT_BACK, stem
+from ..text import CEASED_PARTY, ENDING, NEGATION, WENT_BACK, stem
 
 TOKEN = re.compile(r"[\w'’-]+")
 _RESTRICTION = re.compile(
     r"\b(allerg(?:ic|y|ies)|intoleran(?:t|ce)|avoid(?:s|ing)?|banned|forbidden|off-limits)\b",
     re.I,
 )
-_FORMER = re.compile(r"\b(?:old|former|previous|ex)[\s-]+([\w'-]+)", re.I)
+# "my old team" (not "old friends": friends of long standing)
+_FORMER = re.compile(r"\b(?:old|former|previous|ex)[\s-]+(?!friends?\b)([\w'-]+)", re.I)
 _INSTEAD_WORD = re.compile(r"\binstead\b", re.I)
 OLD_STEMS = frozenset(stem(w) for w in ("old", "former", "previous", "ex"))
 # cues that follow what they end: "fish anymore", "crutches handed back"
@@ -26,7 +27,7 @@ _TRAILING_CUE = re.compile(
     r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
     r"(?:is|are|was|were)\s+(?:over|gone)|['’]s\s+gone|no\s+more|split\s+up|broke\s+up|"
     r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|called\s+it\s+quits|"
-    r"signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked",
+    r"signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked|" + CEASED_PARTY,
     re.I,
 )
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..model import Claim, Message
-from ..text import denied_still, ended_objects, endings
+from ..text import denied_still, ended_objects, endings, names_thing
 from ..timeground import spoken_day
 from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
 from .links import as_known
@@ -88,7 +88,6 @@ class Bygones:
         marked for that alone: "I left the choir, I play bass in a band now" tells
         what holds now (``mark`` marks its ending clause in place).
         """
-        low = sentence.casefold()
         own = {o.casefold() for o in own}
         dated = [_until(m.group(1)) for m in _UNTIL.finditer(sentence)]
         if dated and self.at is not None and max(dated) <= self.at:
@@ -96,7 +95,9 @@ class Bygones:
         ends = [
             when
             for old, new, when in self.values
-            if _names(old, low) and not (new and _names(new, low)) and old not in own
+            if names_thing(sentence, old)
+            and not (new and names_thing(sentence, new))
+            and old not in own
         ]
         claims = self.claims
         if evidence is not None:
@@ -118,7 +119,7 @@ class Bygones:
             part = parts[i]
             ended = endings(part)  # read once: what the sentence says ended, and where
             since = (
-                self.since(part, (thing for thing, _ in ended), evidence)
+                self.since(part, ended_objects(part), evidence)
                 if self.claims or self.values or self.at
                 else None
             )
@@ -129,12 +130,6 @@ class Bygones:
             else:
                 parts[i] = _mark_endings(part, ended)
         return "".join(parts)
-
-
-def _names(value: str, low: str) -> bool:
-    """Whether the (casefolded) sentence ``low`` names ``value`` as words, plural or
-    not: a fish that ended is not in "overfishing"."""
-    return re.search(rf"(?<!\w){re.escape(value)}(?:s|es)?(?!\w)", low) is not None
 
 
 def _mark_endings(sentence: str, ended: Sequence[tuple[str, int]]) -> str:

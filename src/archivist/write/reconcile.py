@@ -36,6 +36,7 @@ from ..text import (
     change_clauses,
     ended_objects,
     is_stopword,
+    names_thing,
     person_key,
     query_terms,
     stem,
@@ -381,7 +382,7 @@ def ended_in(new: Claim, old: Claim) -> str | None:
     if not _may_end(new, old):
         return None
     for thing in ended_objects(new.text):
-        if re.search(rf"(?<!\w){re.escape(thing)}(?!\w)", old.text, re.I):
+        if names_thing(old.text, thing):
             return thing
         # "Tuesday yoga is over" ends "Yoga every Tuesday evening": its words, any order
         named = [w for w in re.findall(r"[\w'-]+", thing) if not is_stopword(w)]
