@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..model import Claim, Hit, Message, text_problem
 from ..subject import clause_subject, kin_names, mentions_kin
 from ..text import fold, is_stopword, person_key, stem, words
+from ..timeground import find_times
 from .extractive import (
     SENTENCE_BREAK,
     Sentence,
@@ -315,7 +316,7 @@ def verify_speaker(
         if (
             u.owner.casefold() == x.casefold()
             or xkey in {stem(w) for w in words(_said_to(u.text))}
-            or told_of_named(m.speaker, u.owner, x, question)
+            or told_of_named(m.speaker, u.owner, x, question, u.text)
         ):
             mine = max(mine, cov)
         elif other is None or cov > other[0]:
@@ -326,16 +327,25 @@ def verify_speaker(
     return not_theirs(question, x, u.owner, u.hit.message, u.text, cov - mine)
 
 
-def told_of_named(speaker: str, owner: str, person: str, question: str) -> bool:
+def told_of_named(speaker: str, owner: str, person: str, question: str, text: str = "") -> bool:
     """Whether ``person`` said it of ``owner``, someone the question names (by first
     name): "Is Tom staying with Nina?" - Nina: "My brother Tom is staying with us" is
-    Nina's own word, hers to answer, not Tom's to refuse it by."""
+    Nina's own word, hers to answer, not Tom's to refuse it by. The one named may be
+    named only in the sentence ``text``: "When was Theo born?" - Zara: "Baby Theo
+    arrived last night" is Zara's word of her baby, Theo."""
+    if fold(speaker) != fold(person):
+        return False
     first = owner.split()[0] if owner.split() else ""
-    return (
-        fold(speaker) == fold(person)
-        and bool(first)
-        and re.search(rf"(?<!\w){re.escape(first)}(?!\w)", question, re.I) is not None
-    )
+    if first and re.search(rf"(?<!\w){re.escape(first)}(?!\w)", question, re.I):
+        return True
+    if not fold(owner).startswith(fold(person) + "'"):
+        return False  # only one's own relative ("Zara's baby") is told of by name
+    named = {w for w in _NAMED.findall(question[1:]) if fold(w) != fold(person)}
+    return any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in named)
+
+
+# a name the question holds past its first word: "When was Theo born?"
+_NAMED = re.compile(r"(?<=\s)([A-Z][a-z]+)(?:['’]s)?\b")
 
 
 def not_theirs(
@@ -419,6 +429,8 @@ def extractive_answer(
     if not sentences:
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
     shape = shape_of(question, asks_when=asks_when(question))
+    if shape.form == "yes_no" and len(spans := find_times(question, at)) == 1 and spans[0].end:
+        shape = replace(shape, during=(spans[0].start, spans[0].end))
     wanted = asked_stems(question, names, shape.before)
     # a reply shares its question's words ("My girlfriend!" answers who Marisol is), but
     # its meaning is its own: the question's words would blur it
@@ -442,7 +454,7 @@ def extractive_answer(
     if (
         target
         and (theirs := someone_elses(best, target, by_subject=not asks_who))
-        and not told_of_named(best.message.speaker, theirs, target, question)
+        and not told_of_named(best.message.speaker, theirs, target, question, best.text)
     ):
         # the best evidence is another person's own statement: it answers for this person
         # only through what they said themselves ("no alcohol for me until the 15th"
@@ -461,6 +473,14 @@ def extractive_answer(
             return replace(wrong, context_tokens=tokens)
         text, used, why = mine
         best, pool = used[0], own
+    said_by = _said_by(question, names)
+    if said_by and fold(best.message.speaker) != fold(said_by):
+        # "Did Jo say Raj cooks better than Uma?" asks whose words they were: Uma's are
+        # no answer for Jo
+        wrong = not_theirs(
+            question, said_by, best.message.speaker, best.message, best.text, best.relevance
+        )
+        return replace(wrong, context_tokens=tokens)
     second = next((s.score for s in pool if s.message is not best.message), 0.0)
     margin = max(0.0, (best.score - second) / best.score) if best.score else 0.0
     m = best.message
@@ -478,6 +498,24 @@ def extractive_answer(
         said_by=m.speaker,
         said_at=m.timestamp,
     )
+
+
+# "Did Jo say…?", "Has Uma ever mentioned…?": the question names who said it
+_SAID_BY = re.compile(
+    r"^\W*(?:did|does|has|had|have|would)\s+(.+?)\s+(?:ever\s+|really\s+|actually\s+)?"
+    r"(?:say|said|tell|told|mention|mentioned|suggest|suggested|ask|asked|write|wrote|"
+    r"claim|claimed|admit|admitted|recommend|recommended)\b",
+    re.I,
+)
+
+
+def _said_by(question: str, names: Sequence[str]) -> str | None:
+    """The known person a "did X say…" question names as the speaker, if it does."""
+    m = _SAID_BY.match(question)
+    if m is None:
+        return None
+    who = person_key(m.group(1))
+    return next((n for n in names if person_key(n) == who), None)
 
 
 def _meaning(

@@ -154,6 +154,9 @@ class Shape:
     plural: bool  # "Which clubs…", "What pets…": several sentences may answer
     length: bool = False  # "How long…?": a sentence naming a length of time answers
     why: bool = False  # "Why…?": a sentence giving a reason answers
+    # the span a yes/no question names ("Is Ida on crutches in August 2023?"): what had
+    # ended before it, or began after it, did not hold then
+    during: tuple[datetime, datetime] | None = None
 
 
 def shape_of(question: str, *, asks_when: bool) -> Shape:
@@ -618,10 +621,27 @@ def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool, wanted: Sequence[s
     about an ending ("Did she quit…?") is affirmed by a denial ("no longer…").
     A sentence that no longer holds, asked about now, says the opposite.
     """
-    affirms = denies(s.text, wanted) == shape.ends
-    if s.ended is not None and at_is_past_of:
+    affirms = _denies(s.text, wanted) == shape.ends
+    span = shape.during
+    if (s.ended is not None and (at_is_past_of or (span and s.ended <= span[0]))) or (
+        span and s.when is not None and s.when >= span[1]
+    ):
         affirms = not affirms
     return affirms != shape.negated
+
+
+def _denies(text: str, wanted: Sequence[str]) -> bool:
+    """Whether the sentence denies what is asked, unless a clause of it says the asked
+    thing still holds: "I'm still on the committee, just no more accounts"."""
+    if not denies(text, wanted):
+        return False
+    return not any(
+        _STILL.search(clause) and coverage(clause, wanted) > 0 and not denies(clause, wanted)
+        for clause in _CLAUSES.split(text)
+    )
+
+
+_STILL = re.compile(r"\bstill\b", re.I)
 
 
 def names_missing(question: str, s: Sentence) -> list[str]:
@@ -720,6 +740,35 @@ def overtaken(
     return max(later, key=lambda s: s.relevance, default=None)
 
 
+def denied_later(
+    best: Sentence, ranked: Sequence[Sentence], asked_of: Sequence[str], person: str | None
+) -> Sentence | None:
+    """A later statement of the same holder that speaks of what is asked and denies it
+    ("Closed the shop for good" after "Opened my bike repair shop"), if any: the
+    newest word on a thing decides whether it holds now."""
+    holder = {fold(best.owner or best.message.speaker)} | ({fold(person)} if person else set())
+    later = [
+        s
+        for s in ranked
+        if s.message.timestamp > best.message.timestamp
+        and s.message.role != "assistant"
+        and not _asks(s)
+        and s.relevance >= MIN_RELEVANCE
+        and fold(s.owner or s.message.speaker) in holder
+        and any(_denied_in(clause, asked_of) for clause in _CLAUSES.split(s.text))
+    ]
+    return max(later, key=lambda s: s.message.timestamp, default=None)
+
+
+# "I'm still on the committee, just no more accounts": the denial is of the accounts
+_CLAUSES = re.compile(r"[,;:]\s|\s[-\u2013\u2014]\s|\b(?:but|though|although)\b", re.I)
+
+
+def _denied_in(clause: str, asked_of: Sequence[str]) -> bool:
+    """Whether a clause speaks of what is asked and denies it."""
+    return coverage(clause, asked_of) > 0 and denies(clause, asked_of)
+
+
 SHORT_WORDS = 5  # a sentence this short ("Got a new puppy!") announces more than it tells
 
 
@@ -778,9 +827,17 @@ def _yes_no(
         if later is not None:
             before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
             return f"No: {quoted(later)} ({before})", [later, best], f"{why}; changed since"
+    if yes and current and not (shape.negated or shape.ends):
+        # "Does Gil run a bike shop?" - "Opened my bike repair shop" (an event: it stays
+        # true), then "Closed the shop for good": his later word on it denies it
+        later = denied_later(best, ranked, asked_of, person)
+        if later is not None:
+            before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
+            return f"No: {quoted(later)} ({before})", [later, best], f"{why}; denied since"
     # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
     # reads as contradicting its own quote
-    ended = f" (ended {spoken_day(best.ended)})" if current and best.ended else ""
+    gone = best.ended and (current or (shape.during and best.ended <= shape.during[0]))
+    ended = f" (ended {spoken_day(best.ended)})" if gone else ""
     return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
 
 
@@ -862,8 +919,9 @@ def compose(
                 chosen.append(s)
     chosen.sort(key=lambda s: s.message.timestamp)
     said = [quoted(s, drop_replaced=current, wanted=wanted) for s in chosen]
-    if person is None and asks_who(question):
-        said = [_named(s, t) for s, t in zip(chosen, said, strict=True)]
+    if asks_who(question):
+        whose = question.lstrip().casefold().startswith("whose")
+        said = [_named(s, t, person, whose) for s, t in zip(chosen, said, strict=True)]
     return "; ".join(said), chosen, why
 
 
@@ -880,10 +938,17 @@ def _joins_list(s: Sentence, floor: float, current: bool) -> bool:
     )
 
 
-def _named(s: Sentence, text: str) -> str:
+def _named(s: Sentence, text: str, person: str | None, whose: bool) -> str:
     """A who-question's answer names who said it: "Who drinks four cups a day?" - "Sam:
-    I'm on four cups a day", not only beside it."""
-    who = s.owner or s.message.speaker
+    I'm on four cups a day", not only beside it; asked of a person ("Who told Abe to
+    get a case?"), one who is not that person: "Noor: Get a case!". A whose-question
+    is answered by the owner, asked of them or not: "Mo: The cat will be at my mum's"."""
+    if person is None or whose:
+        who = s.owner or s.message.speaker
+    elif fold(s.message.speaker) != fold(person):
+        who = s.message.speaker
+    else:
+        return text
     return text if fold(who) in fold(text) else f"{who}: {text}"
 
 

@@ -1,0 +1,205 @@
+"""Issue 13: the many ways a state ends, and answers that read the newest word on it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from archivist.attributes import attribute_values
+from archivist.config import Settings
+from archivist.read.history import HISTORY_MARK
+from archivist.service import MemoryService
+from archivist.testing import FakeEmbedder
+from archivist.text import ENDING, ended_objects, names_thing
+from archivist.write.archivist import HeuristicArchivist
+from conftest import T0, make_conversation
+
+
+def memory(path: Path) -> MemoryService:
+    return MemoryService(
+        path,
+        settings=Settings(consolidate_mode="manual"),
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "ended"),
+    [
+        ("Doctor told me to cut out caffeine, so I'm on decaf.", ["caffeine"]),
+        ("Closed the shop for good yesterday.", ["shop"]),
+        ("The shelter closed down last month, funding ran out.", ["shelter"]),
+        ("Pulled out of the half marathon, knee is shot.", ["half marathon"]),
+        ("Raj and I separated in May.", ["Raj"]),
+        ("My visa expired last week.", ["visa"]),
+        ("Completed my chemo on Friday!", ["chemo"]),
+        ("Took the dress back to the shop.", ["dress"]),
+        ("I've dropped the Portuguese though, switching to Japanese.", ["Portuguese"]),
+    ],
+)
+def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> None:
+    assert ended_objects(sentence) == ended
+    assert ENDING.search(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I closed my eyes and listened.",
+        "We closed the deal today.",
+        "I'm not cut out for this.",
+        "Keep them separated for a few days.",
+        "Completed on the flat in Leyton!",
+    ],
+)
+def test_look_alikes_end_nothing(sentence: str) -> None:
+    assert ended_objects(sentence) == []
+    assert not ENDING.search(sentence)
+
+
+def test_a_thing_is_named_as_words_or_as_the_end_of_a_name() -> None:
+    assert names_thing("Signed up at PureGym by the station.", "gym")
+    assert names_thing("I love my bikes.", "bike")
+    assert not names_thing("A documentary about overfishing.", "fish")
+    assert not names_thing("The gymnast was great.", "gym")
+
+
+def test_homes_named_with_flatmates_or_a_possessive_are_homes() -> None:
+    (leith,) = {
+        v.value for v, _ in attribute_values("Living with two nurses in a flat share in Leith.")
+    }
+    assert leith == "Leith"
+    moved = [v for v, _ in attribute_values("Got the keys to Ivy's own studio in Portobello.")]
+    assert ("Portobello", "move") in {(v.value, v.change) for v in moved}
+
+
+def test_a_new_home_makes_the_flat_share_history(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "ivy",
+        [
+            [
+                ("Ivy", "Living with two nurses in a flat share in Leith, it's noisy."),
+                ("Sol", "Ha"),
+            ],
+            [("Ivy", "Got the keys to my own studio in Portobello!"), ("Sol", "Party?")],
+        ],
+        people=("Ivy", "Sol"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        assert [(c.old_value, c.new_value) for c in mem.conflicts()] == [("Leith", "Portobello")]
+        ctx = mem.context("Where does Ivy live?", person="Ivy", at=T0 + timedelta(weeks=3))
+        lines = ctx.text.splitlines()
+        assert any("Leith" in line and HISTORY_MARK in line for line in lines)
+        assert any("Portobello" in line and HISTORY_MARK not in line for line in lines)
+
+
+def test_a_later_denial_answers_no_over_the_event_that_began_it(tmp_path: Path) -> None:
+    """ "Opened my bike repair shop" stays true as history; "Closed the shop for good"
+    is Gil's newest word on the shop: he runs none now."""
+    conv = make_conversation(
+        "gil",
+        [
+            [("Gil", "Opened my bike repair shop on Mill Lane today!"), ("Ada", "Proud!")],
+            [("Gil", "Closed the shop for good yesterday. Rent doubled."), ("Ada", "Oh no")],
+        ],
+        people=("Gil", "Ada"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        at = T0 + timedelta(weeks=4)
+        answer = mem.ask("Does Gil run a bike shop?", person="Gil", at=at)
+        assert answer.answer.startswith("No: Closed the shop for good")
+        assert "earlier, " in answer.answer  # the opening, dated, as what held before
+        ctx = mem.context("Does Gil run a bike shop?", person="Gil", at=at)
+        (opened,) = [line for line in ctx.text.splitlines() if "Opened my bike" in line]
+        assert HISTORY_MARK in opened
+        # asked before the closing, the shop is his
+        before = mem.ask("Does Gil run a bike shop?", person="Gil", at=T0 + timedelta(days=2))
+        assert before.answer.startswith("Yes")
+
+
+def test_a_still_clause_is_no_later_denial(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "omar",
+        [
+            [("Omar", "Tenants' association committee meeting tonight."), ("Lia", "Fun")],
+            [("Omar", "Yes, I'm still on the committee, just no more accounts."), ("Lia", "Ok")],
+        ],
+        people=("Omar", "Lia"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        q = "Is Omar on the committee?"
+        answer = mem.ask(q, person="Omar", at=T0 + timedelta(weeks=3))
+        assert answer.answer.startswith("Yes")
+
+
+def test_who_and_whose_questions_name_the_one_who_said_it(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "abe",
+        [
+            [
+                ("Abe", "My iPhone screen cracked again, third time this year."),
+                ("Noor", "Get a case!"),
+            ]
+        ],
+        people=("Abe", "Noor"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        answer = mem.ask("Who told Abe to get a case?", at=T0 + timedelta(days=1))
+        assert answer.answer == "Noor: Get a case!"
+
+
+def test_did_x_say_abstains_naming_who_did(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "uma",
+        [[("Uma", "Six months with Raj now, he cooks better than me."), ("Jo", "Keep him!")]],
+        people=("Uma", "Jo"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        at = T0 + timedelta(days=1)
+        wrong = mem.ask("Did Jo say Raj cooks better than Uma?", at=at)
+        assert wrong.abstain and "Uma" in wrong.answer
+        right = mem.ask("Did Uma say Raj cooks better than her?", at=at)
+        assert not right.abstain
+
+
+def test_ones_own_relative_named_in_the_question_is_no_one_elses(tmp_path: Path) -> None:
+    """ "When was Theo born?" asked of Zara: "Baby Theo arrived last night" is her baby,
+    named, not someone else's news."""
+    conv = make_conversation(
+        "zara",
+        [[("Zara", "Baby Theo arrived last night, everyone is well."), ("Lou", "Congrats!")]],
+        people=("Zara", "Lou"),
+        start=datetime(2022, 11, 19, 9, tzinfo=UTC),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        answer = mem.ask("When was Theo born?", person="Zara", at=datetime(2023, 1, 1, tzinfo=UTC))
+        assert not answer.abstain and "18 November 2022" in answer.answer
+
+
+def test_a_yes_no_naming_a_month_reads_the_state_then(tmp_path: Path) -> None:
+    """ "On crutches until July": asked of August, no; of June, yes; of March (before
+    the fall), no."""
+    conv = make_conversation(
+        "ida",
+        [[("Ida", "Tore my ACL at netball, so I'm on crutches until July."), ("Bo", "Ouch")]],
+        people=("Ida", "Bo"),
+        start=datetime(2023, 5, 27, 9, tzinfo=UTC),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        at = datetime(2023, 8, 15, tzinfo=UTC)
+        august = mem.ask("Is Ida on crutches in August 2023?", person="Ida", at=at)
+        assert august.answer.startswith("No:") and "(ended 1 August 2023)" in august.answer
+        june = mem.ask("Was Ida on crutches in June 2023?", person="Ida", at=at)
+        assert june.answer.startswith("Yes:")
+        march = mem.ask("Was Ida on crutches in March 2023?", person="Ida", at=at)
+        assert march.answer.startswith("No:")
