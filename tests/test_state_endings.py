@@ -12,7 +12,7 @@ from archivist.config import Settings
 from archivist.read.history import HISTORY_MARK
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
-from archivist.text import ENDING, ended_objects, names_thing
+from archivist.text import ENDING, WENT_BACK, ended_objects, names_thing
 from archivist.write.archivist import HeuristicArchivist
 from conftest import T0, make_conversation
 
@@ -38,11 +38,18 @@ def memory(path: Path) -> MemoryService:
         ("Completed my chemo on Friday!", ["chemo"]),
         ("Took the dress back to the shop.", ["dress"]),
         ("I've dropped the Portuguese though, switching to Japanese.", ["Portuguese"]),
+        ("I've handed in my chair at the orchestra.", ["orchestra"]),
+        ("GP says I'm prediabetic. Sugar's off the menu.", ["Sugar"]),
+        ("On crutches until July and parkrun is out for the year.", ["parkrun"]),
+        ("The Fiat went to a guy from Gumtree.", ["Fiat"]),
+        ("We had to rehome Rocket, he and the baby weren't safe.", ["Rocket"]),
+        ("Colin retired, and my new boss is Priti.", ["Colin"]),
+        ("Last day at the bank after 32 years. Officially retired!", ["bank"]),
     ],
 )
 def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> None:
     assert ended_objects(sentence) == ended
-    assert ENDING.search(sentence)
+    assert ENDING.search(sentence) or WENT_BACK.search(sentence)
 
 
 @pytest.mark.parametrize(
@@ -53,6 +60,7 @@ def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> N
         "I'm not cut out for this.",
         "Keep them separated for a few days.",
         "Completed on the flat in Leyton!",
+        "Tom went to a concert with his friend.",
     ],
 )
 def test_look_alikes_end_nothing(sentence: str) -> None:
@@ -65,15 +73,21 @@ def test_a_thing_is_named_as_words_or_as_the_end_of_a_name() -> None:
     assert names_thing("I love my bikes.", "bike")
     assert not names_thing("A documentary about overfishing.", "fish")
     assert not names_thing("The gymnast was great.", "gym")
+    assert names_thing("Rent on my flat in Camden went up.", "Camden flat")  # any order
+    assert not names_thing("My flat is lovely.", "Camden flat")
 
 
-def test_homes_named_with_flatmates_or_a_possessive_are_homes() -> None:
+def test_homes_named_by_flatmates_a_possessive_or_their_kind_are_homes() -> None:
     (leith,) = {
         v.value for v, _ in attribute_values("Living with two nurses in a flat share in Leith.")
     }
     assert leith == "Leith"
     moved = [v for v, _ in attribute_values("Got the keys to Ivy's own studio in Portobello.")]
     assert ("Portobello", "move") in {(v.value, v.change) for v in moved}
+    (camden,) = attribute_values("Rent on Ned's flat in Camden went up again.")
+    assert camden[0].value == "Camden"
+    (boat,) = attribute_values("Ned lives on a narrowboat on the Regent's Canal now!")
+    assert boat[0].value == "narrowboat"
 
 
 def test_a_new_home_makes_the_flat_share_history(tmp_path: Path) -> None:
@@ -203,3 +217,18 @@ def test_a_yes_no_naming_a_month_reads_the_state_then(tmp_path: Path) -> None:
         assert june.answer.startswith("Yes:")
         march = mem.ask("Was Ida on crutches in March 2023?", person="Ida", at=at)
         assert march.answer.startswith("No:")
+
+
+def test_an_answer_about_now_leaves_out_the_clause_that_ended(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "eve",
+        [
+            [("Eve", "My manager Colin signs off everything I do."), ("Tam", "Micromanager.")],
+            [("Eve", "Colin retired, and my new boss is Priti, she trusts me."), ("Tam", "Nice")],
+        ],
+        people=("Eve", "Tam"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        answer = mem.ask("Who is Eve's boss now?", person="Eve", at=T0 + timedelta(weeks=3))
+        assert "Priti" in answer.answer and "Colin" not in answer.answer

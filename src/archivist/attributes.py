@@ -123,10 +123,20 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "",
     ),
     ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{PLACE}"), "move"),
+    (  # "I live on a narrowboat now", "living in a camper van": a home named by its kind
+        "residence",
+        re.compile(
+            r"\b(?i:(?:lives?|living)\s+(?:on|in)\s+(?:a|an|the|my|our)\s+(?:[\w-]+\s+)?)"
+            r"(?P<v>(?i:narrowboat|houseboat|boat|barge|caravan|camper\s*van|motorhome|yurt|"
+            r"care\s+home|hostel|dorm|commune))\b"
+        ),
+        "",
+    ),
     (  # "this shoebox in Walthamstow", "our flat in Bonfim": one's home named by its place
         "residence",
         re.compile(
-            r"\b(?i:(?:my|our|this)\s+(?:(?:little|tiny|tiny\s+little|rented|new|own|first)\s+)?"
+            r"\b(?i:(?:my|our|this|(?-i:[A-Z])[\w-]*['’]s)\s+"
+            r"(?:(?:little|tiny|tiny\s+little|rented|new|own|first)\s+)?"
             rf"(?:{HOME_WORDS})\s+in)\s+{PLACE}"
         ),
         "",

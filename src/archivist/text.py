@@ -328,7 +328,8 @@ _GAVE = (
 # training for it); a death, "we lost Bruno on Saturday", "lost our old dog" (not "lost
 # weight", not "Evan lost Evan's keys": claims write names for pronouns)
 _STOPPED = (
-    r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel)|finished(?=\s+(?:the|my|our)\b)"
+    r"(?:had|have|has)\s+to\s+(?:stop|quit|give\s+up|drop|cancel|rehome|sell|close|leave|end|"
+    r"give\s+away|move\s+out\s+of)|finished(?=\s+(?:the|my|our)\b)"
 )
 _LOST = (
     r"lost(?=\s+(?:(?-i:[A-Z])[\w-]*\b(?!['’])|(?:my|our|(?-i:[A-Z])[\w-]*['’]s)\s+"
@@ -339,7 +340,7 @@ _LOST = (
 # from the flu" (not "cut out for", "closed the deal": a shop closed for good, or one's
 # own, ended; a door closed did not)
 _CEASED = (
-    r"cut(?:ting)?\s+out(?!\s+for\b)|(?:ditched|binned|scrapped|dumped|rehomed)|"
+    r"cut(?:ting)?\s+out(?!\s+for\b)|(?:ditched|binned|scrapped|dumped|rehom(?:ed|ing))|"
     r"(?:packed|jacked)\s+in|"
     r"(?:closed|shut)\s+(?:down|up)(?=\s+(?:my|our|his|her|their|the)\b)|"
     r"(?:closed|shut)(?=\s+(?:my|our|his|her|their)\s+(?!eyes|laptop|door|mouth)\w)|"
@@ -355,7 +356,15 @@ _CEASED = (
 CEASED_PARTY = (
     r"closed\s+down|shut\s+down|went\s+(?:bust|under)|closed\s+(?:its|their)\s+doors|"
     r"expired|(?:(?:and\s+I|we|they)\s+(?:have\s+|had\s+|got\s+)?)separated|parted\s+ways|"
-    r"moved\s+away|(?:has|had|have)\s+ended"
+    r"moved\s+away|(?:has|had|have)\s+ended|retired"
+)
+# what one hands in when one leaves: "handed in my notice at the school", "handed in my
+# chair at the orchestra"
+_HANDED_IN = r"notice|resignation|chair|seat|keys?|badge|uniform|kit|pass|locker"
+# a thing ruled out, named just before: "Sugar's off the menu", "parkrun is out for the year"
+OFF_FOR = (
+    r"(?:\s+(?:is|are)|['’]s)\s+(?:off\s+the\s+(?:menu|table|cards)|"
+    r"out\s+for\s+the\s+(?:year|season|summer|winter|foreseeable))"
 )
 # read as an ending and, of the thing before it, as what ended: "Architecture wasn't for me"
 _NOT_FOR_ME = r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)"
@@ -377,7 +386,7 @@ ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
     r"(?:came|comes|come|taken|is|are)\s+off" + _CLAUSE_FINAL + r"|removed|"
-    r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)|resigned|divorce[ds]?|"
+    r"handed\s+in\s+(?:\S+\s+)?(?:" + _HANDED_IN + r")|resigned|divorce[ds]?|"
     r"(?:handed|gave|took)\s+(?:the|my|our|his|her|their)\s+(?:[\w'-]+\s+){1,2}back|"
     r"passed\s+(?:my|his|her|their|our|the)\s+final|graduated|deleted|uninstalled|"
     r"put\s+(?:\S+\s+){1,3}away\s+for\s+good|"
@@ -402,6 +411,8 @@ ENDING = re.compile(
     + _CEASED
     + r"|"
     + CEASED_PARTY
+    + r"|"
+    + OFF_FOR
     + r"|kicked\s+the\s+habit|(?:got|been|was|were)\s+(?:fired|sacked)|made\s+redundant|"
     r"let\s+(?:me|him|her|us|them)\s+go|in\s+remission|all\s+clear|(?:fully\s+)?recovered|"
     r"discharged|former|ex-\w+|used\s+to)\b",
@@ -432,7 +443,9 @@ _ENDS_OBJECT = re.compile(
     r"dropped|last\s+day\s+(?:at|of|in)|not\s+with|resigned\s+from|called\s+off|"
     r"broke\s+off|stepped\s+down\s+(?:as|from)|deleted|uninstalled|paid\s+off|stole|nicked|"
     r"had\s+to\s+say\s+goodbye\s+to|said\s+(?:a\s+)?(?:final|last)\s+goodbye\s+to|"
-    r"handed\s+in\s+(?:\S+\s+)?(?:notice|resignation)\s+(?:at|to)|"
+    r"handed\s+in\s+(?:\S+\s+)?(?:"
+    + _HANDED_IN
+    + r")\s+(?:at|to|for|with)|"
     + _GAVE
     + r"|"
     + _CEASED
@@ -472,7 +485,9 @@ _OBJECT_STOP = frozenset(
 )
 _DETERMINERS = frozenset("the a an my our his her their your that this".split())
 _NO_THING = frozenset("one two lot way day end fun top bit few all new old big own".split())
-_NOT_PARTY = frozenset({"I", "We", "My", "Me", "Our", "The", "And", "But", "So", "Update"})
+_NOT_PARTY = frozenset(
+    "I I'm I've We My Me Our The And But So Update Officially Finally Just Now Today Well".split()
+)
 # not inside a number: "4:12", "3.1 kilos"
 _CLAUSE_END = re.compile(r"[.,:](?!\d)|[;!?()\n\u2014]|\s-\s")
 
@@ -518,10 +533,15 @@ def ended_objects(sentence: str) -> list[str]:
 
 def names_thing(text: str, thing: str) -> bool:
     """Whether ``text`` names ``thing`` as words, any case, plural or not (a fish that
-    ended is not in "overfishing"), or as the end of a name: "Cancelled the gym
-    membership" ended the gym of "Signed up at PureGym"."""
+    ended is not in "overfishing"); a thing of several words by all its words, in any
+    order ("Tuesday yoga is over" ends "Yoga every Tuesday evening", "gave up the
+    Camden flat" ends "my flat in Camden"); or as the end of a name ("Cancelled the
+    gym membership" ended the gym of "Signed up at PureGym")."""
     if re.search(rf"(?<!\w){re.escape(thing)}(?:s|es)?(?!\w)", text, re.I):
         return True
+    named = [w for w in re.findall(r"[\w'-]+", thing) if not is_stopword(w)]
+    if len(named) > 1:
+        return all(re.search(rf"(?<!\w){re.escape(w)}(?:s|es)?(?!\w)", text, re.I) for w in named)
     tail = thing.title()
     return thing.isalpha() and re.search(rf"(?<=[a-z]){re.escape(tail)}(?!\w)", text) is not None
 
@@ -545,14 +565,20 @@ _HANDED_BACK = re.compile(
 # a thing given back: "the wheelchair went back to the Red Cross" (not "Tom went back
 # to the gym": a person who went somewhere ended nothing)
 WENT_BACK = re.compile(
-    rf"\b(?:the|my|our|his|her|their)\s+(?:old\s+)?(?!(?:{KIN_WORDS}|friend|boss|partner)s?\b)"
-    r"([a-z][\w-]{3,})\s+(?:went|goes|has\s+gone)"
-    r"\s+back\s+to\s+the\b[^.,;:!?]*"
+    rf"\b(?i:the|my|our|his|her|their)\s+(?:old\s+)?(?!(?:{KIN_WORDS}|friend|boss|partner)s?\b)"
+    r"([A-Za-z][\w-]{3,})\s+(?:went|goes|has\s+gone)\s+(?:back\s+to\s+the\b|"
+    # "The Fiat went to a guy from Gumtree", "the cot went to a new home"
+    r"to\s+(?:a|an)\s+(?:new\s+)?(?:home|owner|buyer|guy|man|woman|lad|family|collector|"
+    r"dealer|friend|colleague|neighbour)\b)[^.,;:!?]*"
 )
 # "so Tuesday yoga is over": the words before it, from the clause's start
 _OVER = re.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:so|and|but|because|now)\s+)(?:(?:my|our|the)\s+)?"
-    r"((?:[\w'-]+\s+){0,2}[\w'-]+)\s+(?:is|are|was|were)\s+(?:over|done)\b" + _CLAUSE_FINAL,
+    r"((?:[\w'-]+\s+){0,2}[\w'-]+)(?:\s+(?:is|are|was|were)\s+(?:over|done)\b"
+    + _CLAUSE_FINAL
+    + r"|"
+    + OFF_FOR
+    + r")",
     re.I,
 )
 
@@ -652,6 +678,11 @@ def endings(sentence: str) -> tuple[tuple[str, int], ...]:
         last = (head.split() or [""])[-1]
         if names:
             found += [(n, end) for n in names]
-        elif len(last) >= 4 and last.isalpha() and last.casefold() not in _OBJECT_STOP:
+        elif (
+            len(last) >= 4
+            and last.isalpha()
+            and last.casefold() not in _OBJECT_STOP
+            and last not in _NOT_PARTY
+        ):
             found.append((last, end))  # "crutches handed back", "the cast is off"
     return tuple(found)

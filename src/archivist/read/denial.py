@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text import CEASED_PARTY, ENDING, NEGATION, WENT_BACK, stem
+from ..text import CEASED_PARTY, ENDING, NEGATION, OFF_FOR, WENT_BACK, stem
 
 TOKEN = re.compile(r"[\w'’-]+")
 _RESTRICTION = re.compile(
@@ -27,7 +27,10 @@ _TRAILING_CUE = re.compile(
     r"(?:came|comes|come|taken|got|is|are)\s+off|removed|\w+-free|laid\s+off|"
     r"(?:is|are|was|were)\s+(?:over|gone)|['’]s\s+gone|no\s+more|split\s+up|broke\s+up|"
     r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)|called\s+it\s+quits|"
-    r"signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked|" + CEASED_PARTY,
+    r"signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked|"
+    + CEASED_PARTY
+    + "|"
+    + OFF_FOR,
     re.I,
 )
 

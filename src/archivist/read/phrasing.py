@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import is_stopword, stem
+from ..text import ENDING, is_stopword, stem
 
 # "Is Nik off alcohol?" asks whether he went without it, as "Did Nik give up…?" does;
 # "off sick", "off work" and "off today" are a state of leave, not something given up
@@ -20,9 +20,11 @@ OFF_THING = re.compile(
 
 INSTEAD = re.compile(r",?\s*\b(instead\s+of|rather\s+than|replacing)\b[^,.;!?]*", re.I)
 # A clause that says what stopped, beside one that says what holds now.
+# Any ending (``text.ENDING``: "Colin retired", "sold the Fiat") or a thing returned;
+# not a switch's new side ("Switched to a Samsung Galaxy", "Moved into a new rental")
 _STOPPED = (
-    r"[^,;.!?]*\b(?:no\s+longer|anymore|any\s+more|traded|sold|gave\s+away|got\s+rid\s+of|"
-    r"returned|stopped|quit|cancell?ed|gave\s+up|dropped|moved\s+out)\b[^,;.!?]*"
+    r"(?![^,;.!?]*\b(?:switched|swapped|moved|changed|transferred)\s+(?:over\s+)?(?:to|into)\b)"
+    r"[^,;.!?]*(?:" + ENDING.pattern + r"|\breturned\b)[^,;.!?]*"
 )  # "Switched to a Samsung, traded the iPhone in at the shop": its second clause stopped;
 # "Stopped the piano lessons, swapped them for Spanish classes": its first
 # what a swap gave up, told beside what it got: cut from an answer about now
@@ -79,7 +81,7 @@ def other_kind(question: str, sentence: str) -> bool:
 TURN = re.compile(
     r"\b(?:start(?:ed|ing|s)?|began|took\s+up|joined|moved|became|now|officially|finally|"
     r"back\s+(?:in|to|at|on)|again|switched|new|since|any\s*more|no\s+longer|"
-    r"called\s+off|quit|gave\s+up|sold|left|completed|without|cancell?ed|traded)\b",
+    r"called\s+off|quit|gave\s+up|sold|left|completed|without|cancell?ed|traded|transferred)\b",
     re.I,
 )
 # a question about a state now ("Is Ama vegetarian?"), not a hypothetical ("Would…?")

@@ -384,12 +384,6 @@ def ended_in(new: Claim, old: Claim) -> str | None:
     for thing in ended_objects(new.text):
         if names_thing(old.text, thing):
             return thing
-        # "Tuesday yoga is over" ends "Yoga every Tuesday evening": its words, any order
-        named = [w for w in re.findall(r"[\w'-]+", thing) if not is_stopword(w)]
-        if len(named) > 1 and all(
-            re.search(rf"(?<!\w){re.escape(w)}(?!\w)", old.text, re.I) for w in named
-        ):
-            return thing
     return None
 
 
