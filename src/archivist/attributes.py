@@ -123,6 +123,13 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "",
     ),
     ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{PLACE}"), "move"),
+    (  # "moving in with Alice in Bath": a new home, with someone, in a place
+        "residence",
+        re.compile(
+            r"\b(?i:(?:moved|moving|move)\s+in\s+with\s+(?:[\w'’-]+\s+){1,3}?in)\s+" + PLACE
+        ),
+        "move",
+    ),
     (  # "I live on a narrowboat now", "living in a camper van": a home named by its kind
         "residence",
         re.compile(
@@ -168,7 +175,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
             r"staying|"
             r"(?:has|have|'s|'ve)\s+been)\s+(?:now\s+)?"
             r"(?:a\s+|fully\s+|strictly\s+)?(?P<v>vegan|vegetarian|pescatarian|pescetarian|"
-            r"carnivore|omnivore|keto|flexitarian)\b",
+            r"carnivore|omnivore|keto|flexitarian|veggie)\b",
             re.I,
         ),
         "",
@@ -224,6 +231,7 @@ _DIET_CANON = {
     "eat meat": "omnivore",
     "eating meat again": "omnivore",
     "carnivore": "omnivore",
+    "veggie": "vegetarian",
 }
 _TRAILING = re.compile(r"\s+(?:now|again|too|as well|already|full[- ]time|part[- ]time)$", re.I)
 
@@ -250,7 +258,9 @@ _SOMEONE = re.compile(
 
 def _elliptic(before: str) -> bool:
     """Whether the words before a cue name no holder: no name past the first word
-    (capitalised anyway), no third-person pronoun, no possessive."""
+    (capitalised anyway), no third-person pronoun, no possessive; in the cue's own
+    clause ("Not renewing the Clifton lease, I'm moving in with Alice in Bath")."""
+    before = re.split(r"[,;:.!?]", before)[-1]
     rest = before.strip().split(maxsplit=1)
     return not _SOMEONE.search(before) and not (
         len(rest) > 1 and re.search(r"\b[A-Z][a-z]+\b", rest[1])
@@ -360,7 +370,8 @@ STAGES: tuple[tuple[str, str, str], ...] = (
     (
         "pregnancy",
         r"pregnant|expecting (?:a|our|twins)|(?:we|i)(?:['’]re|['’]m| are| am) expecting|due date",
-        r"was born|gave birth|newborn|(?:she|he)['’]s (?:finally )?here",
+        r"was born|gave birth|newborn|(?:she|he)['’]s (?:finally )?here|"
+        r"born (?:this morning|this afternoon|last night|yesterday|today|at \d)",
     ),
     (
         # a birth ends "we have one kid": how many children is a state that changes

@@ -349,7 +349,9 @@ _CEASED = (
     r"moved\s+on\s+from|recovered\s+from|unsubscribed\s+from|separated\s+from|"
     r"parted\s+ways\s+with|cut\s+ties\s+with|ended\s+things\s+with|"
     r"(?:fired|sacked)\s+from|ended(?=\s+(?:my|our|his|her|their)\b)|"
-    r"completed(?=\s+(?:my|our|the)\s+(?!on\b))|discontinued|terminated"
+    r"completed(?=\s+(?:my|our|the)\s+(?!on\b))|discontinued|terminated|"
+    # "Not renewing the Clifton lease"; "RIP Nibbles"
+    r"not\s+renewing|(?:won['’]t|didn['’]t|did\s+not|will\s+not)\s+renew|(?-i:RIP|R\.I\.P\.?)"
 )
 # a party that ended, named before the cue: "The shelter closed down", "my visa
 # expired", "Raj and I separated", "Sam moved away"
@@ -361,10 +363,11 @@ CEASED_PARTY = (
 # what one hands in when one leaves: "handed in my notice at the school", "handed in my
 # chair at the orchestra"
 _HANDED_IN = r"notice|resignation|chair|seat|keys?|badge|uniform|kit|pass|locker"
-# a thing ruled out, named just before: "Sugar's off the menu", "parkrun is out for the year"
+# a thing ruled out, named just before: "Sugar's off the menu", "parkrun is out for the
+# year", "Law is behind me"
 OFF_FOR = (
     r"(?:\s+(?:is|are)|['’]s)\s+(?:off\s+the\s+(?:menu|table|cards)|"
-    r"out\s+for\s+the\s+(?:year|season|summer|winter|foreseeable))"
+    r"out\s+for\s+the\s+(?:year|season|summer|winter|foreseeable)|behind\s+(?:me|us))"
 )
 # read as an ending and, of the thing before it, as what ended: "Architecture wasn't for me"
 _NOT_FOR_ME = r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)"

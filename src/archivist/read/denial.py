@@ -19,6 +19,7 @@ _RESTRICTION = re.compile(
 # "my old team" (not "old friends": friends of long standing)
 _FORMER = re.compile(r"\b(?:old|former|previous|ex)[\s-]+(?!friends?\b)([\w'-]+)", re.I)
 _INSTEAD_WORD = re.compile(r"\binstead\b", re.I)
+_INSTEAD_OF = re.compile(r"\b(?:instead\s+of|rather\s+than)\b", re.I)
 OLD_STEMS = frozenset(stem(w) for w in ("old", "former", "previous", "ex"))
 # cues that follow what they end: "fish anymore", "crutches handed back"
 _TRAILING_CUE = re.compile(
@@ -89,17 +90,32 @@ def former(text: str, wanted: Sequence[str]) -> bool:
     return any(stem(m.group(1)) in wanted for m in _FORMER.finditer(text))
 
 
+# a negation that affirms: "couldn't resist the cheese board", "can't stop eating it"
+_AFFIRMING = re.compile(
+    r"\b(?:could|can|would)(?:n['’]t|\s+not|not)\s+(?:resist|help|stop|wait|get\s+enough\s+of)\b",
+    re.I,
+)
+
+
 def denies(text: str, wanted: Sequence[str] = ()) -> bool:
     """Whether a sentence says something does not (or no longer) hold: a negation or
     an ending bearing on what is asked ("fish but no meat" denies no fish), what
     the question asks about called old ("gave the old iPhone"), or
     a restriction the question does not itself ask about ("I'm lactose intolerant"
-    answers "Can Bao have dairy?" with no, "Is Bao lactose intolerant?" with yes)."""
+    answers "Can Bao have dairy?" with no, "Is Bao lactose intolerant?" with yes).
+    "Couldn't resist the cheese board" denies nothing."""
+    text = _AFFIRMING.sub(" ", text)
     if _scoped(text, NEGATION, wanted) or _scoped(text, ENDING, wanted):
         return True
     if any(stem(m.group(1).lower()) in wanted for m in WENT_BACK.finditer(text)):
         return True  # "the wheelchair went back to the Red Cross"
-    if _INSTEAD_WORD.search(text):
+    if (of := _INSTEAD_OF.search(text)) is not None:
+        # "veggie now rather than vegan" denies vegan, not veggie
+        after = [stem(t.lower()) for t in TOKEN.findall(text[of.end() :])[:4]]
+        before = [stem(t.lower()) for t in TOKEN.findall(text[: of.start()])]
+        if any(_asked(w, wanted) for w in after) or not any(_asked(w, wanted) for w in before):
+            return True
+    elif _INSTEAD_WORD.search(text):
         return True
     if any(stem(m.group(1)) not in wanted for m in _RESTRICTION.finditer(text)):
         return True

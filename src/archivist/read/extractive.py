@@ -419,9 +419,13 @@ _STATES_NEW = re.compile(
 
 
 def _overlap(claim: Claim, sentence: str) -> float:
-    """Share of a claim's content stems the sentence holds (claims rewrite pronouns)."""
+    """Share of a claim's content stems the sentence holds. Claims rewrite pronouns as
+    names, so the speaker's and subject's names count only where the sentence has them:
+    "Gem is pregnant!" is stated by "I'm pregnant!"."""
     mine = {stem(w) for w in words(claim.text) if not is_stopword(w)}
     have = {stem(w) for w in words(sentence)}
+    names = {stem(w) for w in words(f"{claim.speaker} {claim.subject}")} - have
+    mine = (mine - names) or mine
     return len(mine & have) / len(mine) if mine else 0.0
 
 

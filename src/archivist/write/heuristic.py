@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
-from ..attributes import attribute_of
+from ..attributes import LIFE_STAGES, attribute_of, attribute_values
 from ..model import Attachment, Claim, EntityMention, Episode, Message
 from ..subject import kin_names, relative_subject
 from ..text import (
@@ -380,6 +380,14 @@ def _open_start(text: str) -> bool:
     return start is not None and not _ENDS.search(text, start.end())
 
 
+def _states_stage(core: str) -> bool:
+    """Whether a short sentence states a single-valued attribute or a stage of life
+    ("I'm pregnant!", "Vegan now.", "She's here!"): short, and what reconciliation needs."""
+    return next(attribute_values(core), None) is not None or any(
+        earlier.search(core) or later.search(core) for _, earlier, later in LIFE_STAGES
+    )
+
+
 def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Claim | None:
     """One claim from one sentence, or None for greetings, fillers and others' questions.
 
@@ -394,7 +402,9 @@ def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Cla
         core = said.rstrip(" ,;:-–—") + "."  # "I'm vegan now, can you suggest a recipe?"
     words = len(_content_words(core))
     if words < 4 and not (
-        (words == 3 and find_times(core, m.timestamp)) or (words >= 2 and ended_objects(core))
+        (words == 3 and find_times(core, m.timestamp))
+        or (words >= 2 and ended_objects(core))
+        or _states_stage(core)
     ):
         return None  # too short to say anything, unless it dates something ("Last night was fun!")
     question = core.endswith("?") and not _TAG_QUESTION.search(core)
