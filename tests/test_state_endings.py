@@ -45,6 +45,9 @@ def memory(path: Path) -> MemoryService:
         ("We had to rehome Rocket, he and the baby weren't safe.", ["Rocket"]),
         ("Colin retired, and my new boss is Priti.", ["Colin"]),
         ("Last day at the bank after 32 years. Officially retired!", ["bank"]),
+        ("Not renewing the Clifton lease, I'm moving to Bath.", ["Clifton lease", "Clifton"]),
+        ("RIP Nibbles, the kids buried him in the garden.", ["Nibbles"]),
+        ("I changed course to psychology. Law is behind me.", ["Law"]),
     ],
 )
 def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> None:
@@ -61,6 +64,7 @@ def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> N
         "Keep them separated for a few days.",
         "Completed on the flat in Leyton!",
         "Tom went to a concert with his friend.",
+        "Don't rip the paper.",
     ],
 )
 def test_look_alikes_end_nothing(sentence: str) -> None:
@@ -232,3 +236,49 @@ def test_an_answer_about_now_leaves_out_the_clause_that_ended(tmp_path: Path) ->
         mem.add(conv)
         answer = mem.ask("Who is Eve's boss now?", person="Eve", at=T0 + timedelta(weeks=3))
         assert "Priti" in answer.answer and "Colin" not in answer.answer
+
+
+def test_a_short_announcement_is_a_claim_a_birth_ends(tmp_path: Path) -> None:
+    """ "I'm pregnant!" is two words, and a state: a claim; "She's here!" ends it."""
+    conv = make_conversation(
+        "gem",
+        [
+            [("Gem", "I'm pregnant!"), ("Tia", "Congratulations!")],
+            [("Gem", "She's here! Isla, born this morning."), ("Tia", "Welcome Isla!")],
+        ],
+        people=("Gem", "Tia"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        assert [c.attribute for c in mem.conflicts()] == ["pregnancy"]
+        now = mem.ask("Is Gem pregnant?", person="Gem", at=T0 + timedelta(weeks=3))
+        assert now.answer.startswith("No")
+        then = mem.ask("Is Gem pregnant?", person="Gem", at=T0 + timedelta(days=2))
+        assert then.answer.startswith("Yes")
+
+
+def test_rather_than_denies_what_follows_it_and_resisting_affirms() -> None:
+    from archivist.read.denial import denies
+    from archivist.text import stem
+
+    said = "Couldn't resist the cheese board, I'm veggie now rather than vegan."
+    assert denies(said, [stem("vegan")])
+    assert not denies(said, [stem("veggie")])
+    assert not denies("Couldn't resist the cheese board at the wedding.", [stem("cheese")])
+    assert denies("I didn't touch the cheese board.", [stem("cheese")])
+
+
+def test_a_move_in_with_someone_next_month_is_the_home_from_then_on(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "rui",
+        [
+            [("Rui", "Signed a lease on a one-bed flat in Clifton."), ("Ken", "Nice")],
+            [("Rui", "Not renewing the lease, I'm moving in with Alice in Bath next month.")],
+        ],
+        people=("Rui", "Ken"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        (move,) = [c for c in mem.claims(conversation="rui") if "Bath" in c.text]
+        assert move.kind == "fact" and move.valid_to is None
+        assert ("Clifton", "Bath") in [(c.old_value, c.new_value) for c in mem.conflicts()]
