@@ -48,6 +48,14 @@ def memory(path: Path) -> MemoryService:
         ("Not renewing the Clifton lease, I'm moving to Bath.", ["Clifton lease", "Clifton"]),
         ("RIP Nibbles, the kids buried him in the garden.", ["Nibbles"]),
         ("I changed course to psychology. Law is behind me.", ["Law"]),
+        ("Handed in my apron at Grind.", ["Grind"]),
+        (
+            "Got my insulin pump, no more finger pricks and injections!",
+            ["finger pricks", "injections"],
+        ),
+        ("They closed the Leeds office, we're fully remote now.", ["Leeds office"]),
+        ("My shoulder won't take rowing anymore.", ["rowing"]),
+        ("I've let my club membership lapse.", ["club membership", "club"]),
     ],
 )
 def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> None:
@@ -65,11 +73,17 @@ def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> N
         "Completed on the flat in Leyton!",
         "Tom went to a concert with his friend.",
         "Don't rip the paper.",
+        "I closed the door behind me.",
+        "We closed the shop early today.",
     ],
 )
 def test_look_alikes_end_nothing(sentence: str) -> None:
     assert ended_objects(sentence) == []
     assert not ENDING.search(sentence)
+
+
+def test_a_second_verb_after_and_is_no_second_thing() -> None:
+    assert ended_objects("I finished my first screenplay and printed it.") == ["first screenplay"]
 
 
 def test_a_thing_is_named_as_words_or_as_the_end_of_a_name() -> None:
@@ -282,3 +296,12 @@ def test_a_move_in_with_someone_next_month_is_the_home_from_then_on(tmp_path: Pa
         (move,) = [c for c in mem.claims(conversation="rui") if "Bath" in c.text]
         assert move.kind == "fact" and move.valid_to is None
         assert ("Clifton", "Bath") in [(c.old_value, c.new_value) for c in mem.conflicts()]
+
+
+def test_a_kind_named_at_the_start_and_a_partner_named_by_dates() -> None:
+    from archivist.read.phrasing import other_kind
+
+    assert other_kind("Is Anu on a student visa?", "Graduate visa approved!")
+    assert not other_kind("Is Anu on a student visa?", "Student visa approved!")
+    (felix,) = attribute_values("Lia has been on three dates with a lovely guy called Felix.")
+    assert (felix[0].attribute, felix[0].value) == ("partner", "Felix")

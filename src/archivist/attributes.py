@@ -188,7 +188,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (
         "partner",
         re.compile(
-            r"\b(?:dating|married\s+to|engaged\s+to|seeing|in\s+a\s+relationship\s+with)\s+" + NAME
+            r"\b(?:dating|married\s+to|engaged\s+to|seeing|in\s+a\s+relationship\s+with|"
+            # "three dates with a lovely guy called Felix"
+            r"dates?\s+with\s+(?:a\s+|this\s+)?(?:[\w-]+\s+){0,2}(?:guy|girl|man|woman|bloke|lad)"
+            r"\s+(?:called|named))\s+" + NAME
         ),
         "",
     ),

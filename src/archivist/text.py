@@ -345,6 +345,14 @@ _CEASED = (
     r"(?:closed|shut)\s+(?:down|up)(?=\s+(?:my|our|his|her|their|the)\b)|"
     r"(?:closed|shut)(?=\s+(?:my|our|his|her|their)\s+(?!eyes|laptop|door|mouth)\w)|"
     r"(?:closed|shut)(?=\s+the\s+(?:[\w'-]+\s+){1,2}(?:down|for\s+good)\b)|"
+    # "They closed the Leeds office" (not the door, the deal, the gap)
+    r"(?:closed|shut)(?=\s+the\s+(?:(?-i:[A-Z])[\w'-]*\s+)?(?!door|window|deal|gap|curtains|lid|"
+    r"blinds|tab|distance|loop|sale|case|book|eyes|laptop|app)[a-z]+\b"
+    # not for a while: "closed the shop early today", "for the holidays"
+    r"(?![^,.;!?]*\b(?:early|for\s+(?:the\s+)?(?:day|night|holidays?|weekend|lunch|a\s+\w+)|"
+    r"at\s+\d|tonight|over\s+christmas)\b))|"
+    # "let my club membership lapse"
+    r"let\s+(?=(?:my|our|his|her|their|the)\s+(?:[\w'-]+\s+){1,3}lapse\b)|"
     r"(?:pulled|dropped|bowed)\s+out\s+of|withdrew\s+from|(?:stepped|walked)\s+away\s+from|"
     r"moved\s+on\s+from|recovered\s+from|unsubscribed\s+from|separated\s+from|"
     r"parted\s+ways\s+with|cut\s+ties\s+with|ended\s+things\s+with|"
@@ -362,7 +370,7 @@ CEASED_PARTY = (
 )
 # what one hands in when one leaves: "handed in my notice at the school", "handed in my
 # chair at the orchestra"
-_HANDED_IN = r"notice|resignation|chair|seat|keys?|badge|uniform|kit|pass|locker"
+_HANDED_IN = r"notice|resignation|chair|seat|keys?|badge|uniform|kit|pass|locker|apron|lanyard"
 # a thing ruled out, named just before: "Sugar's off the menu", "parkrun is out for the
 # year", "Law is behind me"
 OFF_FOR = (
@@ -483,7 +491,7 @@ _OBJECT_STOP = frozenset(
     "now anymore any more for at in on to with was is are were it i we then or which who "
     "that there here finally already just early late soon again yet too work home "
     "behind everything something anything stuff thing things than outside inside near "
-    "from by across around though anyway either completely entirely altogether "
+    "from by across around though anyway either completely entirely altogether lapse "
     "totally".split()
 )
 _DETERMINERS = frozenset("the a an my our his her their your that this".split())
@@ -527,7 +535,9 @@ def ended_objects(sentence: str) -> list[str]:
     found = [thing for thing, _ in endings(sentence)]
     # "No more 7:10 train for me": an ending, though no clause of it is marked history
     # where it stands ("so no more fish" already reads as over)
-    found += [thing for thing, _ in _objects(_NO_MORE, sentence)]
+    found += no_more(sentence)
+    # "My shoulder won't take rowing anymore": the word before it, in a denying clause
+    found += [m.group(1) for m in _NOT_ANYMORE.finditer(sentence) if not is_stopword(m.group(1))]
     # "Cancelled my gym membership" ended the gym: what it was a membership of ("the
     # food bank shifts": the food bank)
     found += [m.group(1) for t in found if (m := _MEMBERSHIP.fullmatch(t))]
@@ -550,6 +560,17 @@ def names_thing(text: str, thing: str) -> bool:
 
 
 _NO_MORE = re.compile(r"\bno\s+more(?!\s+than\b)", re.I)
+
+
+def no_more(sentence: str) -> list[str]:
+    """What "no more" says ended: "No more 7:10 train for me" → 7:10 train."""
+    return [thing for thing, _ in _objects(_NO_MORE, sentence)]
+
+
+_NOT_ANYMORE = re.compile(
+    r"(?:n['’]t|\bnot|\bnever)\s+(?:[\w'-]+\s+){0,3}?([a-z][\w-]{3,})\s+(?:any\s*more|any\s+longer)\b",
+    re.I,
+)
 _MEMBERSHIP = re.compile(
     r"(.+?)\s+(?:membership|subscription|contract|lease|pass|account|shifts?|sessions?|"
     r"lessons?|classes|practice)",
@@ -649,6 +670,18 @@ def _objects(cue: re.Pattern[str], sentence: str) -> list[tuple[str, int]]:
         )
         if phrase and (len(" ".join(phrase)) >= 4 or phrase[0][:1].isupper() or named):
             found.append((" ".join(phrase), m.end() + len(clause.rstrip())))
+            # "no more finger pricks and injections": the thing after "and" ended too
+            rest = toks[i + len(phrase) :]
+            if len(rest) > 1 and rest[0].casefold() in ("and", "or", "nor"):
+                also = [t.strip("'\"’!?.") for t in rest[1:3] if t.casefold() not in _OBJECT_STOP]
+                # a thing, not a second verb ("finished my screenplay and printed it")
+                if (
+                    also
+                    and not is_stopword(also[0])
+                    and len(also[0]) >= 4
+                    and not also[0].endswith("ed")
+                ):
+                    found.append((also[0], m.end() + len(clause.rstrip())))
     return found
 
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..model import Claim, Message
-from ..text import denied_still, ended_objects, endings, names_thing
+from ..text import denied_still, ended_objects, endings, names_thing, no_more
 from ..timeground import spoken_day
 from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
 from .links import as_known
@@ -119,7 +119,9 @@ class Bygones:
             part = parts[i]
             ended = endings(part)  # read once: what the sentence says ended, and where
             since = (
-                self.since(part, ended_objects(part), evidence)
+                # what it says ended is no reason to mark it ("so no more fish"); "not in
+                # Lyon anymore" is, as a line that names Lyon
+                self.since(part, [*(thing for thing, _ in ended), *no_more(part)], evidence)
                 if self.claims or self.values or self.at
                 else None
             )

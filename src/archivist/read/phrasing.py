@@ -60,13 +60,14 @@ def other_kind(question: str, sentence: str) -> bool:
     about, and not the asked one: "Is Lin on a student visa?" against "They're
     sponsoring my skilled worker visa", "Is Ana on the payments team?" against "I
     moved to lead the fraud team". The thing must come after a determiner on both
-    sides, so "I play guitar" names no kind against "the acoustic guitar"."""
+    sides (or the sentence's start: "Graduate visa approved!"), so "I play guitar" names
+    no kind against "the acoustic guitar"."""
     for m in _ASKED_KIND.finditer(question):
         kind, thing = m.group(1).lower(), m.group(2).lower()
         if is_stopword(kind) or kind in _NO_KIND or re.search(rf"\b{kind}", sentence, re.I):
             continue
         said = re.finditer(
-            _DET + rf"((?:[\w-]+\s+){{1,2}}){re.escape(stem(thing))}\w*\b", sentence, re.I
+            rf"(?:^\W*|{_DET})((?:[\w-]+\s+){{1,2}}){re.escape(stem(thing))}\w*\b", sentence, re.I
         )
         for n in said:
             other = n.group(1).split()[0].lower()
