@@ -305,3 +305,23 @@ def test_a_kind_named_at_the_start_and_a_partner_named_by_dates() -> None:
     assert not other_kind("Is Anu on a student visa?", "Student visa approved!")
     (felix,) = attribute_values("Lia has been on three dates with a lovely guy called Felix.")
     assert (felix[0].attribute, felix[0].value) == ("partner", "Felix")
+
+
+def test_what_a_person_ends_is_never_the_person(tmp_path: Path) -> None:
+    """Claims write "Jon" for "I": "Jon had to shut down Jon's bank account" ends the
+    account, not every older claim that names Jon."""
+    assert ended_objects("Jon had to shut down Jon's bank account.") == ["bank account", "bank"]
+    assert ended_objects("Gina quit Gina's job at the bakery.") == ["job"]
+    conv = make_conversation(
+        "jon",
+        [
+            [("Jon", "I dance salsa every Friday with my partner."), ("Gina", "Fun")],
+            [("Jon", "I had to shut down my bank account, it was tough."), ("Gina", "Oh")],
+            [("Jon", "I retired from the studio last week."), ("Gina", "Wow")],
+        ],
+        people=("Jon", "Gina"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        (salsa,) = [c for c in mem.claims(conversation="jon") if "salsa" in c.text]
+        assert salsa.status == "current" and salsa.valid_to is None

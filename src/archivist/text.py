@@ -342,8 +342,9 @@ _LOST = (
 _CEASED = (
     r"cut(?:ting)?\s+out(?!\s+for\b)|(?:ditched|binned|scrapped|dumped|rehom(?:ed|ing))|"
     r"(?:packed|jacked)\s+in|"
-    r"(?:closed|shut)\s+(?:down|up)(?=\s+(?:my|our|his|her|their|the)\b)|"
-    r"(?:closed|shut)(?=\s+(?:my|our|his|her|their)\s+(?!eyes|laptop|door|mouth)\w)|"
+    r"(?:closed|shut)\s+(?:down|up)(?=\s+(?:my|our|his|her|their|the|(?-i:[A-Z])[\w-]*['’]s)\b)|"
+    r"(?:closed|shut)(?=\s+(?:my|our|his|her|their|(?-i:[A-Z])[\w-]*['’]s)\s+"
+    r"(?!eyes|laptop|door|mouth)\w)|"
     r"(?:closed|shut)(?=\s+the\s+(?:[\w'-]+\s+){1,2}(?:down|for\s+good)\b)|"
     # "They closed the Leeds office" (not the door, the deal, the gap)
     r"(?:closed|shut)(?=\s+the\s+(?:(?-i:[A-Z])[\w'-]*\s+)?(?!door|window|deal|gap|curtains|lid|"
@@ -364,7 +365,9 @@ _CEASED = (
 # a party that ended, named before the cue: "The shelter closed down", "my visa
 # expired", "Raj and I separated", "Sam moved away"
 CEASED_PARTY = (
-    r"closed\s+down|shut\s+down|went\s+(?:bust|under)|closed\s+(?:its|their)\s+doors|"
+    # "The shelter closed down", not "Jon had to shut down Jon's bank account"
+    r"(?:closed|shut)\s+down(?!\s+(?:my|our|his|her|their|its|the|a|an|(?-i:[A-Z])[\w-]*['’]s)\b)|"
+    r"went\s+(?:bust|under)|closed\s+(?:its|their)\s+doors|"
     r"expired|(?:(?:and\s+I|we|they)\s+(?:have\s+|had\s+|got\s+)?)separated|parted\s+ways|"
     r"moved\s+away|(?:has|had|have)\s+ended|retired"
 )
@@ -494,6 +497,7 @@ _OBJECT_STOP = frozenset(
     "from by across around though anyway either completely entirely altogether lapse "
     "totally".split()
 )
+_POSSESSIVE_NAME = re.compile(r"[A-Z][\w-]*['’]s")
 _DETERMINERS = frozenset("the a an my our his her their your that this".split())
 _NO_THING = frozenset("one two lot way day end fun top bit few all new old big own".split())
 _NOT_PARTY = frozenset(
@@ -648,6 +652,7 @@ def _objects(cue: re.Pattern[str], sentence: str) -> list[tuple[str, int]]:
         i = 0
         while i < len(toks) and (
             toks[i].casefold() in _OBJECT_LEAD
+            or _POSSESSIVE_NAME.fullmatch(toks[i])  # claims write "Jon's" for "my"
             or (
                 toks[i].casefold().endswith("ing")
                 and i + 1 < len(toks)
@@ -664,7 +669,7 @@ def _objects(cue: re.Pattern[str], sentence: str) -> list[tuple[str, int]]:
         named = (
             bool(phrase)
             and i > 0
-            and toks[i - 1].casefold() in _DETERMINERS
+            and (toks[i - 1].casefold() in _DETERMINERS or _POSSESSIVE_NAME.fullmatch(toks[i - 1]))
             and len(phrase[0]) == 3
             and phrase[0].casefold() not in _NO_THING
         )

@@ -381,7 +381,11 @@ def ended_in(new: Claim, old: Claim) -> str | None:
     PureGym" ends "I go to PureGym on Mondays" (``text.ended_objects``), or None."""
     if not _may_end(new, old):
         return None
+    # claims write names for "I": "Jon retired" ends Jon's job, not everything said of Jon
+    themselves = {person_key(new.subject), person_key(new.speaker)}
     for thing in ended_objects(new.text):
+        if person_key(thing) in themselves:
+            continue
         if names_thing(old.text, thing):
             return thing
     return None
