@@ -325,3 +325,31 @@ def test_what_a_person_ends_is_never_the_person(tmp_path: Path) -> None:
         mem.add(conv)
         (salsa,) = [c for c in mem.claims(conversation="jon") if "salsa" in c.text]
         assert salsa.status == "current" and salsa.valid_to is None
+
+
+def test_a_promotion_keeps_the_employer(tmp_path: Path) -> None:
+    """The promotion closes the first-week claim (one validity per claim), but only the
+    title changed: Pixelworks is still where Mara works."""
+    conv = make_conversation(
+        "mara",
+        [
+            [("Mara", "First week as a junior designer at Pixelworks, so lovely."), ("Eli", "Go")],
+            [("Mara", "Got bumped up to senior designer, new title and everything."), ("Eli", "!")],
+        ],
+        people=("Mara", "Eli"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        at = T0 + timedelta(weeks=3)
+        assert "Pixelworks" in mem.ask("Where does Mara work?", person="Mara", at=at).answer
+        assert "senior" in mem.ask("What is Mara's job title?", person="Mara", at=at).answer
+        conv2 = make_conversation(
+            "mara",
+            [[("Mara", "Left Pixelworks for good, I work at Studio Nine now."), ("Eli", "Oh!")]],
+            people=("Mara", "Eli"),
+            first_session=3,
+            first_seq=4,
+        )
+        mem.add(conv2)
+        later = mem.ask("Where does Mara work?", person="Mara", at=T0 + timedelta(weeks=5))
+        assert "Studio Nine" in later.answer

@@ -108,6 +108,15 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         ),
         "",
     ),
+    (  # "First week as a junior designer at Pixelworks": the employer after a job title
+        "employer",
+        re.compile(
+            r"\b(?i:as\s+(?:a|an|the)\s+(?:[\w-]+\s+){0,2}(?:"
+            + JOB_WORDS
+            + rf")\s+(?:at|for|with))\s+{NAME}",
+        ),
+        "",
+    ),
     (
         "residence",
         re.compile(rf"\b(?:lives?|living|live|based|settled|resides?)\s+in\s+{PLACE}"),
