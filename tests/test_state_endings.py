@@ -56,6 +56,9 @@ def memory(path: Path) -> MemoryService:
         ("They closed the Leeds office, we're fully remote now.", ["Leeds office"]),
         ("My shoulder won't take rowing anymore.", ["rowing"]),
         ("I've let my club membership lapse.", ["club membership", "club"]),
+        ("Junior designer at Monzo, I start in two weeks. Bye bye Tesco.", ["Tesco"]),
+        ("Stepped back from the cathedral choir, Sundays were too much.", ["cathedral choir"]),
+        ("We wound Loopy down, ran out of runway.", ["Loopy"]),
     ],
 )
 def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> None:
@@ -75,6 +78,7 @@ def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> N
         "Don't rip the paper.",
         "I closed the door behind me.",
         "We closed the shop early today.",
+        "I'm off to Japan on Friday.",
     ],
 )
 def test_look_alikes_end_nothing(sentence: str) -> None:
@@ -353,3 +357,11 @@ def test_a_promotion_keeps_the_employer(tmp_path: Path) -> None:
         mem.add(conv2)
         later = mem.ask("Where does Mara work?", person="Mara", at=T0 + timedelta(weeks=5))
         assert "Studio Nine" in later.answer
+
+
+def test_im_off_it_denies_it() -> None:
+    from archivist.read.denial import denies
+    from archivist.text import stem
+
+    assert denies("It made me foggy so I'm off the topiramate.", [stem("topiramate")])
+    assert not denies("I'm off to Japan on Friday.", [stem("japan")])

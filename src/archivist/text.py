@@ -356,6 +356,11 @@ _CEASED = (
     r"let\s+(?=(?:my|our|his|her|their|the)\s+(?:[\w'-]+\s+){1,3}lapse\b)|"
     r"(?:pulled|dropped|bowed)\s+out\s+of|withdrew\s+from|(?:stepped|walked)\s+away\s+from|"
     r"moved\s+on\s+from|recovered\s+from|unsubscribed\s+from|separated\s+from|"
+    # "Stepped back from the cathedral choir", "wound down Loopy", "Bye bye Tesco"
+    r"stepped\s+back\s+from|wound\s+down|wound(?=\s+(?-i:[A-Z])[\w-]+\s+down\b)|"
+    r"(?:bye\s+bye|goodbye)(?=\s+(?-i:[A-Z]))|"
+    # "Topiramate made me foggy so I'm off it" (not "I'm off to Japan")
+    r"(?:['’]m|\bam)\s+off(?=\s+(?:it|them|that|those|the\s+\w+|my\s+\w+)\b)|"
     r"parted\s+ways\s+with|cut\s+ties\s+with|ended\s+things\s+with|"
     r"(?:fired|sacked)\s+from|ended(?=\s+(?:my|our|his|her|their)\b)|"
     r"completed(?=\s+(?:my|our|the)\s+(?!on\b))|discontinued|terminated|"
@@ -369,7 +374,7 @@ CEASED_PARTY = (
     r"(?:closed|shut)\s+down(?!\s+(?:my|our|his|her|their|its|the|a|an|(?-i:[A-Z])[\w-]*['’]s)\b)|"
     r"went\s+(?:bust|under)|closed\s+(?:its|their)\s+doors|"
     r"expired|(?:(?:and\s+I|we|they)\s+(?:have\s+|had\s+|got\s+)?)separated|parted\s+ways|"
-    r"moved\s+away|(?:has|had|have)\s+ended|retired"
+    r"moved\s+away|(?:has|had|have)\s+ended|retired|wound\s+(?:it\s+)?down"
 )
 # what one hands in when one leaves: "handed in my notice at the school", "handed in my
 # chair at the orchestra"
@@ -494,7 +499,7 @@ _OBJECT_STOP = frozenset(
     "now anymore any more for at in on to with was is are were it i we then or which who "
     "that there here finally already just early late soon again yet too work home "
     "behind everything something anything stuff thing things than outside inside near "
-    "from by across around though anyway either completely entirely altogether lapse "
+    "from by across around though anyway either completely entirely altogether lapse down "
     "totally".split()
 )
 _POSSESSIVE_NAME = re.compile(r"[A-Z][\w-]*['’]s")
