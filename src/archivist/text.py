@@ -374,7 +374,7 @@ CEASED_PARTY = (
     r"(?:closed|shut)\s+down(?!\s+(?:my|our|his|her|their|its|the|a|an|(?-i:[A-Z])[\w-]*['’]s)\b)|"
     r"went\s+(?:bust|under)|closed\s+(?:its|their)\s+doors|"
     r"expired|(?:(?:and\s+I|we|they)\s+(?:have\s+|had\s+|got\s+)?)separated|parted\s+ways|"
-    r"moved\s+away|(?:has|had|have)\s+ended|retired|wound\s+(?:it\s+)?down"
+    r"moved\s+away|(?:has|had|have)\s+ended|wound\s+(?:it\s+)?down"
 )
 # what one hands in when one leaves: "handed in my notice at the school", "handed in my
 # chair at the orchestra"
