@@ -18,7 +18,7 @@ from archivist.read.answer import (
     sentence_owner,
     stem,
 )
-from archivist.read.extractive import format_when
+from archivist.read.sentences import format_when
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeLLM
 from conftest import T0, make_conversation

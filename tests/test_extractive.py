@@ -8,16 +8,9 @@ from pathlib import Path
 import pytest
 
 from archivist.read.attributes_asked import asked_kinds
-from archivist.read.extractive import (
-    Sentence,
-    asked_stems,
-    compose,
-    denies,
-    rank_sentences,
-    shape_of,
-    split_sentences,
-)
+from archivist.read.extractive import asked_stems, compose, denies, rank_sentences, shape_of
 from archivist.read.replies import reply_prompt
+from archivist.read.sentences import Sentence, split_sentences
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.text import stem
@@ -449,7 +442,7 @@ def test_a_yes_no_question_names_one_kind_of_a_thing_the_evidence_another(
 
 
 def test_an_answer_about_now_leaves_out_what_a_swap_gave_up() -> None:
-    from archivist.read.extractive import quoted
+    from archivist.read.sentences import quoted
 
     (said,) = make_conversation(
         "car",
@@ -521,7 +514,7 @@ def test_more_question_shapes() -> None:
 def test_a_window_ends_at_the_time_its_until_names() -> None:
     from datetime import UTC, datetime
 
-    from archivist.read.extractive import window_end
+    from archivist.read.sentences import window_end
 
     said = datetime(2024, 8, 1, 18, tzinfo=UTC)
     end = datetime(2024, 8, 21, tzinfo=UTC)

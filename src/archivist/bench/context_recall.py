@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable, Sequence
 from ..model import Hit, Message
 from ..read.context import estimate_tokens
 from ..read.context_lines import NOTE, message_line, same_text
-from ..read.extractive import SENTENCE_BREAK
 from ..read.history import HISTORY_MARK
 from ..read.search import PRESETS, SearchTrace, search
+from ..read.sentences import SENTENCE_BREAK
 from ..service import MemoryService
 from ..store.sql import Filters
 from .metrics import by_category, mean, percentile

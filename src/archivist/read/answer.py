@@ -27,17 +27,13 @@ from ..subject import clause_subject, kin_names, mentions_kin
 from ..text import fold, is_stopword, person_key, stem, words
 from ..timeground import find_times
 from .extractive import (
-    SENTENCE_BREAK,
-    Sentence,
     asked_stems,
     aspect_stems,
     compose,
     coverage,
     denies,
-    ended_at,
     lexical_scores,
     meaning_text,
-    message_sentences,
     rank_sentences,
     shape_of,
     someone_elses,
@@ -47,6 +43,7 @@ from .query import asks_when, asks_who, names_in
 from .recall import search_memory
 from .replies import reply_prompt
 from .search import SearchTrace, get_preset
+from .sentences import SENTENCE_BREAK, Sentence, ended_at, message_sentences
 
 # Speaker verification: the best evidence owned by someone else must cover at least
 # OTHER_COVERAGE of the (IDF-weighted) content words, and the named person's best

@@ -16,7 +16,7 @@ from datetime import datetime
 from ..model import Claim, Message
 from ..text import person_key, query_terms, share_in, stem
 from ..timeground import dated, last_day, spoken_day
-from .extractive import SENTENCE_BREAK
+from .sentences import SENTENCE_BREAK
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ..attributes import AttributeValue
-from ..model import Claim, Hit, Message
 from ..text import (
     CALENDAR_WORDS,
     ENDING,
@@ -49,7 +48,7 @@ from .attributes_asked import (
     states_other_value,
     stating_kind,
 )
-from .denial import OLD_STEMS, TOKEN, denies, former
+from .denial import OLD_STEMS, denies, former
 from .phrasing import (
     ADDED,
     ASKS_NAME,
@@ -57,18 +56,23 @@ from .phrasing import (
     CLOCK,
     GIVES_REASON,
     HOW_LONG,
-    INSTEAD,
     LENGTH,
-    NO_LONGER_LEAD,
-    NO_LONGER_TAIL,
     OFF_THING,
-    SWAPS,
     TURN,
     WHAT_TIME,
     names_one,
     other_kind,
 )
 from .query import asks_who
+from .sentences import (
+    Sentence,
+    after_in_message,
+    count_in,
+    event_time,
+    format_when,
+    quoted,
+    split_sentences,
+)
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
 # below this; yes/no needs more, since "Yes" or "No" is a claim of its own.
@@ -94,11 +98,6 @@ MAX_LIST = 3
 # other); below it a later change is not read as ending an earlier yes
 SAME_ASPECT = 0.3
 
-# Where one sentence ends and the next begins: the one split of answers and context.
-# a stop, then space; not the stop of a title ("my head nurse, Dr. Okafor")
-SENTENCE_BREAK = re.compile(
-    r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)\s+"
-)
 _YES_NO = re.compile(
     r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should|"
     r"isn't|aren't|doesn't|don't|didn't|wasn't|can't|hasn't|haven't)\b",
@@ -118,7 +117,6 @@ _PAST = re.compile(
     re.I,
 )
 _BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
-_UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 _Q_NEGATED = re.compile(r"n't\b|\bnot\b", re.I)
 # "What pets does…", "Which clubs or groups is…": a plural noun before the verb
 _PLURAL_ASK = re.compile(
@@ -126,19 +124,6 @@ _PLURAL_ASK = re.compile(
     r"(?:do|does|did|is|are|was|were|has|have|had)\b",
     re.I,
 )
-_NUMBERS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
-}
-_ORDINALS = {
-    w: i
-    for i, w in enumerate(
-        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth".split()
-    )
-    if i >= 2
-}
 
 
 @dataclass(frozen=True)
@@ -285,24 +270,6 @@ def meaning_text(question: str, names: Sequence[str]) -> str:
     return " ".join(kept)
 
 
-@dataclass(frozen=True)
-class Sentence:
-    """One sentence of an evidence message, with what memory knows about it."""
-
-    text: str
-    message: Message
-    owner: str | None  # whose it is (read/answer.py sentence_owner), None if unclear
-    rank: int  # its hit's position in the search results
-    ended: datetime | None = None  # when what it says stopped holding, as of ``at``
-    when: datetime | None = None  # when its event happened, if a claim or the text says
-    relevance: float = 0.0
-    score: float = 0.0
-    subject: bool = False  # the owner is the sentence's subject (archivist/subject.py)
-    # the question a short reply answers, with who asked it ("Andrés: So who's this
-    # Marisol?" for "My girlfriend!"): read with the reply, quoted beside it
-    asked: str = ""
-
-
 def someone_elses(s: Sentence, person: str, *, by_subject: bool = True) -> str | None:
     """The owner of a sentence that is not ``person``'s and does not name them: the
     speaker's own ("Landed in Lisbon!" said by Fatima, asked of Yusuf) or another's
@@ -378,116 +345,14 @@ def lexical_scores(
     return out
 
 
-def window_end(text: str, said: datetime) -> datetime | None:
-    """The end of a window the sentence sets ("until the end of July"), if it names one."""
-    if not _UNTIL.search(text):
-        return None
-    for ref in find_times(text, said):
-        i = text.find(ref.text)
-        # the time may hold its "until" ("until the 20th") or follow it ("until she is back
-        # from Peru on the 20th")
-        if i >= 0 and (_UNTIL.match(ref.text) or _UNTIL.search(text[max(0, i - 40) : i])):
-            return ref.end or ref.start
-    return None
-
-
 def _extends(want: str, have: set[str]) -> bool:
     return len(want) >= 3 and any(h.startswith(want) and len(h) <= len(want) + 2 for h in have)
-
-
-_SEASONS = {m: season for season, ms in (("winter", (12, 1, 2)), ("spring", (3, 4, 5)),
-             ("summer", (6, 7, 8)), ("autumn", (9, 10, 11))) for m in ms}  # fmt: skip
-
-
-def format_when(when: datetime, granularity: str = "day") -> str:
-    """Dates the way LoCoMo writes them: "7 May 2023", "May 2023", "2022"."""
-    if granularity == "year":
-        return str(when.year)
-    if granularity == "season":  # "next spring": the season said, not its first month
-        return f"{_SEASONS[when.month]} {when.year}"
-    if granularity == "month":
-        return f"{when:%B} {when.year}"
-    if granularity == "week":
-        return f"the week of {when.day} {when:%B} {when.year}"
-    return f"{when.day} {when:%B} {when.year}"
 
 
 # What a sentence that also denies says holds instead: "vegan now", "I moved over to…"
 _STATES_NEW = re.compile(
     _NOW.pattern + r"|\b(?:instead|switched|moved|joined|started|became|went)\b", re.I
 )
-
-
-def _overlap(claim: Claim, sentence: str) -> float:
-    """Share of a claim's content stems the sentence holds. Claims rewrite pronouns as
-    names, so the speaker's and subject's names count only where the sentence has them:
-    "Gem is pregnant!" is stated by "I'm pregnant!"."""
-    mine = {stem(w) for w in words(claim.text) if not is_stopword(w)}
-    have = {stem(w) for w in words(sentence)}
-    names = {stem(w) for w in words(f"{claim.speaker} {claim.subject}")} - have
-    mine = (mine - names) or mine
-    return len(mine & have) / len(mine) if mine else 0.0
-
-
-def sentence_claims(sentence: str, claims: Sequence[Claim]) -> list[Claim]:
-    """The message's claims this sentence states (most of the claim's words in it)."""
-    return [c for c in claims if c.status != "duplicate" and _overlap(c, sentence) >= 0.6]
-
-
-def ended_at(claims: Sequence[Claim], at: datetime) -> datetime | None:
-    """When the claims stopped holding, if all of them have by ``at`` (None when there
-    are none, or one still holds: an event always does, it stays true as history)."""
-    if not claims or any(c.holds_at(at) for c in claims):
-        return None
-    return min((c.valid_to for c in claims if c.valid_to is not None), default=None)
-
-
-# "Since when…?", "By when…?": the time said with that word ("since February", "out
-# by July 10th") answers first, even in a later sentence of the message.
-_WHEN_WORDS = {"since": "since|from", "from": "since|from", "by": "by|until|till|before"}
-_WHEN_WORDS |= {"until": _WHEN_WORDS["by"], "till": _WHEN_WORDS["by"]}
-_PREP_WHEN = re.compile(r"^\W*(since|from|by|until|till)\s+when\b", re.I)
-
-
-def _after(s: Sentence) -> str:
-    """What its message says after the sentence ("" if the sentence is not found in it)."""
-    text = s.message.indexed_text()
-    start = text.find(s.text)
-    return text[start + len(s.text) :] if start >= 0 else ""
-
-
-def event_time(s: Sentence, question: str = "", wanted: Sequence[str] = ()) -> tuple[datetime, str]:
-    """When the sentence's event happened: a time it names, else one the sentences after
-    it in its message name ("I got promoted! Officially from the 1st of November."),
-    else its claim's start, else its date. Of several times in a sentence, the one
-    nearest an asked word (``wanted`` stems): "Japanese classes on Thursday nights for
-    my Tokyo trip next spring" dates the trip in spring. "Since when…?" and "By
-    when…?" take a time said with "since" or "by" first ("fell in January… been
-    there since February")."""
-    said = s.message.timestamp
-    parts = [s.text, _after(s)]
-    found = []
-    for part in parts:
-        asked = [t.start() for t in TOKEN.finditer(part) if stem(t.group(0).lower()) in wanted]
-        refs = find_times(part, said)
-        if asked:
-            refs.sort(key=lambda r: min(abs(part.find(r.text) - a) for a in asked))
-        found += [(part, ref) for ref in refs]
-    if m := _PREP_WHEN.match(question):
-        cue = _WHEN_WORDS[m[1].lower()]
-        said_with = re.compile(rf"\b(?:{cue})\s+$", re.I)
-        with_cue = [
-            (p, r)
-            for p, r in found
-            if re.match(rf"(?:{cue})\b", r.text, re.I) or said_with.search(p[: p.find(r.text)])
-        ]
-        found = with_cue + found
-    if found:
-        ref = found[0][1]
-        return ref.start, ref.granularity
-    if s.when is not None:
-        return s.when, "day"
-    return s.message.timestamp, "day"
 
 
 def rank_sentences(
@@ -570,52 +435,6 @@ def rank_sentences(
         scored = rescored
     out = [replace(s, relevance=rel, score=sc) for s, rel, sc in scored]
     return sorted(out, key=lambda s: (-s.score, s.rank))
-
-
-def quoted(s: Sentence, *, drop_replaced: bool = False, wanted: Sequence[str] = ()) -> str:
-    """The sentence as said; ``drop_replaced`` cuts what it replaced ("instead of the
-    ThinkPad") and what stopped, unless that bears on more of ``wanted`` (stems).
-
-    Speaker and date travel beside it (``Answer.speaker``, ``Answer.said_at``):
-    a scorer of short answers should not pay for them, a reader sees them.
-    """
-    text = s.text.strip()
-    if s.asked:
-        return f"{text} (in reply to {s.asked})"
-    if drop_replaced:
-        text = INSTEAD.sub("", text).strip()
-        for swap, said in SWAPS:  # "Traded the Fiesta in for a Kia" - "Traded it for a Kia"
-            if (kept := swap.sub(said, text, count=1)) != text:
-                if _stems(text) & set(wanted) <= _stems(kept):
-                    text = kept
-        # "I'm no longer managing the support team, I moved over to the data team"
-        # answers "What team is she on?" with its second clause alone, but not "Which
-        # team does she manage now?": what stopped is cut only when what is left
-        # holds every asked word it held
-        for cut, lead in ((NO_LONGER_LEAD, True), (NO_LONGER_TAIL, False)):
-            if (kept := cut.sub("", text, count=1)) != text and words(kept):
-                if _stems(text) & set(wanted) <= _stems(kept):
-                    text = kept[0].upper() + kept[1:] if lead else kept
-                break
-    return text
-
-
-def _stems(text: str) -> set[str]:
-    return {stem(w) for w in words(text)}
-
-
-def count_in(text: str) -> int | None:
-    """A count the sentence states: a number ("two cats", "3 kids") or an ordinal
-    ("a second cat")."""
-    for w in words(text.lower()):
-        if w.isdigit() and len(w) < 4:
-            return int(w)
-        if w in _NUMBERS:
-            return _NUMBERS[w]
-    for w in words(text.lower()):
-        if w in _ORDINALS:
-            return _ORDINALS[w]
-    return None
 
 
 def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool, wanted: Sequence[str]) -> bool:
@@ -778,7 +597,7 @@ SHORT_WORDS = 5  # a sentence this short ("Got a new puppy!") announces more tha
 
 def _told_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
     """The statement said right after ``best`` in its message, if any (not a question)."""
-    following = split_sentences(_after(best))[:1]
+    following = split_sentences(after_in_message(best))[:1]
     if not following or following[0].endswith("?"):
         return None
     return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
@@ -954,44 +773,3 @@ def _named(s: Sentence, text: str, person: str | None, whose: bool) -> str:
     else:
         return text
     return text if fold(who) in fold(text) else f"{who}: {text}"
-
-
-def split_sentences(text: str) -> list[str]:
-    return [p.strip() for p in SENTENCE_BREAK.split(text) if p.strip()]
-
-
-def message_sentences(
-    hits: Sequence[Hit],
-    claims: Mapping[tuple[str, str], Sequence[Claim]],
-    at: datetime,
-    owner_of,
-    prompts: Mapping[tuple[str, str], str] | None = None,
-) -> list[Sentence]:
-    """Every sentence of the hits, with its owner, its claims' end and event time;
-    ``prompts`` (``reply_prompt`` by message key) gives a reply's first sentence
-    the question it answers."""
-    out = []
-    for rank, h in enumerate(hits):
-        m = h.message
-        said = claims.get((m.conversation, m.id), ())
-        prompt = (prompts or {}).get((m.conversation, m.id), "")
-        for i, text in enumerate(split_sentences(m.indexed_text())):
-            mine = sentence_claims(text, said)
-            starts = [c.valid_from for c in mine if c.valid_from is not None]
-            ended = ended_at(mine, at)
-            if ended is None and (end := window_end(text, m.timestamp)) is not None and end <= at:
-                ended = end  # "on night shifts until the end of July", asked in August
-            owner, subject = owner_of(text, m)
-            out.append(
-                Sentence(
-                    text=text,
-                    message=m,
-                    owner=owner,
-                    rank=rank,
-                    ended=ended,
-                    when=min(starts) if starts else None,
-                    subject=subject,
-                    asked=prompt if i == 0 else "",
-                )
-            )
-    return out

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from ..model import Claim, Message
 from ..text import denied_still, ended_objects, endings, names_thing, no_more
 from ..timeground import spoken_day
-from .extractive import SENTENCE_BREAK, ended_at, sentence_claims
 from .links import as_known
+from .sentences import SENTENCE_BREAK, ended_at, sentence_claims
 
 if TYPE_CHECKING:
     from ..store.base import Store

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from ..model import Message
 from ..text import fold, is_stopword, words
-from .extractive import split_sentences
+from .sentences import split_sentences
 
 REPLY_WORDS = 8  # a reply this short may mean nothing without the question it answers
 REPLY_WITHIN = timedelta(hours=12)  # ... when it comes this soon after it
