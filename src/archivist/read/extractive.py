@@ -644,19 +644,16 @@ def _yes_no(
         yes = False  # "Is Lin on a student visa?" - "my skilled worker visa": no
     elif yes and names_missing(question, best):
         return None  # a yes must be about what the question names
-    elif yes and current and not (shape.negated or shape.ends) and ASKS_STATE.match(question):
-        # "Yes: Ten years vegetarian" when she has since "started eating chicken again"
-        later = overtaken(best, ranked, asked_of, person, near) if near else None
-        if later is not None:
-            before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
-            return f"No: {quoted(later)} ({before})", [later, best], f"{why}; changed since"
     if yes and current and not (shape.negated or shape.ends):
         # "Does Gil run a bike shop?" - "Opened my bike repair shop" (an event: it stays
-        # true), then "Closed the shop for good": his later word on it denies it
-        later = denied_later(best, ranked, asked_of, person)
+        # true), then "Closed the shop for good": his later word on it denies it; else
+        # "Yes: Ten years vegetarian" when she has since "started eating chicken again"
+        later, how = denied_later(best, ranked, asked_of, person), "denied since"
+        if later is None and near and ASKS_STATE.match(question):
+            later, how = overtaken(best, ranked, asked_of, person, near), "changed since"
         if later is not None:
             before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
-            return f"No: {quoted(later)} ({before})", [later, best], f"{why}; denied since"
+            return f"No: {quoted(later)} ({before})", [later, best], f"{why}; {how}"
     # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
     # reads as contradicting its own quote
     gone = best.ended and (current or (shape.during and best.ended <= shape.during[0]))
