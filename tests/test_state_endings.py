@@ -371,3 +371,30 @@ def test_im_off_it_denies_it() -> None:
 
     assert denies("It made me foggy so I'm off the topiramate.", [stem("topiramate")])
     assert not denies("I'm off to Japan on Friday.", [stem("japan")])
+
+
+def test_who_said_it_is_answered_by_someone_else_named(tmp_path: Path) -> None:
+    """ "Who said Nell's hair was gorgeous?" asks for the one who said it to Nell: her
+    own sentence about her hair is no answer, and the speaker is named, not the one
+    "you" means."""
+    conv = make_conversation(
+        "nell",
+        [
+            [
+                ("Nell", "Growing my hair out, it's past my shoulders now."),
+                ("Kez", "Gorgeous."),
+                ("Nell", "Any plans for the weekend?"),
+                ("Kez", "You should get a fringe cut too!"),
+            ]
+        ],
+        people=("Nell", "Kez"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        at = T0 + timedelta(days=1)
+        said = mem.ask("Who said Nell's hair was gorgeous?", at=at)
+        assert said.answer.startswith("Kez:")
+        told = mem.ask("Who told Nell to get a fringe cut?", at=at)
+        assert told.answer.startswith("Kez: You should get a fringe cut too!")
+        asked = mem.ask("Who asked about plans for the weekend?", at=at)
+        assert asked.answer.startswith("Nell: Any plans")

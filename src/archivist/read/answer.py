@@ -39,7 +39,7 @@ from .extractive import (
     someone_elses,
 )
 from .links import as_known_by
-from .query import asks_when, asks_who, names_in
+from .query import SPEECH_WHO, asks_when, asks_who, names_in
 from .recall import search_memory
 from .replies import reply_prompt
 from .search import SearchTrace, get_preset
@@ -440,6 +440,9 @@ def extractive_answer(
         as_written(names[0], question) if len(names) == 1 else None
     )
     ranked = rank_sentences(sentences, shape, lexical, meaning, target, wanted)
+    if (speech := SPEECH_WHO.match(question)) is not None:
+        # "Who told Sam to get the train?" asks who spoke to Sam: another's words answer
+        ranked, target = _spoken_by_others(ranked, names, asked=speech.group(1)), None
     composed = compose(question, shape, ranked, wanted, target, near)
     if composed is None:
         reason = f"weak evidence: best relevance {ranked[0].relevance:.2f}"
@@ -495,6 +498,19 @@ def extractive_answer(
         said_by=m.speaker,
         said_at=m.timestamp,
     )
+
+
+def _spoken_by_others(
+    ranked: Sequence[Sentence], names: Sequence[str], asked: str
+) -> list[Sentence]:
+    """The ranked sentences a who-said question may be answered by: not said by the
+    people it names ("Who said Nell's hair was gorgeous?" is not Nell), and for "Who
+    asked…?" a question; all of them when that leaves none."""
+    named = {fold(n) for n in names}
+    others = [s for s in ranked if fold(s.message.speaker) not in named]
+    if asked.casefold() == "asked":
+        others = [s for s in others if s.text.rstrip().endswith("?")] or others
+    return others or list(ranked)
 
 
 # "Did Jo say…?", "Has Uma ever mentioned…?": the question names who said it

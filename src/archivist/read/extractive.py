@@ -63,7 +63,7 @@ from .phrasing import (
     names_one,
     other_kind,
 )
-from .query import asks_who
+from .query import SPEECH_WHO, asks_who
 from .sentences import (
     Sentence,
     after_in_message,
@@ -741,7 +741,8 @@ def compose(
     said = [quoted(s, drop_replaced=current, wanted=wanted) for s in chosen]
     if asks_who(question):
         whose = question.lstrip().casefold().startswith("whose")
-        said = [_named(s, t, person, whose) for s, t in zip(chosen, said, strict=True)]
+        speech = SPEECH_WHO.match(question) is not None
+        said = [_named(s, t, person, whose, speech) for s, t in zip(chosen, said, strict=True)]
     return "; ".join(said), chosen, why
 
 
@@ -758,12 +759,14 @@ def _joins_list(s: Sentence, floor: float, current: bool) -> bool:
     )
 
 
-def _named(s: Sentence, text: str, person: str | None, whose: bool) -> str:
+def _named(s: Sentence, text: str, person: str | None, whose: bool, speech: bool) -> str:
     """A who-question's answer names who said it: "Who drinks four cups a day?" - "Sam:
     I'm on four cups a day", not only beside it; asked of a person ("Who told Abe to
     get a case?"), one who is not that person: "Noor: Get a case!". A whose-question
     is answered by the owner, asked of them or not: "Mo: The cat will be at my mum's"."""
-    if person is None or whose:
+    if speech:  # "Who said Kim would have a perfect smile?" - Eli said it
+        who = s.message.speaker
+    elif person is None or whose:
         who = s.owner or s.message.speaker
     elif fold(s.message.speaker) != fold(person):
         who = s.message.speaker

@@ -40,6 +40,14 @@ def names_in(query: str, people: Iterable[str]) -> list[str]:
 _WHO = re.compile(r"^\W*who(?:m|se)?\b", re.I)
 
 
+# "Who told Sam to get the train?", "Who asked about a housewarming?": who said it
+SPEECH_WHO = re.compile(
+    r"^\W*who\s+(said|told|asked|suggested|predicted|recommended|advised|warned|reminded|"
+    r"invited|offered|promised|complimented|congratulated|thanked|teased|joked)\b",
+    re.I,
+)
+
+
 def asks_who(query: str) -> bool:
     """True for questions that ask who ("Who drinks…?", "Whose…?")."""
     return bool(_WHO.match(query))
