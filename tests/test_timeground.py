@@ -341,6 +341,17 @@ def test_until_the_end_of_the_month_holds_to_that_month_s_end() -> None:
         ("Wedding is on the 24th, I'm so nervous!", date(2023, 6, 1), date(2023, 6, 24)),
         ("Rent is due on the 2nd.", date(2023, 6, 20), date(2023, 7, 2)),
         ("We met on the 3rd.", date(2023, 6, 1), date(2023, 5, 3)),
+        # the clause decides, not a past verb elsewhere in the sentence
+        (
+            "Home at last, still on antibiotics till the 21st.",
+            date(2023, 11, 14),
+            date(2023, 11, 21),
+        ),
+        (
+            "I was on antibiotics until the 21st, it was rough.",
+            date(2023, 11, 14),
+            date(2023, 10, 21),
+        ),
     ],
 )
 def test_the_nth_is_a_day_of_the_month_it_is_said_in_or_near(

@@ -354,10 +354,17 @@ def _h_month_alone(m: re.Match, at: datetime, text: str) -> TimeRef:
     return _month(m[0], year, month, at.tzinfo)
 
 
+_CLAUSE_BREAK = re.compile(r"[,;:!?]|\.(?!\d)")
+
+
 def _h_day_of_month(m: re.Match, at: datetime, text: str) -> TimeRef | None:
     """ "on the 24th": the 24th of the month it is said in; of the next month when that
-    day has passed and the sentence looks ahead, of the last when it looks back."""
-    day, mood = int(m[2]), tense(text)
+    day has passed and the sentence looks ahead, of the last when it looks back. The
+    clause holding it decides: "Discharged this morning, still on antibiotics till the
+    21st" looks ahead."""
+    start = max((b.end() for b in _CLAUSE_BREAK.finditer(text, 0, m.start())), default=0)
+    end = _CLAUSE_BREAK.search(text, m.end())
+    day, mood = int(m[2]), tense(text[start : end.start() if end else len(text)])
     year, month = at.year, at.month
     if day < at.day and mood != "past" and m[1].lower() != "since":
         year, month = _shift_month(year, month, 1)
