@@ -365,6 +365,22 @@ def test_a_promotion_keeps_the_employer(tmp_path: Path) -> None:
         assert "Studio Nine" in later.answer
 
 
+def test_an_employer_left_is_not_kept(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "mara",
+        [
+            [("Mara", "First week as a junior designer at Pixelworks, so lovely."), ("Eli", "Go")],
+            [("Mara", "Got bumped up to senior designer, new title and everything."), ("Eli", "!")],
+            [("Mara", "Quit Pixelworks today, taking the summer off."), ("Eli", "Enjoy")],
+        ],
+        people=("Mara", "Eli"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        answer = mem.ask("Where does Mara work?", person="Mara", at=T0 + timedelta(weeks=4))
+        assert not answer.answer.startswith("First week")
+
+
 def test_im_off_it_denies_it() -> None:
     from archivist.read.denial import denies
     from archivist.text import stem

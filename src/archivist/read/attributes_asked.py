@@ -24,7 +24,7 @@ from ..attributes import (
     holds_for,
 )
 from ..model import Message
-from ..text import KIN_WORDS, ended_objects, names_thing
+from ..text import KIN_WORDS, ended_objects, fold, names_thing
 
 
 class Stated(Protocol):
@@ -161,26 +161,32 @@ def stating_kind(kinds: frozenset[str], person: str | None, ranked: Sequence[S])
     if not kinds or not person:
         return None
     told = _own_statements(kinds, person, ranked)
-    if "employer" in kinds and (kept := _employer_kept(told)) is not None:
+    if "employer" in kinds and (kept := _employer_kept(told, ranked, person)) is not None:
         return kept
     found = [s for s, _ in told if s.ended is None]
     return max(found, key=lambda s: s.message.timestamp, default=None)
 
 
-def _employer_kept(told: Sequence[tuple[S, str]]) -> S | None:
+def _employer_kept(told: Sequence[tuple[S, str]], ranked: Sequence[S], person: str) -> S | None:
     """The latest statement naming an employer, when only a job changed since: "First
     week as a junior designer at Pixelworks", then "Got bumped up to senior designer".
     The promotion closed the first claim (a claim has one validity), but Pixelworks
     still holds: no later statement names another employer or says it ended."""
     named = [
-        (s, v)
-        for s, v in told
-        if any(a.attribute == "employer" for a, _ in attribute_values(s.text))
+        (s, a.value)
+        for s, _ in told
+        for a, _ in attribute_values(s.text)
+        if a.attribute == "employer"
     ]
     if not named:
         return None
     first, value = max(named, key=lambda sv: sv[0].message.timestamp)
-    later = [s for s, _ in told if s.message.timestamp > first.message.timestamp]
+    later = [
+        s
+        for s in ranked
+        if s.message.timestamp > first.message.timestamp
+        and fold(s.owner or s.message.speaker) == fold(person)
+    ]
     if first.ended is None or not later:
         return None  # still holding: the latest statement of either kind answers
     if any(
