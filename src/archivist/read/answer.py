@@ -27,6 +27,7 @@ from ..subject import clause_subject, kin_names, mentions_kin
 from ..text import fold, is_stopword, person_key, stem, words
 from ..timeground import find_times
 from .extractive import (
+    Shape,
     asked_stems,
     aspect_stems,
     compose,
@@ -425,9 +426,7 @@ def extractive_answer(
     sentences = message_sentences(top, claims or {}, at, owner, prompts)
     if not sentences:
         return replace(abstain(question, "no evidence found"), context_tokens=tokens)
-    shape = shape_of(question, asks_when=asks_when(question))
-    if shape.form == "yes_no" and len(spans := find_times(question, at)) == 1 and spans[0].end:
-        shape = replace(shape, during=(spans[0].start, spans[0].end))
+    shape = _shape(question, at)
     wanted = asked_stems(question, names, shape.before)
     # a reply shares its question's words ("My girlfriend!" answers who Marisol is), but
     # its meaning is its own: the question's words would blur it
@@ -473,14 +472,13 @@ def extractive_answer(
             return replace(wrong, context_tokens=tokens)
         text, used, why = mine
         best, pool = used[0], own
-    said_by = _said_by(question, names)
-    if said_by and fold(best.message.speaker) != fold(said_by):
-        # "Did Jo say Raj cooks better than Uma?" asks whose words they were: Uma's are
-        # no answer for Jo
-        wrong = not_theirs(
-            question, said_by, best.message.speaker, best.message, best.text, best.relevance
+    if (said_by := _said_by(question, names)) and fold(best.message.speaker) != fold(said_by):
+        # "Did Jo say Raj cooks better than Uma?": Uma's words are no answer for Jo
+        m = best.message
+        return replace(
+            not_theirs(question, said_by, m.speaker, m, best.text, best.relevance),
+            context_tokens=tokens,
         )
-        return replace(wrong, context_tokens=tokens)
     second = next((s.score for s in pool if s.message is not best.message), 0.0)
     margin = max(0.0, (best.score - second) / best.score) if best.score else 0.0
     m = best.message
@@ -498,6 +496,15 @@ def extractive_answer(
         said_by=m.speaker,
         said_at=m.timestamp,
     )
+
+
+def _shape(question: str, at: datetime) -> Shape:
+    """The question's shape, with the span a yes/no question names ("Is Ida on crutches
+    in August 2023?") for reading the state then."""
+    shape = shape_of(question, asks_when=asks_when(question))
+    if shape.form == "yes_no" and len(spans := find_times(question, at)) == 1 and spans[0].end:
+        shape = replace(shape, during=(spans[0].start, spans[0].end))
+    return shape
 
 
 def _spoken_by_others(
