@@ -546,15 +546,11 @@ def overtaken(
     end "Settled into the flat in Kyoto"), say that something began or changed, and
     add nothing ("also", "another"): an addition leaves the older state holding.
     """
-    holder = {fold(best.owner or best.message.speaker)} | ({fold(person)} if person else set())
+    holder, said = _said_later(best, ranked, person)
     later = [
         s
-        for s in ranked
-        if s.message.timestamp > best.message.timestamp
-        and s.message.role != "assistant"
-        and not _asks(s)
-        and s.relevance >= MIN_RELEVANCE
-        and not _speaks_of(s, wanted)
+        for s in said
+        if not _speaks_of(s, wanted)
         and (fold(s.owner or s.message.speaker) in holder or any(h in fold(s.text) for h in holder))
         and TURN.search(s.text)
         and not ADDED.search(s.text)
@@ -563,21 +559,35 @@ def overtaken(
     return max(later, key=lambda s: s.relevance, default=None)
 
 
-def denied_later(
-    best: Sentence, ranked: Sequence[Sentence], asked_of: Sequence[str], person: str | None
-) -> Sentence | None:
-    """A later statement of the same holder that speaks of what is asked and denies it
-    ("Closed the shop for good" after "Opened my bike repair shop"), if any: the
-    newest word on a thing decides whether it holds now."""
+def _said_later(
+    best: Sentence, ranked: Sequence[Sentence], person: str | None
+) -> tuple[set[str], list[Sentence]]:
+    """Who holds what ``best`` says (its owner, and the person asked about), and the
+    relevant statements said after it (no questions, not the assistant's): where a
+    change or a denial of it may be told."""
     holder = {fold(best.owner or best.message.speaker)} | ({fold(person)} if person else set())
-    later = [
+    said = [
         s
         for s in ranked
         if s.message.timestamp > best.message.timestamp
         and s.message.role != "assistant"
         and not _asks(s)
         and s.relevance >= MIN_RELEVANCE
-        and fold(s.owner or s.message.speaker) in holder
+    ]
+    return holder, said
+
+
+def denied_later(
+    best: Sentence, ranked: Sequence[Sentence], asked_of: Sequence[str], person: str | None
+) -> Sentence | None:
+    """A later statement of the same holder that speaks of what is asked and denies it
+    ("Closed the shop for good" after "Opened my bike repair shop"), if any: the
+    newest word on a thing decides whether it holds now."""
+    holder, said = _said_later(best, ranked, person)
+    later = [
+        s
+        for s in said
+        if fold(s.owner or s.message.speaker) in holder
         and any(_denied_in(clause, asked_of) for clause in _CLAUSES.split(s.text))
     ]
     return max(later, key=lambda s: s.message.timestamp, default=None)
