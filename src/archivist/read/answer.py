@@ -40,7 +40,7 @@ from .extractive import (
     someone_elses,
 )
 from .links import as_known_by
-from .query import SPEECH_WHO, asks_when, asks_who, names_in
+from .query import SPEECH_WHO, asks_when, asks_who, names_in, said_by_named
 from .recall import search_memory
 from .replies import reply_prompt
 from .search import SearchTrace, get_preset
@@ -472,7 +472,7 @@ def extractive_answer(
             return replace(wrong, context_tokens=tokens)
         text, used, why = mine
         best, pool = used[0], own
-    if (said_by := _said_by(question, names)) and fold(best.message.speaker) != fold(said_by):
+    if (said_by := said_by_named(question, names)) and fold(best.message.speaker) != fold(said_by):
         # "Did Jo say Raj cooks better than Uma?": Uma's words are no answer for Jo
         m = best.message
         return replace(
@@ -518,24 +518,6 @@ def _spoken_by_others(
     if asked.casefold() == "asked":
         others = [s for s in others if s.text.rstrip().endswith("?")] or others
     return others or list(ranked)
-
-
-# "Did Jo say…?", "Has Uma ever mentioned…?": the question names who said it
-_SAID_BY = re.compile(
-    r"^\W*(?:did|does|has|had|have|would)\s+(.+?)\s+(?:ever\s+|really\s+|actually\s+)?"
-    r"(?:say|said|tell|told|mention|mentioned|suggest|suggested|ask|asked|write|wrote|"
-    r"claim|claimed|admit|admitted|recommend|recommended)\b",
-    re.I,
-)
-
-
-def _said_by(question: str, names: Sequence[str]) -> str | None:
-    """The known person a "did X say…" question names as the speaker, if it does."""
-    m = _SAID_BY.match(question)
-    if m is None:
-        return None
-    who = person_key(m.group(1))
-    return next((n for n in names if person_key(n) == who), None)
 
 
 def _meaning(

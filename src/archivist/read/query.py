@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from ..text import name_words
+from ..text import name_words, person_key
 
 _WHEN = re.compile(
     r"^\s*(?:(?:since|from|until|till|by)\s+)?"
@@ -56,3 +56,21 @@ def asks_who(query: str) -> bool:
 def asks_when(query: str) -> bool:
     """True for questions about time ("When did…", "Since when…", "What year…", "How long ago…")."""
     return bool(_WHEN.search(query))
+
+
+# "Did Jo say…?", "Has Uma ever mentioned…?": the question names who said it
+_SAID_BY = re.compile(
+    r"^\W*(?:did|does|has|had|have|would)\s+(.+?)\s+(?:ever\s+|really\s+|actually\s+)?"
+    r"(?:say|said|tell|told|mention|mentioned|suggest|suggested|ask|asked|write|wrote|"
+    r"claim|claimed|admit|admitted|recommend|recommended)\b",
+    re.I,
+)
+
+
+def said_by_named(question: str, names: Sequence[str]) -> str | None:
+    """The known person a "did X say…" question names as the speaker, if it does."""
+    m = _SAID_BY.match(question)
+    if m is None:
+        return None
+    who = person_key(m.group(1))
+    return next((n for n in names if person_key(n) == who), None)
