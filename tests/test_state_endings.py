@@ -414,3 +414,48 @@ def test_who_said_it_is_answered_by_someone_else_named(tmp_path: Path) -> None:
         assert told.answer.startswith("Kez: You should get a fringe cut too!")
         asked = mem.ask("Who asked about plans for the weekend?", at=at)
         assert asked.answer.startswith("Nell: Any plans")
+
+
+def test_how_someone_does_a_thing_now_is_their_newest_word_on_it(tmp_path: Path) -> None:
+    """ "How does Sam get to the office?": the train he takes now, though only the old
+    way names the office; a later word that only says what ended tells no how."""
+    conv = make_conversation(
+        "sam",
+        [
+            [
+                ("Sam", "I drive my car to the office every day, the traffic is awful."),
+                ("Ana", "Oof"),
+            ],
+            [
+                ("Sam", "How I get there now: the train, my car stays at home every day."),
+                ("Ana", "Nice"),
+            ],
+        ],
+        people=("Sam", "Ana"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        at = T0 + timedelta(weeks=3)
+        answer = mem.ask("How does Sam get to the office?", person="Sam", at=at)
+        assert "train" in answer.answer and "drive" not in answer.answer
+
+
+@pytest.mark.parametrize(
+    ("sentence", "asked"),
+    [
+        ("Still getting used to the lenses, I dropped one down the sink.", "lenses"),
+        ("Left Pixelworks late again, the deadline is brutal.", "Pixelworks"),
+        ("Can't wait for choir tonight, we're starting the Faure.", "choir"),
+    ],
+)
+def test_a_state_spoken_of_again_is_not_denied_by_a_word_that_looks_like_an_ending(
+    sentence: str, asked: str
+) -> None:
+    """Getting used to lenses, leaving work late and not being able to wait for choir
+    all say the state holds."""
+    from archivist.read.denial import denies
+    from archivist.text import stem
+
+    assert not denies(sentence, [stem(asked.lower())])
+    assert denies("I used to wear lenses.", [stem("lenses")])
+    assert denies("Left Pixelworks in May.", [stem("pixelworks")])

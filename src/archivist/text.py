@@ -386,11 +386,13 @@ OFF_FOR = (
     r"out\s+for\s+the\s+(?:year|season|summer|winter|foreseeable)|behind\s+(?:me|us))"
 )
 # read as an ending and, of the thing before it, as what ended: "Architecture wasn't for me"
+# leaving a job or a place, not leaving it for the day: "Left Pixelworks late again"
+_LEFT = r"left(?!\s+(?:[\w'’-]+\s+){0,2}?(?:late|early|on\s+time|at\s+\d)\b)"
 _NOT_FOR_ME = r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)"
 CHANGE = re.compile(
     r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
     r"gave\s+up|given\s+up|sold|switched|swapped|got\s+rid\s+of|broke\s+up|"
-    r"cancell?ed|moved\s+out|retired|left|from\s+now\s+on|"
+    r"cancell?ed|moved\s+out|retired|" + _LEFT + r"|from\s+now\s+on|"
     # "moved over to the data team", "moved to lead the fraud team"; not "moved to the garden"
     r"moved\s+(?:over\s+)?(?:to|into)\s+(?:lead|run|manage|join|work|a\s+new|another|"
     r"the\s+\w+\s+(?:team|department|group|role|office|branch|site))\b)\b",
@@ -434,7 +436,10 @@ ENDING = re.compile(
     + OFF_FOR
     + r"|kicked\s+the\s+habit|(?:got|been|was|were)\s+(?:fired|sacked)|made\s+redundant|"
     r"let\s+(?:me|him|her|us|them)\s+go|in\s+remission|all\s+clear|(?:fully\s+)?recovered|"
-    r"discharged|former|ex-\w+|used\s+to)\b",
+    r"discharged|former|ex-\w+|"
+    # "used to" a habit since dropped, not "getting used to the lenses"
+    r"(?<!\bget\s)(?<!\bgot\s)(?<!\bgets\s)(?<!\bgetting\s)(?<!\bbe\s)(?<!\bam\s)"
+    r"(?<!\bis\s)(?<!\bare\s)(?<![’']m\s)used\s+to)\b",
     re.I,
 )
 # A statement that denies: "no fish", "not in Lyon", "doesn't", "never".
@@ -450,7 +455,7 @@ NEGATION = re.compile(
 # as the other party before it ("Lucía and I split up", "Inês moved out").
 _ENDS_OBJECT = re.compile(
     r"\b(?:no\s+longer|quit|quitting|stopped|gave\s+up|given\s+up|giving\s+up|sold|"
-    r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|left|"
+    r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|" + _LEFT + r"|"
     r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
     r"traded(?:\s+in)?|(?:tapered|weaned|came)\s+(?:myself\s+)?off(?=\s+(?:the|my|of)\b)|"
     # "had to stop the food bank shifts"; "finished the marathon" ends training for it;

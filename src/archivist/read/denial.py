@@ -92,7 +92,8 @@ def former(text: str, wanted: Sequence[str]) -> bool:
 
 # a negation that affirms: "couldn't resist the cheese board", "can't stop eating it"
 _AFFIRMING = re.compile(
-    r"\b(?:could|can|would)(?:n['’]t|\s+not|not)\s+(?:resist|help|stop|wait|get\s+enough\s+of)\b",
+    r"\b(?:couldn['’]t|can['’]t|wouldn['’]t|(?:could|can|would)\s+not|cannot)\s+"
+    r"(?:resist|help|stop|wait|get\s+enough\s+of)\b",
     re.I,
 )
 

@@ -704,6 +704,14 @@ def compose(
         stating = stating_kind(asked_kinds(question), person, ranked)
         if stating is not None:
             best = stating
+        elif best is not None and near is not None and person:
+            # "How does Sam get to the office?" - "Driving to the office every day", then
+            # "I get the train in now": the newest word on the same thing, telling of a
+            # turn, is what holds now though it shares no word with the question; one that
+            # only says what ended ("She doesn't have a car anymore!") tells no how or where
+            later = overtaken(best, ranked, wanted, person, near)
+            if later is not None and not (NEGATION.search(later.text) or ENDING.search(later.text)):
+                best = later
     elif shape.form == "open" and shape.before and (later := _BEFORE.search(question)):
         # "Where did Zainab live before Leyton?": the home she named before Leyton
         stating = stated_before(asked_kinds(question), person, ranked, later.group(1))

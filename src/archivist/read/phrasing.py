@@ -82,7 +82,7 @@ def other_kind(question: str, sentence: str) -> bool:
 TURN = re.compile(
     r"\b(?:start(?:ed|ing|s)?|began|took\s+up|joined|moved|became|now|officially|finally|"
     r"back\s+(?:in|to|at|on)|again|switched|new|since|any\s*more|no\s+longer|"
-    r"called\s+off|quit|gave\s+up|sold|left|completed|without|cancell?ed|traded|transferred)\b",
+    r"called\s+off|quit|gave\s+up|sold|left|completed|without|cancell?ed|traded|transferred|instead)\b",
     re.I,
 )
 # a question about a state now ("Is Ama vegetarian?"), not a hypothetical ("Would…?")
