@@ -58,6 +58,12 @@ def memory(path: Path) -> MemoryService:
         ("Junior designer at Monzo, I start in two weeks. Bye bye Tesco.", ["Tesco"]),
         ("Stepped back from the cathedral choir, Sundays were too much.", ["cathedral choir"]),
         ("We wound Loopy down, ran out of runway.", ["Loopy"]),
+        ("Pottery's finished for me, the studio put the price up.", ["Pottery"]),
+        ("Beard's off! Raised 600 quid for the hospice.", ["Beard"]),
+        ("The drum kit's gone to a kid down the road.", ["drum kit"]),
+        ("The vintage shop is no more, the rent tripled.", ["vintage shop", "shop"]),
+        ("Doctor took me off metformin, my numbers are normal.", ["metformin"]),
+        ("We've wrapped the podcast up after 40 episodes.", ["podcast"]),
     ],
 )
 def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> None:
@@ -459,3 +465,25 @@ def test_a_state_spoken_of_again_is_not_denied_by_a_word_that_looks_like_an_endi
     assert not denies(sentence, [stem(asked.lower())])
     assert denies("I used to wear lenses.", [stem("lenses")])
     assert denies("Left Pixelworks in May.", [stem("pixelworks")])
+
+
+@pytest.mark.parametrize(
+    ("sentence", "asked", "denied"),
+    [
+        ("Orchard season's done, I'm doing a bar job now.", "orchard", True),
+        ("Marco and I are done. He took the job in Milan.", "marco", True),
+        ("Crutches are history, walking to the shop unaided.", "crutches", True),
+        ("The van's water pump is done, showering at the leisure centre.", "van", False),
+        ("Jess is off to Glasgow for the weekend.", "jess", False),
+        ("The Polestar is off the road for a week with a flat tyre.", "polestar", False),
+        ("Tutoring went over by an hour tonight.", "tutoring", False),
+        ("The dog walker was off sick so Biscuit came to work.", "walker", False),
+    ],
+)
+def test_a_thing_said_to_be_over(sentence: str, asked: str, denied: bool) -> None:
+    """The copula's forms of an ending ("'s done", "are history"), said of the thing
+    itself: not of something it owns, and not for a while or somewhere else."""
+    from archivist.read.denial import denies
+    from archivist.text import stem
+
+    assert denies(sentence, [stem(asked)]) is denied

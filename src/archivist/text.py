@@ -335,6 +335,16 @@ _LOST = (
     r"lost(?=\s+(?:(?-i:[A-Z])[\w-]*\b(?!['’])|(?:my|our|(?-i:[A-Z])[\w-]*['’]s)\s+"
     r"(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))"
 )
+# A thing said to be over, in any of the copula's forms: "Pottery's finished for me",
+# "Beard's off!", "The drum kit's gone to a kid down the road", "The vintage shop is
+# no more"; not for a while or somewhere else ("off to Glasgow", "off sick", "done for
+# the day", "over by an hour", "gone for the weekend", "gone into hospital")
+IS_OVER = (
+    r"(?:\s+(?:is|are|was|were|has\s+been|have\s+been)|['’]s)\s+"
+    r"(?:over|done|finished|off|gone|history|no\s+more|kaput|a\s+thing\s+of\s+the\s+past)\b"
+    r"(?!\s+(?:to\s+(?!(?:a|an)\s)|for\s+(?:the|to|now|a|an|tonight)\b|till|until|by|sick|"
+    r"work|duty|today|tonight|tomorrow|this|in|into|at|out|up|with|the\s+road)\b)"
+)
 # Ways to end a thing one had or did, each naming it after the cue: "cut out caffeine",
 # "closed the shop for good", "ditched the car", "pulled out of the race", "recovered
 # from the flu" (not "cut out for", "closed the deal": a shop closed for good, or one's
@@ -361,6 +371,9 @@ _CEASED = (
     r"(?:bye\s+bye|goodbye)(?=\s+(?-i:[A-Z]))|"
     # "Topiramate made me foggy so I'm off it" (not "I'm off to Japan")
     r"(?:['’]m|\bam)\s+off(?=\s+(?:it|them|that|those|the\s+\w+|my\s+\w+)\b)|"
+    # "Doctor took me off metformin"; "wrapped up the podcast" (not "wrapped up warm")
+    r"(?:took|taken|taking)\s+(?:me|him|her|us|them)\s+off|"
+    r"wrapped\s+up(?!\s+(?:warm|well|in)\b)|"
     r"parted\s+ways\s+with|cut\s+ties\s+with|ended\s+things\s+with|"
     r"(?:fired|sacked)\s+from|ended(?=\s+(?:my|our|his|her|their)\b)|"
     r"completed(?=\s+(?:my|our|the)\s+(?!on\b))|discontinued|terminated|"
@@ -426,7 +439,9 @@ ENDING = re.compile(
     r"signed\s+(?:me|him|her|us|them)\s+off|"
     r"(?:(?:is|are|was|were)\s+(?:over|gone)|['’]s\s+gone)"
     + _CLAUSE_FINAL
-    + r"|"
+    + r"|(?<=\w)"
+    + IS_OVER
+    + r"|(?:wrapped|wound)\s+(?:the|my|our|his|her|their|it)\s+(?:[\w'-]+\s+){0,2}up|"
     + _GAVE
     + r"|"
     + _CEASED
@@ -597,7 +612,9 @@ _HANDED_BACK = re.compile(
     r"\b(?:(?:handed|gave|took)\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?"
     r"((?:[\w'-]+\s+)?[\w'-]+)\s+back"
     r"|put\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?((?:[\w'-]+\s+)?[\w'-]+)\s+away\s+"
-    r"for\s+good)\b",
+    r"for\s+good"
+    # "We've wrapped the podcast up after 40 episodes"
+    r"|(?:wrapped|wound)\s+(?:the|my|our|his|her|their)\s+((?:[\w'-]+\s+)?[\w'-]+)\s+up)\b",
     re.I,
 )
 # a thing given back: "the wheelchair went back to the Red Cross" (not "Tom went back
@@ -612,11 +629,7 @@ WENT_BACK = re.compile(
 # "so Tuesday yoga is over": the words before it, from the clause's start
 _OVER = re.compile(
     r"(?:^|[,.;:!?]\s*|\b(?:so|and|but|because|now)\s+)(?:(?:my|our|the)\s+)?"
-    r"((?:[\w'-]+\s+){0,2}[\w'-]+)(?:\s+(?:is|are|was|were)\s+(?:over|done)\b"
-    + _CLAUSE_FINAL
-    + r"|"
-    + OFF_FOR
-    + r")",
+    r"((?:[\w'-]+\s+){0,2}?[\w-]+)(?:" + IS_OVER + r"|" + OFF_FOR + r")",
     re.I,
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text import CEASED_PARTY, ENDING, NEGATION, OFF_FOR, WENT_BACK, stem
+from ..text import CEASED_PARTY, ENDING, IS_OVER, NEGATION, OFF_FOR, WENT_BACK, stem
 
 TOKEN = re.compile(r"[\w'’-]+")
 _RESTRICTION = re.compile(
@@ -31,7 +31,9 @@ _TRAILING_CUE = re.compile(
     r"signed\s+(?:me|him|her|us|them)\s+off|disbanded|stolen|nicked|"
     + CEASED_PARTY
     + "|"
-    + OFF_FOR,
+    + OFF_FOR
+    + "|"
+    + IS_OVER,
     re.I,
 )
 
@@ -58,9 +60,22 @@ def _scoped(text: str, cue: re.Pattern[str], wanted: Sequence[str]) -> bool:
         # resignation at the school", "paid off the last of my student loan"
         reach = 5 if last > i else 4
         new = _new_side(text, m, tokens)
-        if any(a - reach <= last and i <= a + after and a < new for a in asked):
+        if any(
+            a - reach <= last
+            and i <= a + after
+            and a < new
+            and not (after and _owns_other(tokens[a], m))
+            for a in asked
+        ):
             return True
     return False
+
+
+def _owns_other(token: re.Match[str], cue: re.Match[str]) -> bool:
+    """Whether an asked word before a trailing cue owns another thing the cue is said
+    of: "The van's water pump is done" ends the pump, not the van ("Beard's off" is the
+    beard's own "is")."""
+    return token.group(0).endswith(("'s", "’s")) and cue.start() >= token.end()
 
 
 # a switch names what it went to after "to": "switched to a Pixel", "moved into a new
