@@ -56,6 +56,9 @@ def job_change():
 def test_parse_at_is_one_rule() -> None:
     assert parse_at(None) is None and parse_at("  ") is None
     assert parse_at("2023-05-10T00:00Z") == datetime(2023, 5, 10, tzinfo=UTC)
+    # a bare date is memory as that day ended: what was said that day counts
+    day_end = datetime(2023, 5, 10, 23, 59, 59, 999999, tzinfo=UTC)
+    assert parse_at("2023-05-10") == day_end
     for value, says in BAD:
         with pytest.raises(InputError, match=says) as e:
             parse_at(value, "--at")

@@ -49,6 +49,16 @@ JOB_END = (
 NAME = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})"
 # What a home is called when it is named by its place ("this shoebox in Walthamstow").
 HOME_WORDS = "flat|apartment|house|home|place|studio|shoebox|bedsit|condo|cottage"
+# A home by its kind, as one rents, buys or finds it ("a terrace in Heaton", "a two-bed
+# in Leith", "a room in a houseshare in Bristol").
+DWELLING = (
+    HOME_WORDS
+    + r"|terrace|semi|bungalow|maisonette|loft|room|houseshare|flatshare|[\w-]*bed(?:room)?"
+)
+# not a stay: "a room in Paris for the weekend"
+_NOT_A_STAY = (
+    r"(?![^.;!?]*\bfor\s+(?:the\s+|a\s+|two\s+|three\s+)?(?:weekend|nights?|week|holidays?))"
+)
 # A place: capitalised words, plus ", Country" only where the sentence ends with it.
 PLACE = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}(?:,\s+[A-Z][\w'-]+(?=\s*[.!?;]|$))?)"
 
@@ -157,17 +167,28 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         ),
         "",
     ),
-    (  # "Completed on the flat in Leyton", "moved into a house in Leith": a new home
+    (  # "Completed on the flat in Leyton", "moved into a house in Leith", "Signed for a
+        # terrace in Heaton", "Found a room in a houseshare in Bristol": a new home
         "residence",
         re.compile(
             r"\b(?i:(?:bought|buying|completed\s+on|closed\s+on|moved\s+into|moving\s+into|"
-            r"got\s+the\s+keys\s+to|"
+            r"got\s+the\s+keys\s+to|signed\s+for|found|"
             r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+"
             r"(?:a|an|the|my|our|(?-i:[A-Z])[\w-]*['’]s)\s+(?:[\w-]+\s+){0,2}"
-            rf"(?:{HOME_WORDS}|[\w-]*bed(?:room)?)\s+in)"
-            rf"\s+{PLACE}"
+            rf"(?:{DWELLING})(?:\s+in\s+(?:a|an)\s+(?:houseshare|flatshare|house\s+share))?"
+            rf"\s+in)\s+{PLACE}{_NOT_A_STAY}"
         ),
         "move",
+    ),
+    (  # "Renting a flat in Camden", "We rent a two-bed in Leith", "renting a one-bed above
+        # the chippy on Church Street": a home one rents
+        "residence",
+        re.compile(
+            r"\b(?i:(?:rent|rents|renting|rented)\s+(?:a|an|the|my|our)\s+(?:[\w-]+\s+){0,2}?"
+            rf"(?:{DWELLING})(?:\s+(?:above|over|near|behind|by)\s+(?:a|an|the)\s+[\w-]+)?"
+            rf"\s+(?:in|on))\s+{PLACE}{_NOT_A_STAY}"
+        ),
+        "",
     ),
     (  # "transferring to the Berlin office": a move with the job, to that city
         "residence",
@@ -199,7 +220,9 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         re.compile(
             r"\b(?:dating|married\s+to|engaged\s+to|seeing|in\s+a\s+relationship\s+with|"
             # "three dates with a lovely guy called Felix"
-            r"dates?\s+with\s+(?:a\s+|this\s+)?(?:[\w-]+\s+){0,2}(?:guy|girl|man|woman|bloke|lad)"
+            # "been seeing a lovely guy called Idris"
+            r"(?:dates?\s+with|dating|seeing|going\s+out\s+with)\s+(?:a\s+|an\s+|this\s+)?"
+            r"(?:[\w-]+\s+){0,2}(?:guy|girl|man|woman|bloke|lad|chap|fella|boy)"
             r"\s+(?:called|named))\s+" + NAME
         ),
         "",

@@ -372,7 +372,8 @@ _CEASED = (
     # "Topiramate made me foggy so I'm off it" (not "I'm off to Japan")
     r"(?:['’]m|\bam)\s+off(?=\s+(?:it|them|that|those|the\s+\w+|my\s+\w+)\b)|"
     # "Doctor took me off metformin"; "wrapped up the podcast" (not "wrapped up warm")
-    r"(?:took|taken|taking)\s+(?:me|him|her|us|them)\s+off|"
+    # (claims write the name for "me": "Doctor took Bet off metformin")
+    r"(?:took|taken|taking)\s+(?:me|him|her|us|them|(?-i:[A-Z])[\w-]+)\s+off|"
     r"wrapped\s+up(?!\s+(?:warm|well|in)\b)|"
     r"parted\s+ways\s+with|cut\s+ties\s+with|ended\s+things\s+with|"
     r"(?:fired|sacked)\s+from|ended(?=\s+(?:my|our|his|her|their)\b)|"

@@ -64,7 +64,7 @@ def claim_when(c) -> str:
     return f"{start:%Y-%m-%d} to {c.valid_to:%Y-%m-%d}"
 
 
-AT_HELP = "Memory as it stood then (ISO, with timezone; default: now)."
+AT_HELP = "Memory as it stood then (ISO with timezone, or a date: as it ended; default: now)."
 
 
 def at_option(help: str = AT_HELP) -> Callable[[Any], Any]:

@@ -118,8 +118,9 @@ class AddIn(BaseModel):
 
 
 AT_HELP = (
-    "Memory as it stood at this time: ISO 8601 with a timezone, e.g. 2023-06-01T12:00Z "
-    "(default: now). Nothing said later counts; claims that stopped holding are history."
+    "Memory as it stood at this time: ISO 8601 with a timezone, e.g. 2023-06-01T12:00Z, "
+    "or a date, 2023-06-01, read as that day ended in UTC (default: now). Nothing said "
+    "later counts; claims that stopped holding are history."
 )
 AtQuery = Annotated[str | None, Query(description=AT_HELP)]
 

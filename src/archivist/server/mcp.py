@@ -68,7 +68,8 @@ AtArg = Annotated[
     str | None,
     Field(
         description="Memory as it stood at this time: ISO 8601 with a timezone, e.g. "
-        "'2023-06-01T12:00Z' (default: now). Nothing said later counts."
+        "'2023-06-01T12:00Z', or a date, '2023-06-01', read as that day ended in UTC "
+        "(default: now). Nothing said later counts."
     ),
 ]
 

@@ -310,12 +310,37 @@ def _aspects(text: str, c: Claim) -> set[str]:
 
 def _may_end(new: Claim, old: Claim) -> bool:
     """Whether ``new`` can end ``old`` at all: ``old`` is a state (a fact, preference or
-    foresight: an event stays true as history) said no later, ``new`` no question."""
+    foresight: an event stays true as history), or an event that began one ("Started
+    on metformin", "Joined the choir": what it began is what a later "took me off
+    metformin" ends), said no later; ``new`` no question."""
     return (
-        old.kind in ("fact", "preference", "foresight")
+        (
+            old.kind in ("fact", "preference", "foresight")
+            or (old.kind == "event" and opens_state(old.text))
+        )
         and new.kind != "question"
         and old.said_at <= new.said_at
     )
+
+
+# An event that began a state: "Started on metformin", "Joined the community choir",
+# "Took up pottery", "Signed up at the climbing wall", "Adopted a greyhound", "Got an
+# allotment plot". Not one that only happened ("Started the car", "Got a parking
+# ticket"): the state must be named after it, and a verb of having or doing.
+_OPENS_STATE = re.compile(
+    r"^\W*(?:(?:I|we|[A-Z][\w-]*)\s+)?(?:(?:have|has|'ve|just|finally)\s+)*"
+    r"(?:start(?:ed|ing)\s+(?:on|at|with|taking|doing|going|learning|playing|a\s+new)|"
+    r"began|joined|took\s+up|signed\s+up|enrolled|adopted|"
+    r"got\s+(?:an?|my|our)\s+(?:new\s+)?(?:[\w-]+\s+)?(?:plot|allotment|membership|job|place|"
+    r"flat|house|dog|cat|puppy|kitten|lodger|car|bike|tenant)\b|"
+    r"bought\s+(?:an?|my|our)\s+)",
+    re.I,
+)
+
+
+def opens_state(text: str) -> bool:
+    """Whether an event's words say it began a state (``_OPENS_STATE``)."""
+    return _OPENS_STATE.search(text) is not None
 
 
 def changed_aspect(new: Claim, old: Claim) -> str | None:
