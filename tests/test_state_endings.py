@@ -487,3 +487,49 @@ def test_a_thing_said_to_be_over(sentence: str, asked: str, denied: bool) -> Non
     from archivist.text import stem
 
     assert denies(sentence, [stem(asked)]) is denied
+
+
+@pytest.mark.parametrize(
+    ("sentence", "home"),
+    [
+        ("Renting a one-bed above the chippy on Church Street, smells amazing.", "Church Street"),
+        ("Signed for a terrace in Heaton with my cousin Dee.", "Heaton"),
+        ("We rent a two-bed in Leith.", "Leith"),
+        ("Found a room in a houseshare in Bristol.", "Bristol"),
+        ("Renting a flat in Camden.", "Camden"),
+        ("Renting a room in Paris for the weekend.", None),
+        ("Rented a car in Spain.", None),
+    ],
+)
+def test_a_home_by_what_one_rents_or_finds(sentence: str, home: str | None) -> None:
+    found = [a.value for a, _ in attribute_values(sentence) if a.attribute == "residence"]
+    assert found == ([home] if home else [])
+
+
+def test_a_partner_called_by_name_after_seeing_a_guy() -> None:
+    (idris,) = attribute_values("Been seeing a lovely guy called Idris from my running club.")
+    assert (idris[0].attribute, idris[0].value) == ("partner", "Idris")
+
+
+def test_an_event_that_began_a_state_is_ended_by_a_later_word(tmp_path: Path) -> None:
+    """ "Started on metformin" is an event, yet it began a state; "Doctor took me off
+    metformin" (a claim says "took Bet off") ends it, as a superseded claim."""
+    from archivist.write.reconcile import opens_state
+
+    assert opens_state("Started on metformin for the diabetes.")
+    assert opens_state("Joined the community choir at St Paul's.")
+    assert not opens_state("Started the car.") and not opens_state("Got a parking ticket.")
+    conv = make_conversation(
+        "bet",
+        [
+            [("Bet", "Started on metformin for the diabetes, it upsets my stomach."), ("Al", "Oh")],
+            [("Bet", "Doctor took me off metformin, my numbers are normal."), ("Al", "Great")],
+        ],
+        people=("Bet", "Al"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        (started,) = [c for c in mem.claims(conversation="bet") if c.text.startswith("Started")]
+        assert started.kind == "event" and started.status == "superseded"
+        profile = mem.profile("Bet", at=T0 + timedelta(weeks=3))
+        assert [e.text for e in profile.entries() if "Started" in e.text] == []

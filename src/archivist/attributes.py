@@ -57,8 +57,11 @@ DWELLING = (
 )
 # not a stay: "a room in Paris for the weekend"
 _NOT_A_STAY = (
-    r"(?![^.;!?]*\bfor\s+(?:the\s+|a\s+|two\s+|three\s+)?(?:weekend|nights?|week|holidays?))"
+    r"(?![^.;!?]*\bfor\s+(?:the\s+|a\s+|two\s+|three\s+)?"
+    r"(?:weekend|nights?|weeks?|holidays?|summer|winter|month|term))"
 )
+# not a maybe or a wish: "Might rent a room in Bristol", "want to rent a flat"
+_NOT_MAYBE = r"(?<!\bmight\s)(?<!\bmay\s)(?<!\bcould\s)(?<!\bwould\s)(?<!\bto\s)"
 # A place: capitalised words, plus ", Country" only where the sentence ends with it.
 PLACE = r"(?P<v>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2}(?:,\s+[A-Z][\w'-]+(?=\s*[.!?;]|$))?)"
 
@@ -171,7 +174,9 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         # terrace in Heaton", "Found a room in a houseshare in Bristol": a new home
         "residence",
         re.compile(
-            r"\b(?i:(?:bought|buying|completed\s+on|closed\s+on|moved\s+into|moving\s+into|"
+            r"\b"
+            + _NOT_MAYBE
+            + r"(?i:(?:bought|buying|completed\s+on|closed\s+on|moved\s+into|moving\s+into|"
             r"got\s+the\s+keys\s+to|signed\s+for|found|"
             r"signed\s+(?:a|the)\s+lease\s+(?:on|for))\s+"
             r"(?:a|an|the|my|our|(?-i:[A-Z])[\w-]*['’]s)\s+(?:[\w-]+\s+){0,2}"
@@ -184,7 +189,9 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         # the chippy on Church Street": a home one rents
         "residence",
         re.compile(
-            r"\b(?i:(?:rent|rents|renting|rented)\s+(?:a|an|the|my|our)\s+(?:[\w-]+\s+){0,2}?"
+            r"\b"
+            + _NOT_MAYBE
+            + r"(?i:(?:rent|rents|renting|rented)\s+(?:a|an|the|my|our)\s+(?:[\w-]+\s+){0,2}?"
             rf"(?:{DWELLING})(?:\s+(?:above|over|near|behind|by)\s+(?:a|an|the)\s+[\w-]+)?"
             rf"\s+(?:in|on))\s+{PLACE}{_NOT_A_STAY}"
         ),
