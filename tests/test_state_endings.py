@@ -64,6 +64,8 @@ def memory(path: Path) -> MemoryService:
         ("The vintage shop is no more, the rent tripled.", ["vintage shop", "shop"]),
         ("Doctor took me off metformin, my numbers are normal.", ["metformin"]),
         ("We've wrapped the podcast up after 40 episodes.", ["podcast"]),
+        ("The Corsa failed its MOT so badly it's been scrapped.", ["Corsa"]),
+        ("The shop was sold by the owners.", ["shop"]),
     ],
 )
 def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> None:
@@ -497,6 +499,8 @@ def test_a_thing_said_to_be_over(sentence: str, asked: str, denied: bool) -> Non
         ("We rent a two-bed in Leith.", "Leith"),
         ("Found a room in a houseshare in Bristol.", "Bristol"),
         ("Renting a flat in Camden.", "Camden"),
+        ("Sharing a flat in Hackney with two guys from uni.", "Hackney"),
+        ("Moved back to my mum's in Margate to save for a deposit.", "Margate"),
         ("Renting a room in Paris for the weekend.", None),
         ("Rented a car in Spain.", None),
     ],
@@ -533,3 +537,47 @@ def test_an_event_that_began_a_state_is_ended_by_a_later_word(tmp_path: Path) ->
         assert started.kind == "event" and started.status == "superseded"
         profile = mem.profile("Bet", at=T0 + timedelta(weeks=3))
         assert [e.text for e in profile.entries() if "Started" in e.text] == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "subject", "attribute", "value"),
+    [
+        ("Ola's line manager Sandra keeps booking meetings.", "Ola", "manager", "Sandra"),
+        ("Sandra retired at Christmas, Ola's new manager is Imran.", "Ola", "manager", "Imran"),
+        ("My boss is Dave.", "Ana", "manager", "Dave"),
+        ("Freshers week at Sheffield, studying geography.", "Bo", "study", "geography"),
+        ("Switched Bo's degree to geology, too many essays.", "Bo", "study", "geology"),
+        ("Finally settled in Porto.", "Tomas", "residence", "Porto"),
+    ],
+)
+def test_one_manager_and_one_subject_at_a_time(
+    sentence: str, subject: str, attribute: str, value: str
+) -> None:
+    """A line manager and a degree subject are single-valued: a new one replaces the
+    old. "Sandra retired" is Sandra's retirement, not the speaker's job."""
+    from archivist.attributes import attribute_of
+
+    found = attribute_of(sentence, subject)
+    assert found is not None and (found.attribute, found.value) == (attribute, value)
+    assert attribute_of("Studying for my driving test.", "Lil") is None
+
+
+def test_the_clause_naming_a_replaced_value_reads_as_history(tmp_path: Path) -> None:
+    """ "Sandra retired at Christmas, my new manager is Imran": the line tells of the
+    change; the clause naming Sandra is marked in place, the old line as a whole."""
+    conv = make_conversation(
+        "ola",
+        [
+            [("Ola", "My line manager Sandra keeps booking meetings at 5pm."), ("Tim", "Ugh")],
+            [("Ola", "Sandra retired at Christmas, my new manager is Imran."), ("Tim", "Nice")],
+        ],
+        people=("Ola", "Tim"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        assert [(c.old_value, c.new_value) for c in mem.conflicts()] == [("Sandra", "Imran")]
+        text = mem.context("Who is Ola's manager?", person="Ola", at=T0 + timedelta(weeks=3)).text
+        (old,) = [line for line in text.splitlines() if "5pm" in line]
+        (new,) = [line for line in text.splitlines() if "Imran" in line]
+        assert HISTORY_MARK in old
+        assert f"{HISTORY_MARK}, my new manager is Imran" in new

@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from .text import KIN_WORDS
+
 # Occupations the "is a ..." pattern accepts; anything after "works as" is accepted.
 JOB_WORDS = (
     "engineer|developer|programmer|designer|lead|manager|director|nurse|doctor|teacher|"
@@ -145,6 +147,16 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "",
     ),
     ("residence", re.compile(rf"\b(?:moved|moving|relocated|relocating)\s+to\s+{PLACE}"), "move"),
+    (  # "Moved back to my mum's in Margate", "moving in with my parents in Leeds"
+        "residence",
+        re.compile(
+            r"\b(?i:(?:moved|moving|move)\s+(?:back\s+)?(?:in\s+with|to|into)\s+"
+            r"(?:my|our|his|her|(?-i:[A-Z])[\w-]*['’]s)\s+"
+            rf"(?:[\w-]+['’]s|parents['’]?|{KIN_WORDS})(?:\s+(?:place|house|flat|home))?\s+in)\s+"
+            + PLACE
+        ),
+        "move",
+    ),
     (  # "moving in with Alice in Bath": a new home, with someone, in a place
         "residence",
         re.compile(
@@ -191,7 +203,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         re.compile(
             r"\b"
             + _NOT_MAYBE
-            + r"(?i:(?:rent|rents|renting|rented)\s+(?:a|an|the|my|our)\s+(?:[\w-]+\s+){0,2}?"
+            + r"(?i:(?:rent|rents|renting|rented|sharing|share)\s+(?:a|an|the|my|our)\s+"
+            r"(?:[\w-]+\s+){0,2}?"
             rf"(?:{DWELLING})(?:\s+(?:above|over|near|behind|by)\s+(?:a|an|the)\s+[\w-]+)?"
             rf"\s+(?:in|on))\s+{PLACE}{_NOT_A_STAY}"
         ),
@@ -254,6 +267,27 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         re.compile(r"\b(?:is|am|'m|turned|turning)\s+(?P<v>\d{1,3})(?:\s+years?\s+old)?\b"),
         "",
     ),
+    (  # one line manager at a time: "My line manager Sandra", "my new manager is Imran"
+        "manager",
+        re.compile(
+            # (claims write "Ola's" for "my": the possessive names the holder)
+            r"(?:(?<=\b[Mm]y\s)|(?<=\b[Oo]ur\s)|(?<=['’]s\s))"
+            r"(?i:(?:new\s+)?(?:line\s+)?(?:manager|boss)(?:\s+is)?,?)\s+" + NAME
+        ),
+        "",
+    ),
+    (  # what one studies: "studying geography", "Switched my degree to geology"
+        "study",
+        re.compile(
+            r"\b(?i:(?:studying|studies|doing\s+a\s+degree\s+in|my\s+degree\s+in|"
+            r"a\s+degree\s+in|majoring\s+in|(?:switched|changed|swapped)\s+"
+            r"(?:my\s+|(?-i:[A-Z])[\w-]*['’]s\s+)?"
+            r"(?:degree|course|major)\s+to))\s+"
+            r"(?!(?:for|hard|late|abroad|at|in|with|the|a|an|my|our|all|every|so|too|and)\b)"
+            r"(?P<v>[A-Za-z][a-z-]{3,}(?:\s+(?:science|studies|engineering|history|law))?)\b"
+        ),
+        "",
+    ),
 )
 
 # A newer value that says the older one was a mistake (it never held) ...
@@ -304,9 +338,23 @@ def _elliptic(before: str) -> bool:
     clause ("Not renewing the Clifton lease, I'm moving in with Alice in Bath")."""
     before = re.split(r"[,;:.!?]", before)[-1]
     rest = before.strip().split(maxsplit=1)
+    if len(rest) == 1 and _DOER.fullmatch(rest[0]) and not _OPENER.fullmatch(rest[0]):
+        return False  # "Sandra retired at Christmas": the name right before the cue holds it
     return not _SOMEONE.search(before) and not (
         len(rest) > 1 and re.search(r"\b[A-Z][a-z]+\b", rest[1])
     )
+
+
+# A capitalised first word right before a cue: a name ("Sandra retired"), unless a word
+# that opens a chat line ("Finally settled in Porto", "Just moved", "Officially retired")
+_DOER = re.compile(r"[A-Z][a-z]+")
+_OPENER = re.compile(
+    r"\w+ly|Just|Now|Still|Also|Already|Today|Yesterday|Tonight|Soon|Back|Even|Then|So|And|"
+    r"But|Well|Update|Finally|Currently|Recently|Newly|Happily|Officially|Proudly|Ever|Since|"
+    r"Gonna|Going|Got|Been|Being|Became|Am|Is|Was|Were|Are|Now|Yes|Yep|Nope|No|Oh|Ok|Okay|Ha|"
+    r"Haha|Lol|Guess|Guys|News|Big|Good|Great|Bad|Sad|Happy|Exciting|Plus|Too|My|Our|The|"
+    r"This|That|These|Those|We|Me|Her|His|Their|Its|An|It|He|She|They|You|Your"
+)
 
 
 def holds_for(text: str, subject: str, start: int, attribute: str = "") -> bool:
@@ -325,7 +373,7 @@ def holds_for(text: str, subject: str, start: int, attribute: str = "") -> bool:
         # person (claims keep the speaker's words), so the subject's own value
         return _elliptic(text[:start])
     between = text[hits[-1].end() : start]
-    if attribute == "partner" and re.fullmatch(r"'s\s+", between):
+    if attribute in ("partner", "manager") and re.fullmatch(r"['’]s\s+", between):
         return True  # "Ana's boyfriend Carl": the possessive names the holder
     return not re.search(r"^'s\b|\b[A-Z][a-z]+\b", between)
 

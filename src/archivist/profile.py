@@ -51,6 +51,8 @@ ATTRIBUTE_GROUPS: Mapping[str, str] = {
     "partner": "relationships",
     "relationship": "relationships",
     "age": "other",
+    "manager": "work",
+    "study": "work",
 }
 
 

@@ -341,8 +341,12 @@ _LOST = (
 # the day", "over by an hour", "gone for the weekend", "gone into hospital")
 IS_OVER = (
     r"(?:\s+(?:is|are|was|were|has\s+been|have\s+been)|['’]s)\s+"
-    r"(?:over|done|finished|off|gone|history|no\s+more|kaput|a\s+thing\s+of\s+the\s+past)\b"
-    r"(?!\s+(?:to\s+(?!(?:a|an)\s)|for\s+(?:the|to|now|a|an|tonight)\b|till|until|by|sick|"
+    r"(?:over|done|finished|off|gone|history|no\s+more|kaput|a\s+thing\s+of\s+the\s+past|"
+    # the passive of an ending: "it's been scrapped", "the shop was sold"
+    r"(?:been\s+)?(?:scrapped|sold|stolen|nicked|written\s+off|axed|demolished|"
+    r"repossessed|rehomed|put\s+down|shut\s+down|closed\s+down))\b"
+    r"(?!\s+(?:to\s+(?!(?:a|an)\s)|for\s+(?:the|to|now|a|an|tonight)\b|till|until|sick|"
+    r"by\s+(?:an?|\d+|one|two|ten|half)|"
     r"work|duty|today|tonight|tomorrow|this|in|into|at|out|up|with|the\s+road)\b)"
 )
 # Ways to end a thing one had or did, each naming it after the cue: "cut out caffeine",
@@ -470,7 +474,8 @@ NEGATION = re.compile(
 # "last day at Nakamura", "switched from the iPhone") or, for the intransitive ones,
 # as the other party before it ("Lucía and I split up", "Inês moved out").
 _ENDS_OBJECT = re.compile(
-    r"\b(?:no\s+longer|quit|quitting|stopped|gave\s+up|given\s+up|giving\s+up|sold|"
+    r"\b(?:no\s+longer|quit|quitting|stopped|gave\s+up|given\s+up|giving\s+up|"
+    r"sold(?!\s+(?:by|out)\b)|"
     r"switched\s+from|swapped\s+(?:out\s+)?|got\s+rid\s+of|cancell?ed|" + _LEFT + r"|"
     r"retired\s+from|moved\s+out\s+of|moving\s+out\s+of|done\s+with|finished\s+with|"
     r"traded(?:\s+in)?|(?:tapered|weaned|came)\s+(?:myself\s+)?off(?=\s+(?:the|my|of)\b)|"
@@ -714,21 +719,41 @@ def _objects(cue: re.Pattern[str], sentence: str) -> list[tuple[str, int]]:
     return found
 
 
+_PRONOUN_END = re.compile(r"(?:^|\s)(?:it|they)$", re.I)
+_FIRST_THING = re.compile(
+    r"^\W*(?:the|my|our|his|her|their|(?-i:[A-Z])[\w-]*['’]s)\s+((?:[\w-]+\s+){0,2}?[\w-]+)"
+    r"\s+(?:\w+ed|is|was|are|were|has|had|have|got|went|broke|died|did|does|will|would|can|could)\b",
+    re.I,
+)
+
+
+def _antecedent(thing: str, sentence: str) -> str:
+    """What "it" or "they" at a thing's end stands for: the sentence's first thing ("The
+    Corsa failed its MOT so badly it's been scrapped" ended the Corsa); else the thing."""
+    if not _PRONOUN_END.search(thing):
+        return thing
+    first = _FIRST_THING.match(sentence)
+    return first.group(1) if first else thing
+
+
 @lru_cache(maxsize=16384)  # history marks read every line of a context, every turn
 def endings(sentence: str) -> tuple[tuple[str, int], ...]:
     """(what ended, where the clause saying so ends) for each ending the sentence
     states; the offsets let a reader mark that clause as history in place."""
     # "We had to put Biscuit down on Monday": a pet's death; "Tuesday yoga is over"
-    found: list[tuple[str, int]] = [
-        (m.group(m.lastindex or 1), m.end())  # the alternative that matched
+    said = [
+        (_antecedent(m.group(m.lastindex or 1), sentence), m.end())  # the alternative matched
         for m in (
             *_PUT_DOWN.finditer(sentence),
             *_OVER.finditer(sentence),
             *_HANDED_BACK.finditer(sentence),
             *WENT_BACK.finditer(sentence),
         )
-        if m.group(m.lastindex or 1).split()[-1].casefold()
-        not in _OBJECT_STOP | {"that", "this", "everything"}
+    ]
+    found: list[tuple[str, int]] = [
+        (thing, end)
+        for thing, end in said
+        if thing.split()[-1].casefold() not in _OBJECT_STOP | {"that", "this", "everything"}
     ]
     found += _objects(_ENDS_OBJECT, sentence)
     for m in _ENDS_PARTY.finditer(sentence):

@@ -111,6 +111,23 @@ _ASKS_FOR: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("age", re.compile(r"^\W*how\s+old\s+is\b", re.I)),
+    (
+        "manager",
+        re.compile(
+            r"^\W*who(?:'s|\s+is|\s+was)\s+[A-Z][\w'’-]*(?:'s|’s)\s+(?:current\s+|new\s+)?"
+            r"(?:line\s+)?(?:manager|boss)\b",
+            re.I,
+        ),
+    ),
+    (
+        "study",
+        re.compile(
+            r"^\W*what\s+(?:does|do|is|did)\s+[A-Z][\w'’-]*\s+(?:\w+\s+)?(?:study|studying)\b"
+            r"|^\W*what(?:'s|\s+is)\s+[A-Z][\w'’-]*(?:'s|’s)\s+(?:degree|major|subject)\b"
+            r"|^\W*what\s+(?:degree|subject|course)\s+(?:does|do|is)\b",
+            re.I,
+        ),
+    ),
 )
 
 

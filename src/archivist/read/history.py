@@ -130,8 +130,31 @@ class Bygones:
             elif _REPLACED.search(part):  # "instead of the ThinkPad": marked inside
                 parts[i] = _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
             else:
-                parts[i] = _mark_endings(part, ended)
+                parts[i] = self._mark_replaced(_mark_endings(part, ended))
         return "".join(parts)
+
+    def _mark_replaced(self, sentence: str) -> str:
+        """``sentence`` with a clause naming a replaced value marked where it ends, when
+        another of its clauses names the value that replaced it: "Sandra retired at
+        Christmas [history], my new manager is Imran". The sentence tells of the change;
+        its clause about the old value is no statement that it holds."""
+        for old, new, _ in self.values:
+            if not new or not (names_thing(sentence, old) and names_thing(sentence, new)):
+                continue
+            clauses = list(_CLAUSE.finditer(sentence))
+            if len(clauses) < 2:
+                continue
+            for m in reversed(clauses):
+                clause = m.group(0)
+                if names_thing(clause, old) and not names_thing(clause, new):
+                    if HISTORY_MARK not in clause:
+                        end = m.start() + len(clause.rstrip(" .!?"))
+                        sentence = f"{sentence[:end]} {HISTORY_MARK}{sentence[end:]}"
+        return sentence
+
+
+# a clause: up to a comma, a semicolon or a dash between words
+_CLAUSE = re.compile(r"[^,;\u2014]+(?:\s-\s[^,;\u2014]+)*")
 
 
 def _mark_endings(sentence: str, ended: Sequence[tuple[str, int]]) -> str:

@@ -23,7 +23,9 @@ INSTEAD = re.compile(r",?\s*\b(instead\s+of|rather\s+than|replacing)\b[^,.;!?]*"
 # Any ending (``text.ENDING``: "Colin retired", "sold the Fiat") or a thing returned;
 # not a switch's new side ("Switched to a Samsung Galaxy", "Moved into a new rental")
 _STOPPED = (
-    r"(?![^,;.!?]*\b(?:switched|swapped|moved|changed|transferred)\s+(?:over\s+)?(?:to|into)\b)"
+    # ("Switched my degree to geology" says what holds)
+    r"(?![^,;.!?]*\b(?:switched|swapped|moved|changed|transferred)\s+(?:[\w'’-]+\s+){0,3}?"
+    r"(?:to|into)\b)"
     r"[^,;.!?]*(?:" + ENDING.pattern + r"|\breturned\b)[^,;.!?]*"
 )  # "Switched to a Samsung, traded the iPhone in at the shop": its second clause stopped;
 # "Stopped the piano lessons, swapped them for Spanish classes": its first
