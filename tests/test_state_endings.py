@@ -479,6 +479,8 @@ def test_a_state_spoken_of_again_is_not_denied_by_a_word_that_looks_like_an_endi
         ("Jess is off to Glasgow for the weekend.", "jess", False),
         ("The Polestar is off the road for a week with a flat tyre.", "polestar", False),
         ("Tutoring went over by an hour tonight.", "tutoring", False),
+        ("Gina is over the moon about the new store.", "gina", False),
+        ("Cast is off and I'm back on skates, slowly.", "cast", True),
         ("The dog walker was off sick so Biscuit came to work.", "walker", False),
     ],
 )

@@ -340,14 +340,21 @@ _LOST = (
 # no more"; not for a while or somewhere else ("off to Glasgow", "off sick", "done for
 # the day", "over by an hour", "gone for the weekend", "gone into hospital")
 IS_OVER = (
-    r"(?:\s+(?:is|are|was|were|has\s+been|have\s+been)|['’]s)\s+"
-    r"(?:over|done|finished|off|gone|history|no\s+more|kaput|a\s+thing\s+of\s+the\s+past|"
-    # the passive of an ending: "it's been scrapped", "the shop was sold"
+    r"(?:\s+(?:is|are|was|were|has\s+been|have\s+been)|['’]s)\s+(?:"
+    # over with nothing after it but how or for whom: "Beard's off!", "Orchard season's
+    # done.", "Pottery's finished for me", "gone to a kid down the road" (not "over the
+    # moon", "off to Glasgow", "off sick", "done for the day", "over by an hour")
+    r"(?:over|done|finished|off|gone|history|no\s+more|kaput|a\s+thing\s+of\s+the\s+past)\b"
+    r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:for\s+(?:me|us|good|ever)|to\s+(?:a|an)\s|now|"
+    r"and\s+(?!on\b|above\b|out\b|over\b)|"
+    r"at\s+last|already|completely|anyway|sadly|(?:last|this)\s+(?:week|month|year)|"
+    r"(?:yesterday|today|finally)\b[^.,;:!?]*(?:[.,;:!?]|$)))|"
+    # the passive of an ending: "it's been scrapped", "the shop was sold", but not for a
+    # while or somewhere else ("was sold out", "shut down for the holidays")
     r"(?:been\s+)?(?:scrapped|sold|stolen|nicked|written\s+off|axed|demolished|"
-    r"repossessed|rehomed|put\s+down|shut\s+down|closed\s+down))\b"
-    r"(?!\s+(?:to\s+(?!(?:a|an)\s)|for\s+(?:the|to|now|a|an|tonight)\b|till|until|sick|"
-    r"by\s+(?:an?|\d+|one|two|ten|half)|"
-    r"work|duty|today|tonight|tomorrow|this|in|into|at|out|up|with|the\s+road)\b)"
+    r"repossessed|rehomed|put\s+down|shut\s+down|closed\s+down)\b"
+    r"(?!\s+(?:out|for\s+(?:the|a|an|two|three)\s+(?:day|night|week|weekend|holidays?)|"
+    r"till|until|today|tonight)\b))"
 )
 # Ways to end a thing one had or did, each naming it after the cue: "cut out caffeine",
 # "closed the shop for good", "ditched the car", "pulled out of the race", "recovered
