@@ -583,3 +583,32 @@ def test_the_clause_naming_a_replaced_value_reads_as_history(tmp_path: Path) -> 
         (new,) = [line for line in text.splitlines() if "Imran" in line]
         assert HISTORY_MARK in old
         assert f"{HISTORY_MARK}, my new manager is Imran" in new
+
+
+def test_a_value_named_only_as_what_was_is_another_value() -> None:
+    from archivist.read.attributes_asked import asked_attributes, states_other_value
+
+    pescatarian = asked_attributes("Is Ash pescatarian?")
+    said = "I eat meat again, the pescatarian thing lasted eight months."
+    assert states_other_value(pescatarian, said)
+    assert not states_other_value(pescatarian, "Still pescatarian, though I eat meat at Christmas.")
+    sandra = asked_attributes("Is Sandra Ola's manager?")
+    assert [(a.attribute, a.value) for a in sandra] == [("manager", "Sandra")]
+    assert states_other_value(sandra, "Sandra retired at Christmas, my new manager is Imran.")
+
+
+def test_a_thing_ended_by_the_name_it_was_given(tmp_path: Path) -> None:
+    """ "Does Don have a car?": his car was "a red Corsa", and "the Corsa … has been
+    scrapped" shares no word with the question."""
+    conv = make_conversation(
+        "don",
+        [
+            [("Don", "Picked up my first car today, a red Corsa with 90k miles."), ("Meg", "Yay")],
+            [("Don", "The Corsa failed its MOT so badly it's been scrapped."), ("Meg", "Oh no")],
+        ],
+        people=("Don", "Meg"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        answer = mem.ask("Does Don have a car?", person="Don", at=T0 + timedelta(weeks=3))
+        assert answer.answer.startswith("No: The Corsa failed its MOT")

@@ -276,6 +276,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         ),
         "",
     ),
+    (  # "Sandra is my manager", and a question's "Is Sandra Ola's manager?"
+        "manager",
+        re.compile(
+            NAME + r"\s+(?:is|was)\s+(?i:(?:my|our|(?P<of>(?-i:[A-Z])[\w-]*)['’]s)\s+"
+            r"(?:new\s+)?(?:line\s+)?(?:manager|boss))\b"
+        ),
+        "",
+    ),
     (  # what one studies: "studying geography", "Switched my degree to geology"
         "study",
         re.compile(
@@ -357,6 +365,12 @@ _OPENER = re.compile(
 )
 
 
+# a value whose holder is named after it: "Sandra is Ola's manager"
+_OWNER = re.compile(
+    r"[A-Z][\w'-]*\s+(?:is|was)\s+([A-Z][\w-]*)['’]s\s+(?:new\s+)?(?:line\s+)?(?:manager|boss)\b"
+)
+
+
 def holds_for(text: str, subject: str, start: int, attribute: str = "") -> bool:
     """Whether ``subject`` is the one the cue at ``start`` speaks of.
 
@@ -367,6 +381,8 @@ def holds_for(text: str, subject: str, start: int, attribute: str = "") -> bool:
     first = subject.split()[0] if subject.split() else ""
     if not first:
         return False
+    if (of := _OWNER.search(text, start)) is not None and of.start() == start:
+        return of.group(1).casefold() == first.casefold()  # "Sandra is Ola's manager"
     hits = list(re.finditer(rf"\b{re.escape(first)}\b", text[:start], re.I))
     if not hits:
         # "Finally settled in Porto.": nobody named before the cue is elliptic first

@@ -24,7 +24,7 @@ from ..attributes import (
     holds_for,
 )
 from ..model import Message
-from ..text import KIN_WORDS, ended_objects, fold, names_thing
+from ..text import ENDING, KIN_WORDS, ended_objects, fold, names_thing
 
 
 class Stated(Protocol):
@@ -43,7 +43,9 @@ class Stated(Protocol):
 S = TypeVar("S", bound=Stated)
 
 _IS_QUESTION = re.compile(
-    r"^\s*(?i:is|are|was|were)\s+(?P<who>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)\s+(?P<rest>.+?)"
+    # (a second name is a surname, not an owner: "Is Sandra Ola's manager?")
+    r"^\s*(?i:is|are|was|were)\s+(?P<who>[A-Z][\w'’-]*(?:\s+[A-Z][\w-]*\b(?!['’]))?)\s+"
+    r"(?P<rest>.+?)"
     r"[\s?]*$"
 )
 
@@ -275,14 +277,32 @@ def states_other_value(asked: Sequence[AttributeValue], sentence: str) -> bool:
     Such a sentence answers "no" though it denies nothing; one that names the asked
     value too, or a value that may be the same ("analyst", "senior analyst"), does not.
     """
-    low = sentence.casefold()
     stated = [a for a, _ in attribute_values(sentence)]
     return any(
         s.attribute == a.attribute
-        and a.value.casefold() not in low
+        and not _names_as_holding(sentence, a.value)
         and not compatible_values(s.value, a.value)
         for a in asked
         for s in stated
+    )
+
+
+# a clause that tells of the past: "the pescatarian thing lasted eight months"
+_PAST_CLAUSE = re.compile(
+    r"\b(?:lasted|was|were|used\s+to|had\s+been|ended|over|done|behind\s+me|no\s+more)\b", re.I
+)
+_CLAUSE_BREAK = re.compile(r"[,;:]\s|\s[-\u2013\u2014]\s|\b(?:but|though|although|and)\b", re.I)
+
+
+def _names_as_holding(sentence: str, value: str) -> bool:
+    """Whether ``sentence`` names ``value`` in a clause that does not tell of it as past
+    or ended: "I eat meat again, the pescatarian thing lasted eight months" names
+    pescatarian, "Sandra retired at Christmas, my new manager is Imran" Sandra, only
+    as what was."""
+    low = value.casefold()
+    return any(
+        low in clause.casefold() and not (_PAST_CLAUSE.search(clause) or ENDING.search(clause))
+        for clause in _CLAUSE_BREAK.split(sentence)
     )
 
 

@@ -35,6 +35,7 @@ from ..text import (
     ended_objects,
     fold,
     is_stopword,
+    names_thing,
     stem,
     words,
 )
@@ -560,11 +561,11 @@ def overtaken(
 
 
 def _said_later(
-    best: Sentence, ranked: Sequence[Sentence], person: str | None
+    best: Sentence, ranked: Sequence[Sentence], person: str | None, floor: float = MIN_RELEVANCE
 ) -> tuple[set[str], list[Sentence]]:
     """Who holds what ``best`` says (its owner, and the person asked about), and the
-    relevant statements said after it (no questions, not the assistant's): where a
-    change or a denial of it may be told."""
+    statements relevant past ``floor`` said after it (no questions, not the
+    assistant's): where a change or a denial of it may be told."""
     holder = {fold(best.owner or best.message.speaker)} | ({fold(person)} if person else set())
     said = [
         s
@@ -572,7 +573,7 @@ def _said_later(
         if s.message.timestamp > best.message.timestamp
         and s.message.role != "assistant"
         and not _asks(s)
-        and s.relevance >= MIN_RELEVANCE
+        and s.relevance >= floor
     ]
     return holder, said
 
@@ -583,14 +584,44 @@ def denied_later(
     """A later statement of the same holder that speaks of what is asked and denies it
     ("Closed the shop for good" after "Opened my bike repair shop"), if any: the
     newest word on a thing decides whether it holds now."""
-    holder, said = _said_later(best, ranked, person)
+    # a name the thing was given ends it however few of the question's words it shares
+    holder, said = _said_later(best, ranked, person, floor=0.0)
+    named = _named_with(best, holder)
     later = [
         s
         for s in said
         if fold(s.owner or s.message.speaker) in holder
-        and any(_denied_in(clause, asked_of) for clause in _CLAUSES.split(s.text))
+        and (
+            (
+                s.relevance >= MIN_RELEVANCE
+                and any(_denied_in(clause, asked_of) for clause in _CLAUSES.split(s.text))
+            )
+            or _ends_one_of(s.text, asked_of, named)
+        )
     ]
     return max(later, key=lambda s: s.message.timestamp, default=None)
+
+
+def _named_with(best: Sentence, holder: set[str]) -> set[str]:
+    """The names ``best`` gives what it speaks of ("Picked up my first car today, a red
+    Corsa": Corsa), but its first word and the people who hold it."""
+    people = holder | {fold(p) for p in (best.message.speaker, *best.message.addressees)}
+    return {
+        w
+        for w in re.findall(r"(?<=\s)[A-Z][\w-]{2,}", best.text)
+        if fold(w) not in people and not is_stopword(w) and fold(w) not in CALENDAR_WORDS
+    }
+
+
+def _ends_one_of(text: str, asked_of: Sequence[str], named: set[str]) -> bool:
+    """Whether ``text`` says that the asked thing, or a name it was given, ended
+    (``text.ended_objects``): "The Corsa failed its MOT so badly it's been scrapped"
+    ends the car of "my first car today, a red Corsa"."""
+    for thing in ended_objects(text):
+        head = thing.split()[-1]  # "dog walker" is no dog
+        if any(names_thing(thing, n) for n in named) or coverage(head, asked_of) > 0:
+            return True
+    return False
 
 
 # "I'm still on the committee, just no more accounts": the denial is of the accounts
