@@ -612,3 +612,29 @@ def test_a_thing_ended_by_the_name_it_was_given(tmp_path: Path) -> None:
         mem.add(conv)
         answer = mem.ask("Does Don have a car?", person="Don", at=T0 + timedelta(weeks=3))
         assert answer.answer.startswith("No: The Corsa failed its MOT")
+
+
+def test_a_yes_reads_what_the_holder_later_said_of_whom_or_what_it_named(tmp_path: Path) -> None:
+    """ "Does Ola have a flatmate?": "My flatmate Bea…", then Ola's "Bea moved in with her
+    boyfriend" (a sentence about Bea, said by Ola). "We lost Bruno" stays a no after its
+    claim's end; "BRACES OFF!!!" is a headline ending."""
+    conv = make_conversation(
+        "ola",
+        [
+            [("Ola", "My flatmate Bea leaves her dishes everywhere."), ("Tam", "Post-it time")],
+            [("Ola", "Bea moved in with her boyfriend, so the flat is all mine."), ("Tam", "Ha")],
+            [("Ola", "Our old labrador Bruno is thirteen now."), ("Tam", "Aw")],
+            [("Ola", "We lost Bruno on Saturday."), ("Tam", "So sorry")],
+            [("Ola", "Got braces fitted, two years of this."), ("Tam", "Brave")],
+            [("Ola", "BRACES OFF!!!"), ("Tam", "Smile!")],
+        ],
+        people=("Ola", "Tam"),
+    )
+    with memory(tmp_path / "m.db") as mem:
+        mem.add(conv)
+        at = T0 + timedelta(weeks=9)
+        flatmate = mem.ask("Does Ola have a flatmate?", person="Ola", at=at).answer
+        assert flatmate.startswith("No: Bea moved in with her boyfriend")
+        bruno = mem.ask("Does Ola still have Bruno?", person="Ola", at=at).answer
+        assert bruno.startswith("No: We lost Bruno") and "ended" not in bruno
+        assert mem.ask("Does Ola have braces?", person="Ola", at=at).answer.startswith("No")

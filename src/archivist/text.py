@@ -645,6 +645,15 @@ _OVER = re.compile(
     r"((?:[\w'-]+\s+){0,2}?[\w-]+)(?:" + IS_OVER + r"|" + OFF_FOR + r")",
     re.I,
 )
+# a headline with no verb, a sentence of its own: "BRACES OFF!!!", "Cast off at last!"
+# (not a day, a night or time off)
+HEADLINE_OFF = re.compile(
+    r"(?:^|[.!?]\s+)(?:(?:my|our|the)\s+)?"
+    r"((?:[\w'-]+\s+)?(?!(?:day|days|night|nights|time|week|weekend|morning|afternoon|evening|"
+    r"hands|lights|gloves|shoes)\b)[\w-]+)\s+(?:off|gone)"
+    r"(?:\s+(?:early|at\s+last|finally|today|yesterday))?(?=\s*(?:[.!]|$))",
+    re.I,
+)
 
 
 # "Are you still singing with the choir?" - "Not since October": the reply ends it
@@ -753,6 +762,7 @@ def endings(sentence: str) -> tuple[tuple[str, int], ...]:
         for m in (
             *_PUT_DOWN.finditer(sentence),
             *_OVER.finditer(sentence),
+            *HEADLINE_OFF.finditer(sentence),
             *_HANDED_BACK.finditer(sentence),
             *WENT_BACK.finditer(sentence),
         )

@@ -466,7 +466,7 @@ def extractive_answer(
             if own_word(s.message.speaker, s.owner, target)
             and (shape.form == "yes_no" or not denies(s.message.text, wanted))
         ]
-        mine = compose(question, shape, own, wanted, target, near) if own else None
+        mine = compose(question, shape, own, wanted, target, near, said=ranked) if own else None
         if mine is None:
             wrong = not_theirs(question, target, theirs, best.message, best.text, best.relevance)
             return replace(wrong, context_tokens=tokens)

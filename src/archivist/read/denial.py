@@ -9,7 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text import CEASED_PARTY, ENDING, IS_OVER, NEGATION, OFF_FOR, WENT_BACK, stem
+from ..text import (
+    CEASED_PARTY,
+    ENDING,
+    HEADLINE_OFF,
+    IS_OVER,
+    NEGATION,
+    OFF_FOR,
+    WENT_BACK,
+    stem,
+)
 
 TOKEN = re.compile(r"[\w'’-]+")
 _RESTRICTION = re.compile(
@@ -125,6 +134,12 @@ def denies(text: str, wanted: Sequence[str] = ()) -> bool:
         return True
     if any(stem(m.group(1).lower()) in wanted for m in WENT_BACK.finditer(text)):
         return True  # "the wheelchair went back to the Red Cross"
+    if any(
+        _asked(stem(w.lower()), wanted)
+        for m in HEADLINE_OFF.finditer(text)
+        for w in m.group(1).split()
+    ):
+        return True  # "BRACES OFF!!!"
     if (of := _INSTEAD_OF.search(text)) is not None:
         # "veggie now rather than vegan" denies vegan, not veggie
         after = [stem(t.lower()) for t in TOKEN.findall(text[of.end() :])[:4]]

@@ -445,13 +445,24 @@ def yes_or_no(s: Sentence, shape: Shape, at_is_past_of: bool, wanted: Sequence[s
     about an ending ("Did she quit…?") is affirmed by a denial ("no longer…").
     A sentence that no longer holds, asked about now, says the opposite.
     """
-    affirms = _denies(s.text, wanted) == shape.ends
+    denied = _denies(s.text, wanted)
+    affirms = denied == shape.ends
     span = shape.during
-    if (s.ended is not None and (at_is_past_of or (span and s.ended <= span[0]))) or (
-        span and s.when is not None and s.when >= span[1]
+    # an ending stays true once told ("We lost Bruno on Saturday"): its claim's end
+    # turns no denial into a yes, as the end of "no alcohol until the 15th" does
+    lasting = denied and _ends_asked(s.text, wanted)
+    if not lasting and (
+        (s.ended is not None and (at_is_past_of or (span and s.ended <= span[0])))
+        or (span and s.when is not None and s.when >= span[1])
     ):
         affirms = not affirms
     return affirms != shape.negated
+
+
+def _ends_asked(text: str, wanted: Sequence[str]) -> bool:
+    """Whether the sentence says that an asked thing ended ("We lost Bruno"), not
+    something beside it ("no running for eight weeks, so Berlin is off")."""
+    return any(coverage(thing, wanted) > 0 for thing in ended_objects(text))
 
 
 def _denies(text: str, wanted: Sequence[str]) -> bool:
@@ -590,14 +601,13 @@ def denied_later(
     later = [
         s
         for s in said
-        if fold(s.owner or s.message.speaker) in holder
-        and (
-            (
-                s.relevance >= MIN_RELEVANCE
-                and any(_denied_in(clause, asked_of) for clause in _CLAUSES.split(s.text))
-            )
-            or _ends_one_of(s.text, asked_of, named)
+        if (
+            fold(s.owner or s.message.speaker) in holder
+            and s.relevance >= MIN_RELEVANCE
+            and any(_denied_in(clause, asked_of) for clause in _CLAUSES.split(s.text))
         )
+        # the holder's word that what they named is gone: "Bea moved in with her boyfriend"
+        or (fold(s.message.speaker) in holder and _ends_one_of(s.text, asked_of, named))
     ]
     return max(later, key=lambda s: s.message.timestamp, default=None)
 
@@ -619,7 +629,11 @@ def _ends_one_of(text: str, asked_of: Sequence[str], named: set[str]) -> bool:
     ends the car of "my first car today, a red Corsa"."""
     for thing in ended_objects(text):
         head = thing.split()[-1]  # "dog walker" is no dog
-        if any(names_thing(thing, n) for n in named) or coverage(head, asked_of) > 0:
+        # "Cancelled the gym membership" ended the PureGym it was named by
+        if (
+            any(names_thing(thing, n) or names_thing(n, thing) for n in named)
+            or coverage(head, asked_of) > 0
+        ):
             return True
     return False
 
@@ -673,6 +687,7 @@ def _yes_no(
     person: str | None,
     near: Callable[[Sentence, Sentence], float] | None,
     why: str,
+    said: Sequence[Sentence] | None = None,
 ) -> tuple[str, list[Sentence], str] | None:
     """A yes or no read from ``best``, quoting it (``compose``'s yes/no answers)."""
     current = shape.now and not shape.before
@@ -689,7 +704,7 @@ def _yes_no(
         # "Does Gil run a bike shop?" - "Opened my bike repair shop" (an event: it stays
         # true), then "Closed the shop for good": his later word on it denies it; else
         # "Yes: Ten years vegetarian" when she has since "started eating chicken again"
-        later, how = denied_later(best, ranked, asked_of, person), "denied since"
+        later, how = denied_later(best, said or ranked, asked_of, person), "denied since"
         if later is None and near and ASKS_STATE.match(question):
             later, how = overtaken(best, ranked, asked_of, person, near), "changed since"
         if later is not None:
@@ -697,7 +712,10 @@ def _yes_no(
             return f"No: {quoted(later)} ({before})", [later, best], f"{why}; {how}"
     # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
     # reads as contradicting its own quote
-    gone = best.ended and (current or (shape.during and best.ended <= shape.during[0]))
+    lasting = _denies(best.text, wanted) and _ends_asked(best.text, wanted)  # see yes_or_no
+    gone = (
+        best.ended and not lasting and (current or (shape.during and best.ended <= shape.during[0]))
+    )
     ended = f" (ended {spoken_day(best.ended)})" if gone else ""
     return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
 
@@ -709,10 +727,13 @@ def compose(
     wanted: Sequence[str] = (),
     person: str | None = None,
     near: Callable[[Sentence, Sentence], float] | None = None,
+    said: Sequence[Sentence] | None = None,
 ) -> tuple[str, list[Sentence], str] | None:
     """The answer text, the sentences it rests on and why; None to abstain.
     ``person``: the one asked about, whose own statement of an asked attribute wins.
-    ``near``: how close two sentences are in meaning (``overtaken``; None: unknown)."""
+    ``near``: how close two sentences are in meaning (``overtaken``; None: unknown).
+    ``said``: all the evidence, when ``ranked`` is only some of it (the person's own
+    words): a later word that ends what a yes rests on may be in any of it."""
     floor = MIN_YES_NO if shape.form == "yes_no" else MIN_RELEVANCE
     # the best scored sentence that is relevant at all: a weak but recent one on top
     # ("Nope. August I'm back on days") does not hide "on night shifts until July"
@@ -753,7 +774,9 @@ def compose(
     why = f"best evidence relevance {best.relevance:.2f}"
     current = shape.now and not shape.before
     if shape.form == "yes_no":
-        return _yes_no(question, shape, best, ranked, wanted, asked, asked_of, person, near, why)
+        return _yes_no(
+            question, shape, best, ranked, wanted, asked, asked_of, person, near, why, said
+        )
     if shape.form == "when":
         if WHAT_TIME.match(question) and CLOCK.search(best.text):
             return quoted(best), [best], why  # "What time…?" - "Another 5am start…"
