@@ -66,6 +66,9 @@ def memory(path: Path) -> MemoryService:
         ("We've wrapped the podcast up after 40 episodes.", ["podcast"]),
         ("The Corsa failed its MOT so badly it's been scrapped.", ["Corsa"]),
         ("The shop was sold by the owners.", ["shop"]),
+        ("Handed my notice in at Grindhouse, got the apprenticeship.", ["Grindhouse"]),
+        ("Rosa and I have split, she's gone back to Madrid.", ["Rosa"]),
+        ("Put the OU degree on hold, work is too busy.", ["OU degree"]),
     ],
 )
 def test_ways_a_state_ends_name_what_ended(sentence: str, ended: list[str]) -> None:
@@ -638,3 +641,13 @@ def test_a_yes_reads_what_the_holder_later_said_of_whom_or_what_it_named(tmp_pat
         bruno = mem.ask("Does Ola still have Bruno?", person="Ola", at=at).answer
         assert bruno.startswith("No: We lost Bruno") and "ended" not in bruno
         assert mem.ask("Does Ola have braces?", person="Ola", at=at).answer.startswith("No")
+
+
+def test_a_workplace_named_by_its_kind_and_smoke_free() -> None:
+    from archivist.read.denial import denies
+    from archivist.text import stem
+
+    ((job, _),) = attribute_values("I got the apprenticeship at the garage!")
+    assert (job.attribute, job.value) == ("employer", "garage")
+    assert denies("One year smoke free today!", [stem("smoke")])
+    assert ended_objects("We split the bill.") == []

@@ -123,6 +123,16 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
         ),
         "",
     ),
+    (  # "I got the apprenticeship at the garage": a workplace named by its kind
+        "employer",
+        re.compile(
+            r"\b(?i:(?:got|landed|accepted|took)\s+(?:the|a|an|my)\s+(?:new\s+)?(?:[\w-]+\s+)?"
+            r"(?:job|apprenticeship|role|position|placement|internship|traineeship)\s+at\s+"
+            r"(?:the\s+|a\s+)?)(?P<v>(?:[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){0,2})|[a-z][\w-]+(?:\s+(?:centre|shop|"
+            r"office|hospital|school|factory|garage|bank|library|council|warehouse))?)"
+        ),
+        "",
+    ),
     (  # "First week as a junior designer at Pixelworks": the employer after a job title
         "employer",
         re.compile(

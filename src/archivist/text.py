@@ -344,7 +344,8 @@ IS_OVER = (
     # over with nothing after it but how or for whom: "Beard's off!", "Orchard season's
     # done.", "Pottery's finished for me", "gone to a kid down the road" (not "over the
     # moon", "off to Glasgow", "off sick", "done for the day", "over by an hour")
-    r"(?:over|done|finished|off|gone|history|no\s+more|kaput|a\s+thing\s+of\s+the\s+past)\b"
+    r"(?:over|done|finished|off|gone|history|no\s+more|kaput|a\s+thing\s+of\s+the\s+past|"
+    r"on\s+(?:hold|pause|ice))\b"
     r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:for\s+(?:me|us|good|ever)|to\s+(?:a|an)\s|now|"
     r"and\s+(?!on\b|above\b|out\b|over\b)|"
     r"at\s+last|already|completely|anyway|sadly|(?:last|this)\s+(?:week|month|year)|"
@@ -399,11 +400,16 @@ CEASED_PARTY = (
     r"(?:closed|shut)\s+down(?!\s+(?:my|our|his|her|their|its|the|a|an|(?-i:[A-Z])[\w-]*['’]s)\b)|"
     r"went\s+(?:bust|under)|closed\s+(?:its|their)\s+doors|"
     r"expired|(?:(?:and\s+I|we|they)\s+(?:have\s+|had\s+|got\s+)?)separated|parted\s+ways|"
+    # "Rosa and I have split" (not "we split the bill")
+    r"(?:and\s+I|we|they)\s+(?:have\s+|had\s+|['’]ve\s+)?split(?!\s+(?:the|a|an|it|them|our|my|"
+    r"bills?|costs?|up)\b)|"
     r"moved\s+away|(?:has|had|have)\s+ended|wound\s+(?:it\s+)?down"
 )
 # what one hands in when one leaves: "handed in my notice at the school", "handed in my
 # chair at the orchestra"
 _HANDED_IN = r"notice|resignation|chair|seat|keys?|badge|uniform|kit|pass|locker|apron|lanyard"
+# ... with the particle after it: "Handed my notice in at Grindhouse"
+_NOTICE_IN = r"(?:handed|put|gave)\s+(?:my|his|her|their|our)\s+(?:notice|resignation)\s+in"
 # a thing ruled out, named just before: "Sugar's off the menu", "parkrun is out for the
 # year", "Law is behind me"
 OFF_FOR = (
@@ -432,10 +438,10 @@ ENDING = re.compile(
     CHANGE.pattern + r"|\b(?:handed\s+(?:it\s+|them\s+)?back|done\s+with|finished\s+with|"
     r"over\s+with|dropped|gave\s+(?:it|them)\s+(?:up|away)|no\s+more|last\s+day|"
     r"(?:came|comes|come|taken|is|are)\s+off" + _CLAUSE_FINAL + r"|removed|"
-    r"handed\s+in\s+(?:\S+\s+)?(?:" + _HANDED_IN + r")|resigned|divorce[ds]?|"
+    r"handed\s+in\s+(?:\S+\s+)?(?:" + _HANDED_IN + r")|resigned|divorce[ds]?|" + _NOTICE_IN + r"|"
     r"(?:handed|gave|took)\s+(?:the|my|our|his|her|their)\s+(?:[\w'-]+\s+){1,2}back|"
     r"passed\s+(?:my|his|her|their|our|the)\s+final|graduated|deleted|uninstalled|"
-    r"put\s+(?:\S+\s+){1,3}away\s+for\s+good|"
+    r"put\s+(?:\S+\s+){1,3}away\s+for\s+good|put\s+(?:\S+\s+){1,4}on\s+(?:hold|pause|ice)|"
     r"called\s+off|broke\s+off|stepped\s+down|split\s+up|disbanded|paid\s+off|"
     r"(?:tapered|weaned)\s+(?:myself\s+)?off|came\s+off(?=\s+(?:the|my)\b)|"
     + _STOPPED
@@ -473,7 +479,8 @@ ENDING = re.compile(
 NEGATION = re.compile(
     r"n't\b|\b(?:no|not|never|none|nothing|nobody|nowhere|without|cannot|"
     r"no\s+longer|any\s*more|anymore|sober|teetotal)\b"  # "sober" denies drinking
-    r"|\b\w+-free\b",  # "smoke-free" denies smoking
+    r"|\b\w+-free\b"  # "smoke-free" denies smoking
+    r"|\b(?:smoke|alcohol|sugar|meat|dairy|caffeine|drug|debt|nicotine|booze|gluten|wheat)\s+free\b",
     re.I,
 )
 
@@ -498,6 +505,8 @@ _ENDS_OBJECT = re.compile(
     r"handed\s+in\s+(?:\S+\s+)?(?:"
     + _HANDED_IN
     + r")\s+(?:at|to|for|with)|"
+    + _NOTICE_IN
+    + r"\s+(?:at|to|for|with)|"
     + _GAVE
     + r"|"
     + _CEASED
@@ -626,6 +635,8 @@ _HANDED_BACK = re.compile(
     r"((?:[\w'-]+\s+)?[\w'-]+)\s+back"
     r"|put\s+(?:the|my|our|his|her|their)\s+(?:old\s+)?((?:[\w'-]+\s+)?[\w'-]+)\s+away\s+"
     r"for\s+good"
+    # "Put the OU degree on hold"
+    r"|put\s+(?:the|my|our|his|her|their)\s+((?:[\w'-]+\s+){0,2}[\w'-]+)\s+on\s+(?:hold|pause|ice)"
     # "We've wrapped the podcast up after 40 episodes"
     r"|(?:wrapped|wound)\s+(?:the|my|our|his|her|their)\s+((?:[\w'-]+\s+)?[\w'-]+)\s+up)\b",
     re.I,
