@@ -331,9 +331,11 @@ _OPENS_STATE = re.compile(
     r"^\W*(?:(?:I|we|[A-Z][\w-]*)\s+)?(?:(?:have|has|'ve|just|finally)\s+)*"
     r"(?:start(?:ed|ing)\s+(?:on|at|with|taking|doing|going|learning|playing|a\s+new)|"
     r"began|joined|took\s+up|signed\s+up|enrolled|adopted|"
-    r"got\s+(?:an?|my|our)\s+(?:new\s+)?(?:[\w-]+\s+)?(?:plot|allotment|membership|job|place|"
+    r"(?:got|picked\s+up)\s+(?:an?|my|our|(?-i:[A-Z])[\w-]*['’]s)\s+(?:new\s+|first\s+)?"
+    r"(?:[\w-]+\s+)?"
+    r"(?:plot|allotment|membership|job|place|"
     r"flat|house|dog|cat|puppy|kitten|lodger|car|bike|tenant)\b|"
-    r"bought\s+(?:an?|my|our)\s+)",
+    r"bought\s+(?:an?|my|our|(?-i:[A-Z])[\w-]*['’]s)\s+)",
     re.I,
 )
 
