@@ -716,6 +716,13 @@ def _yes_no(
     gone = (
         best.ended and not lasting and (current or (shape.during and best.ended <= shape.during[0]))
     )
+    if gone and not yes and current and not (shape.negated or shape.ends):
+        # what ended it, when memory holds it, says more than the date: "No: The Corsa
+        # failed its MOT… (earlier, 1 July 2021: Picked up my first car…)"
+        later = denied_later(best, said or ranked, asked_of, person)
+        if later is not None:
+            before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
+            return f"No: {quoted(later)} ({before})", [later, best], f"{why}; denied since"
     ended = f" (ended {spoken_day(best.ended)})" if gone else ""
     return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
 
