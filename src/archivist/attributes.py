@@ -368,10 +368,10 @@ def _elliptic(before: str) -> bool:
 _DOER = re.compile(r"[A-Z][a-z]+")
 _OPENER = re.compile(
     r"\w+ly|Just|Now|Still|Also|Already|Today|Yesterday|Tonight|Soon|Back|Even|Then|So|And|"
-    r"But|Well|Update|Finally|Currently|Recently|Newly|Happily|Officially|Proudly|Ever|Since|"
-    r"Gonna|Going|Got|Been|Being|Became|Am|Is|Was|Were|Are|Now|Yes|Yep|Nope|No|Oh|Ok|Okay|Ha|"
-    r"Haha|Lol|Guess|Guys|News|Big|Good|Great|Bad|Sad|Happy|Exciting|Plus|Too|My|Our|The|"
-    r"This|That|These|Those|We|Me|Her|His|Their|Its|An|It|He|She|They|You|Your"
+    r"But|Well|Update|Ever|Since|Gonna|Going|Got|Been|Being|Became|Am|Is|Was|Were|Are|Yes|"
+    r"Yep|Nope|No|Oh|Ok|Okay|Ha|Haha|Lol|Guess|Guys|News|Big|Good|Great|Bad|Sad|Happy|"
+    r"Exciting|Plus|Too|My|Our|The|This|That|These|Those|We|Me|Her|His|Their|Its|An|It|He|"
+    r"She|They|You|Your"
 )
 
 

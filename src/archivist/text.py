@@ -335,15 +335,13 @@ _LOST = (
     r"lost(?=\s+(?:(?-i:[A-Z])[\w-]*\b(?!['’])|(?:my|our|(?-i:[A-Z])[\w-]*['’]s)\s+"
     r"(?:old\s+)?(?:dog|cat|rabbit|horse|job)\b))"
 )
-# A thing said to be over, in any of the copula's forms: "Pottery's finished for me",
-# "Beard's off!", "The drum kit's gone to a kid down the road", "The vintage shop is
-# no more"; not for a while or somewhere else ("off to Glasgow", "off sick", "done for
-# the day", "over by an hour", "gone for the weekend", "gone into hospital")
+# A thing said to be over, in the copula's forms, read after the thing it ends:
 IS_OVER = (
     r"(?:\s+(?:is|are|was|were|has\s+been|have\s+been)|['’]s)\s+(?:"
     # over with nothing after it but how or for whom: "Beard's off!", "Orchard season's
-    # done.", "Pottery's finished for me", "gone to a kid down the road" (not "over the
-    # moon", "off to Glasgow", "off sick", "done for the day", "over by an hour")
+    # done.", "Pottery's finished for me", "The drum kit's gone to a kid down the road",
+    # "The vintage shop is no more", "on hold" (not "over the moon", "off to Glasgow",
+    # "off sick", "done for the day", "over by an hour")
     r"(?:over|done|finished|off|gone|history|no\s+more|kaput|a\s+thing\s+of\s+the\s+past|"
     r"on\s+(?:hold|pause|ice))\b"
     r"(?=\s*(?:[.,;:!?)]|$)|\s+(?:for\s+(?:me|us|good|ever)|to\s+(?:a|an)\s|now|"
@@ -416,9 +414,9 @@ OFF_FOR = (
     r"(?:\s+(?:is|are)|['’]s)\s+(?:off\s+the\s+(?:menu|table|cards)|"
     r"out\s+for\s+the\s+(?:year|season|summer|winter|foreseeable)|behind\s+(?:me|us))"
 )
-# read as an ending and, of the thing before it, as what ended: "Architecture wasn't for me"
 # leaving a job or a place, not leaving it for the day: "Left Pixelworks late again"
 _LEFT = r"left(?!\s+(?:[\w'’-]+\s+){0,2}?(?:late|early|on\s+time|at\s+\d)\b)"
+# read as an ending and, of the thing before it, as what ended: "Architecture wasn't for me"
 _NOT_FOR_ME = r"(?:was|were)(?:n['’]t|\s+not)\s+for\s+(?:me|us)"
 CHANGE = re.compile(
     r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|anymore|quit|quitting|stopped|"
