@@ -289,7 +289,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     (  # "Sandra is my manager", and a question's "Is Sandra Ola's manager?"
         "manager",
         re.compile(
-            NAME + r"\s+(?:is|was)\s+(?i:(?:my|our|(?P<of>(?-i:[A-Z])[\w-]*)['’]s)\s+"
+            NAME + r"\s+(?:is|was)\s+(?i:(?:my|our|(?-i:[A-Z])[\w-]*['’]s)\s+"
             r"(?:new\s+)?(?:line\s+)?(?:manager|boss))\b"
         ),
         "",

@@ -31,7 +31,6 @@ from .extractive import (
     asked_stems,
     aspect_stems,
     compose,
-    coverage,
     denies,
     lexical_scores,
     meaning_text,
@@ -44,7 +43,7 @@ from .query import SPEECH_WHO, asks_when, asks_who, names_in, said_by_named
 from .recall import search_memory
 from .replies import reply_prompt
 from .search import SearchTrace, get_preset
-from .sentences import SENTENCE_BREAK, Sentence, ended_at, message_sentences
+from .sentences import SENTENCE_BREAK, Sentence, coverage, ended_at, message_sentences
 
 # Speaker verification: the best evidence owned by someone else must cover at least
 # OTHER_COVERAGE of the (IDF-weighted) content words, and the named person's best
@@ -536,7 +535,7 @@ def _nearness(
     sentences: Sequence[Sentence], vectors: np.ndarray | None
 ) -> Callable[[Sentence, Sentence], float]:
     """Cosine of two evidence sentences' meanings (0 when unknown): whether a later
-    sentence speaks of the same thing as an earlier one (extractive.overtaken)."""
+    sentence speaks of the same thing as an earlier one (since.overtaken)."""
     index = {(id(s.message), s.text): i for i, s in enumerate(sentences)}
 
     def near(a: Sentence, b: Sentence) -> float:

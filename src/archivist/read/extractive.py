@@ -35,7 +35,6 @@ from ..text import (
     ended_objects,
     fold,
     is_stopword,
-    names_thing,
     stem,
     words,
 )
@@ -51,7 +50,6 @@ from .attributes_asked import (
 )
 from .denial import OLD_STEMS, denies, former
 from .phrasing import (
-    ADDED,
     ASKS_NAME,
     ASKS_STATE,
     CLOCK,
@@ -59,7 +57,6 @@ from .phrasing import (
     HOW_LONG,
     LENGTH,
     OFF_THING,
-    TURN,
     WHAT_TIME,
     names_one,
     other_kind,
@@ -69,11 +66,13 @@ from .sentences import (
     Sentence,
     after_in_message,
     count_in,
+    coverage,
     event_time,
     format_when,
     quoted,
     split_sentences,
 )
+from .since import CLAUSES, asks, denied_later, overtaken, speaks_of
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
 # below this; yes/no needs more, since "Yes" or "No" is a claim of its own.
@@ -93,11 +92,6 @@ RECENCY = 1.0  # at most this share added to the latest relevant sentence (quest
 NEIGHBOUR = 0.3  # share of its message's best relevance a sentence borrows
 LIST_SHARE = 0.5  # list answers take sentences within this share of the best
 MAX_LIST = 3
-# two sentences this close in meaning (cosine, bundled model) speak of one aspect of a
-# life: measured here, a diet and "started eating chicken again" 0.38, a stay and "moved
-# into his own place" 0.48, a new flat and a new job 0.21 (a change of one is not of the
-# other); below it a later change is not read as ending an earlier yes
-SAME_ASPECT = 0.3
 
 _YES_NO = re.compile(
     r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should|"
@@ -295,28 +289,6 @@ def _ownership(s: Sentence, person: str) -> float:
     return UNCLEAR_WEIGHT
 
 
-def coverage(
-    text: str,
-    wanted: Sequence[str],
-    weights: Mapping[str, float] | None = None,
-    *,
-    extend: bool = True,
-) -> float:
-    """Share of the wanted stems the text holds, each weighted (rarer words weigh more).
-
-    ``extend``: a text word whose stem extends a wanted one counts too ("movers"
-    for "move": stems "mover", "mov"). Speaker verification keeps exact stems,
-    as measured.
-    """
-    if not wanted:
-        return 0.0
-    have = {stem(w) for w in words(text)}
-    weight = (lambda x: weights[x]) if weights is not None else (lambda x: 1.0)
-    total = sum(weight(x) for x in wanted)
-    found = sum(weight(x) for x in wanted if x in have or (extend and _extends(x, have)))
-    return found / total if total else 0.0
-
-
 # "Where…?" / "Which city…?" is answered by a named place: "First week in Berlin done"
 _ASKS_PLACE = re.compile(
     r"^\W*(?:where|which\s+(?:city|town|country|place|neighbou?rhood))\b", re.I
@@ -344,10 +316,6 @@ def lexical_scores(
             cov += ASPECT_CUE
         out.append(min(1.0, cov))
     return out
-
-
-def _extends(want: str, have: set[str]) -> bool:
-    return len(want) >= 3 and any(h.startswith(want) and len(h) <= len(want) + 2 for h in have)
 
 
 # What a sentence that also denies says holds instead: "vegan now", "I moved over to…"
@@ -472,7 +440,7 @@ def _denies(text: str, wanted: Sequence[str]) -> bool:
         return False
     return not any(
         _STILL.search(clause) and coverage(clause, wanted) > 0 and not denies(clause, wanted)
-        for clause in _CLAUSES.split(text)
+        for clause in CLAUSES.split(text)
     )
 
 
@@ -536,117 +504,6 @@ def _said_by(s: Sentence, person: str) -> bool:
     return fold(s.owner or s.message.speaker) == fold(person)
 
 
-def _asks(s: Sentence) -> bool:
-    return s.text.rstrip().endswith("?")
-
-
-def overtaken(
-    best: Sentence,
-    ranked: Sequence[Sentence],
-    wanted: Sequence[str],
-    person: str | None,
-    near: Callable[[Sentence, Sentence], float],
-) -> Sentence | None:
-    """A later sentence of the same holder that tells of a change bearing on the
-    question, without the asked words: the yes ``best`` gave has been overtaken.
-
-    "Is Ama vegetarian?" - "Ten years vegetarian" (December), then "Plot twist:
-    started eating chicken again" (April): no. Memory holds no link between the two
-    (no attribute names "eating chicken" a diet), so the later sentence must be of
-    the same person (said by or naming them), relevant to the question, close in
-    meaning to ``best`` (``SAME_ASPECT``: "Started a new job at the museum" does not
-    end "Settled into the flat in Kyoto"), say that something began or changed, and
-    add nothing ("also", "another"): an addition leaves the older state holding.
-    """
-    holder, said = _said_later(best, ranked, person)
-    later = [
-        s
-        for s in said
-        if not _speaks_of(s, wanted)
-        and (fold(s.owner or s.message.speaker) in holder or any(h in fold(s.text) for h in holder))
-        and TURN.search(s.text)
-        and not ADDED.search(s.text)
-        and near(s, best) >= SAME_ASPECT
-    ]
-    return max(later, key=lambda s: s.relevance, default=None)
-
-
-def _said_later(
-    best: Sentence, ranked: Sequence[Sentence], person: str | None, floor: float = MIN_RELEVANCE
-) -> tuple[set[str], list[Sentence]]:
-    """Who holds what ``best`` says (its owner, and the person asked about), and the
-    statements relevant past ``floor`` said after it (no questions, not the
-    assistant's): where a change or a denial of it may be told."""
-    holder = {fold(best.owner or best.message.speaker)} | ({fold(person)} if person else set())
-    said = [
-        s
-        for s in ranked
-        if s.message.timestamp > best.message.timestamp
-        and s.message.role != "assistant"
-        and not _asks(s)
-        and s.relevance >= floor
-    ]
-    return holder, said
-
-
-def denied_later(
-    best: Sentence, ranked: Sequence[Sentence], asked_of: Sequence[str], person: str | None
-) -> Sentence | None:
-    """A later statement of the same holder that speaks of what is asked and denies it
-    ("Closed the shop for good" after "Opened my bike repair shop"), if any: the
-    newest word on a thing decides whether it holds now."""
-    # a name the thing was given ends it however few of the question's words it shares
-    holder, said = _said_later(best, ranked, person, floor=0.0)
-    named = _named_with(best, holder)
-    later = [
-        s
-        for s in said
-        if (
-            fold(s.owner or s.message.speaker) in holder
-            and s.relevance >= MIN_RELEVANCE
-            and any(_denied_in(clause, asked_of) for clause in _CLAUSES.split(s.text))
-        )
-        # the holder's word that what they named is gone: "Bea moved in with her boyfriend"
-        or (fold(s.message.speaker) in holder and _ends_one_of(s.text, asked_of, named))
-    ]
-    return max(later, key=lambda s: s.message.timestamp, default=None)
-
-
-def _named_with(best: Sentence, holder: set[str]) -> set[str]:
-    """The names ``best`` gives what it speaks of ("Picked up my first car today, a red
-    Corsa": Corsa), but its first word and the people who hold it."""
-    people = holder | {fold(p) for p in (best.message.speaker, *best.message.addressees)}
-    return {
-        w
-        for w in re.findall(r"(?<=\s)[A-Z][\w-]{2,}", best.text)
-        if fold(w) not in people and not is_stopword(w) and fold(w) not in CALENDAR_WORDS
-    }
-
-
-def _ends_one_of(text: str, asked_of: Sequence[str], named: set[str]) -> bool:
-    """Whether ``text`` says that the asked thing, or a name it was given, ended
-    (``text.ended_objects``): "The Corsa failed its MOT so badly it's been scrapped"
-    ends the car of "my first car today, a red Corsa"."""
-    for thing in ended_objects(text):
-        head = thing.split()[-1]  # "dog walker" is no dog
-        # "Cancelled the gym membership" ended the PureGym it was named by
-        if (
-            any(names_thing(thing, n) or names_thing(n, thing) for n in named)
-            or coverage(head, asked_of) > 0
-        ):
-            return True
-    return False
-
-
-# "I'm still on the committee, just no more accounts": the denial is of the accounts
-_CLAUSES = re.compile(r"[,;:]\s|\s[-\u2013\u2014]\s|\b(?:but|though|although)\b", re.I)
-
-
-def _denied_in(clause: str, asked_of: Sequence[str]) -> bool:
-    """Whether a clause speaks of what is asked and denies it."""
-    return coverage(clause, asked_of) > 0 and denies(clause, asked_of)
-
-
 SHORT_WORDS = 5  # a sentence this short ("Got a new puppy!") announces more than it tells
 
 
@@ -658,11 +515,6 @@ def _told_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
     return next((s for s in ranked if s.message is best.message and s.text == following[0]), None)
 
 
-def _speaks_of(s: Sentence, wanted: Sequence[str]) -> bool:
-    """Whether the sentence (with the question it replies to) holds an asked word."""
-    return coverage(f"{s.text} {s.asked}", wanted) > 0
-
-
 def _speaking_of(
     ranked: Sequence[Sentence], asked_of: Sequence[str], person: str | None, floor: float
 ) -> Sentence | None:
@@ -671,8 +523,8 @@ def _speaking_of(
     stay that answers whether she is still there); the person's own such statement
     first ("Does Nell rent?" - her "Renting in Manchester is a joke", since ended, not
     a friend's "Homeowners!!")."""
-    speaking = [s for s in ranked if s.relevance >= floor and _speaks_of(s, asked_of)]
-    own = [s for s in speaking if person and _said_by(s, person) and not _asks(s)]
+    speaking = [s for s in ranked if s.relevance >= floor and speaks_of(s, asked_of)]
+    own = [s for s in speaking if person and _said_by(s, person) and not asks(s)]
     return next(iter(own or speaking), None)
 
 
@@ -700,31 +552,38 @@ def _yes_no(
         yes = False  # "Is Lin on a student visa?" - "my skilled worker visa": no
     elif yes and names_missing(question, best):
         return None  # a yes must be about what the question names
-    if yes and current and not (shape.negated or shape.ends):
+    plain_now = current and not (shape.negated or shape.ends)  # "Does…?", not "Did she quit…?"
+    if yes and plain_now:
         # "Does Gil run a bike shop?" - "Opened my bike repair shop" (an event: it stays
         # true), then "Closed the shop for good": his later word on it denies it; else
         # "Yes: Ten years vegetarian" when she has since "started eating chicken again"
-        later, how = denied_later(best, said or ranked, asked_of, person), "denied since"
+        later = denied_later(best, said or ranked, asked_of, person, MIN_RELEVANCE)
+        how = "denied since"
         if later is None and near and ASKS_STATE.match(question):
-            later, how = overtaken(best, ranked, asked_of, person, near), "changed since"
+            later = overtaken(best, ranked, asked_of, person, near, MIN_RELEVANCE)
+            how = "changed since"
         if later is not None:
-            before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
-            return f"No: {quoted(later)} ({before})", [later, best], f"{why}; {how}"
+            return _no_since(later, best, f"{why}; {how}")
     # the answer flipped by an ending says so: "Yes: …no alcohol until the 15th" alone
     # reads as contradicting its own quote
     lasting = _denies(best.text, wanted) and _ends_asked(best.text, wanted)  # see yes_or_no
     gone = (
         best.ended and not lasting and (current or (shape.during and best.ended <= shape.during[0]))
     )
-    if gone and not yes and current and not (shape.negated or shape.ends):
+    if gone and not yes and plain_now:
         # what ended it, when memory holds it, says more than the date: "No: The Corsa
         # failed its MOT… (earlier, 1 July 2021: Picked up my first car…)"
-        later = denied_later(best, said or ranked, asked_of, person)
+        later = denied_later(best, said or ranked, asked_of, person, MIN_RELEVANCE)
         if later is not None:
-            before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
-            return f"No: {quoted(later)} ({before})", [later, best], f"{why}; denied since"
+            return _no_since(later, best, f"{why}; denied since")
     ended = f" (ended {spoken_day(best.ended)})" if gone else ""
     return f"{'Yes' if yes else 'No'}: {quoted(best)}{ended}", [best], why
+
+
+def _no_since(later: Sentence, best: Sentence, why: str) -> tuple[str, list[Sentence], str]:
+    """A no quoting the later word on what ``best`` said, with ``best`` and its day."""
+    before = f"earlier, {spoken_day(best.message.timestamp)}: {quoted(best)}"
+    return f"No: {quoted(later)} ({before})", [later, best], why
 
 
 def compose(
@@ -768,7 +627,7 @@ def compose(
             # "I get the train in now": the newest word on the same thing, telling of a
             # turn, is what holds now though it shares no word with the question; one that
             # only says what ended ("She doesn't have a car anymore!") tells no how or where
-            later = overtaken(best, ranked, wanted, person, near)
+            later = overtaken(best, ranked, wanted, person, near, MIN_RELEVANCE)
             if later is not None and not (NEGATION.search(later.text) or ENDING.search(later.text)):
                 best = later
     elif shape.form == "open" and shape.before and (later := _BEFORE.search(question)):

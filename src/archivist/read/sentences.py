@@ -1,8 +1,9 @@
 """The sentences of evidence messages, each with what memory knows of it: its owner,
 when what it says stopped holding (its claims' end, or a window it sets), when its
 event happened, and the question a short reply answers; and how an answer quotes,
-dates and counts one. The extractive answerer (read/extractive.py) ranks and reads
-them; history marks and context lines split text at the same breaks.
+dates and counts one, and how much of a question's words it holds (``coverage``).
+The extractive answerer (read/extractive.py) ranks and reads them; history marks and
+context lines split text at the same breaks.
 """
 
 from __future__ import annotations
@@ -246,3 +247,29 @@ _ORDINALS = {
     )
     if i >= 2
 }
+
+
+def coverage(
+    text: str,
+    wanted: Sequence[str],
+    weights: Mapping[str, float] | None = None,
+    *,
+    extend: bool = True,
+) -> float:
+    """Share of the wanted stems the text holds, each weighted (rarer words weigh more).
+
+    ``extend``: a text word whose stem extends a wanted one counts too ("movers"
+    for "move": stems "mover", "mov"). Speaker verification keeps exact stems,
+    as measured.
+    """
+    if not wanted:
+        return 0.0
+    have = {stem(w) for w in words(text)}
+    weight = (lambda x: weights[x]) if weights is not None else (lambda x: 1.0)
+    total = sum(weight(x) for x in wanted)
+    found = sum(weight(x) for x in wanted if x in have or (extend and _extends(x, have)))
+    return found / total if total else 0.0
+
+
+def _extends(want: str, have: set[str]) -> bool:
+    return len(want) >= 3 and any(h.startswith(want) and len(h) <= len(want) + 2 for h in have)
