@@ -623,13 +623,7 @@ def compose(
         if stating is not None:
             best = stating
         elif best is not None and near is not None and person:
-            # "How does Sam get to the office?" - "Driving to the office every day", then
-            # "I get the train in now": the newest word on the same thing, telling of a
-            # turn, is what holds now though it shares no word with the question; one that
-            # only says what ended ("She doesn't have a car anymore!") tells no how or where
-            later = overtaken(best, ranked, wanted, person, near, MIN_RELEVANCE)
-            if later is not None and not (NEGATION.search(later.text) or ENDING.search(later.text)):
-                best = later
+            best = _turned_to(best, ranked, wanted, person, near) or best
     elif shape.form == "open" and shape.before and (later := _BEFORE.search(question)):
         # "Where did Zainab live before Leyton?": the home she named before Leyton
         stating = stated_before(asked_kinds(question), person, ranked, later.group(1))
@@ -682,6 +676,23 @@ def compose(
         speech = SPEECH_WHO.match(question) is not None
         said = [_named(s, t, person, whose, speech) for s, t in zip(chosen, said, strict=True)]
     return "; ".join(said), chosen, why
+
+
+def _turned_to(
+    best: Sentence,
+    ranked: Sequence[Sentence],
+    wanted: Sequence[str],
+    person: str,
+    near: Callable[[Sentence, Sentence], float],
+) -> Sentence | None:
+    """The holder's later word on what ``best`` tells of, when it says what holds now:
+    "How does Sam get to the office?" - "Driving to the office every day", then "I get
+    the train in now" (``overtaken``), though it shares no word with the question. One
+    that only says what ended ("She doesn't have a car anymore!") tells no how or where."""
+    later = overtaken(best, ranked, wanted, person, near, MIN_RELEVANCE)
+    if later is None or NEGATION.search(later.text) or ENDING.search(later.text):
+        return None
+    return later
 
 
 def _joins_list(s: Sentence, floor: float, current: bool) -> bool:
