@@ -171,12 +171,12 @@ def test_deleted_messages_never_come_back(filled: SQLiteStore, emb) -> None:
         other.close()
     for text in ("garden paint", "hiking guitar", "number 1-3"):
         assert not gone & set(search(filled, emb, text, 300))
-    # The top rows deleted and their rowids reused: the new messages, not the old.
+    # The top rows deleted: the new messages, not the old, under rowids never used before.
     top = {r for r, _ in filled.conversation_messages("c3")}
     filled.delete_conversation("c3")
     add_direct(filled, chat("new", 60, ("Zed", "Yan"), seed=42), emb)
     new = {r for r, _ in filled.conversation_messages("new")}
-    assert new & top  # SQLite handed the freed rowids out again
+    assert min(new) > max(top)  # a freed rowid is never handed out again (AUTOINCREMENT)
     q = emb.embed_batch(["number 42-7"])[0]
     assert search(filled, emb, "number 42-7", 20) == exact(filled.path, q, 20)
     assert len(search(filled, emb, "x", 1000)) == len(stored(filled.path)) == 180

@@ -6,7 +6,8 @@ ArchivistError
 │   └── LoadError        a malformed file: names file, record and field
 ├── StoreError           the database refused or is inconsistent
 │   ├── EmbeddingMismatch  index built with another embedding model
-│   └── StaleExtraction    a session's extraction moved on while it was read
+│   ├── StaleExtraction    a session's extraction moved on while it was read
+│   └── StaleReconciliation  another writer reconciled the conversation meanwhile
 ├── EmbeddingError       the embedder failed (model missing, endpoint down)
 ├── NotFound             an id, conversation or person that is not stored
 └── Forbidden            the caller's key may not do this (a key bound to one user)
@@ -62,6 +63,11 @@ class EmbeddingMismatch(StoreError):
 class StaleExtraction(StoreError):
     """An append to a session's extraction found the session extracted further meanwhile
     (another process got there first); nothing was written."""
+
+
+class StaleReconciliation(StoreError):
+    """What a conversation's reconciliation was decided from changed before it was written
+    (another process reconciled, re-extracted or corrected it); nothing was written."""
 
 
 class EmbeddingError(ArchivistError):

@@ -9,8 +9,11 @@ message dict for update and delete, a list of ADD/UPDATE/DELETE entries for hist
 
 What differs, on purpose: ``update`` keeps the old wording as history (a new claim
 supersedes it); ``get``, ``update``, ``history`` and ``delete`` follow that
-correction chain, so the id a caller holds keeps naming the memory. ``metadata`` is
-accepted but not stored. Everything else is MemoryService (``.memory``).
+correction chain, so the id a caller holds keeps naming the memory. Ids are never
+reused: a deleted id answers ``get`` with None, ``update``/``delete`` with NotFound,
+and ``history`` with its entries and a final DELETE (without its words, which are
+gone). ``metadata`` is accepted but not stored. Everything else is MemoryService
+(``.memory``).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from typing import Any
 
 from .config import Settings
 from .errors import InputError, NotFound
-from .model import Claim
+from .model import Claim, DeletedClaim, checked_text
 from .service import MemoryService
+from .service_edits import claim_id
 
 __all__ = ["Memory"]
+ACTOR = "mem0"  # who the audit log names for deletions through this facade
 
 
 class Memory:
@@ -67,9 +72,12 @@ class Memory:
         **_: Any,
     ) -> dict:
         """Store the messages for ``user_id`` (``run_id``: the conversation); the memories
-        extracted from them as ``{"results": [{"id", "memory", "event": "ADD"}]}``."""
+        extracted from them as ``{"results": [{"id", "memory", "event": "ADD"}]}``.
+
+        A string is one user message, never a file path (as in mem0)."""
+        _strings(user_id=user_id, agent_id=agent_id, run_id=run_id)
         results = self.memory.add(
-            messages,
+            [messages] if isinstance(messages, str) else messages,
             user_id=user_id,
             agent_id=agent_id,
             conversation=run_id,
@@ -83,13 +91,16 @@ class Memory:
         return {"results": [{"id": str(c.id), "memory": c.text, "event": "ADD"} for c in ordered]}
 
     def update(self, memory_id: str | int, data: str) -> dict:
-        """Correct a memory (its history keeps the old wording)."""
+        """Correct a memory (its history keeps the old wording); NotFound when it is not
+        stored (a deleted id stays deleted: ids are never reused)."""
+        _strings(data=data)
         self.memory.update(self._head(memory_id).id, data)  # type: ignore[arg-type]
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: str | int) -> dict:
-        """Forget a memory for good, with every wording it had."""
-        self.memory.forget_claim(self._known(memory_id).id)  # type: ignore[arg-type]
+        """Forget a memory for good, with every wording it had (NotFound when it is not
+        stored); its history then ends with a DELETE entry."""
+        self.memory.forget_claim(self._known(memory_id).id, actor=ACTOR)  # type: ignore[arg-type]
         return {"message": "Memory deleted successfully!"}
 
     def delete_all(
@@ -97,17 +108,21 @@ class Memory:
     ) -> dict:
         """Forget everything of a user (what they said and every claim about them), an
         agent, or a run (a conversation)."""
+        _strings(user_id=user_id, agent_id=agent_id, run_id=run_id)
         if run_id is not None:
-            self.memory.delete(conversation=run_id)
+            try:
+                self.memory.delete(conversation=run_id, actor=ACTOR)
+            except NotFound:
+                pass  # as mem0: a run with nothing stored has nothing to delete
         elif user_id is not None or agent_id is not None:
-            self.memory.delete(person=user_id or agent_id)
+            self.memory.delete(person=user_id or agent_id, actor=ACTOR)
         else:
             raise InputError("delete_all needs user_id, agent_id or run_id (reset() forgets all)")
         return {"message": "Memories deleted successfully!"}
 
     def reset(self) -> None:
         """Forget everything."""
-        self.memory.reset()
+        self.memory.reset(actor=ACTOR)
 
     # -- reads ----------------------------------------------------------------------
 
@@ -121,6 +136,7 @@ class Memory:
         **_: Any,
     ) -> dict:
         """The current memories best matching ``query``, each with its ``score``."""
+        _strings(query=query, user_id=user_id, agent_id=agent_id)
         found = self.memory.search_memories(query, user_id=user_id or agent_id, limit=limit)
         return {"results": [{**self._item(c, user_id), "score": s} for c, s in found]}
 
@@ -128,6 +144,7 @@ class Memory:
         self, *, user_id: str | None = None, agent_id: str | None = None, limit: int = 100, **_: Any
     ) -> dict:
         """The current memories of ``user_id`` (history stays out)."""
+        _strings(user_id=user_id, agent_id=agent_id)
         found = self.memory.get_all(user_id or agent_id, limit=limit)
         return {"results": [self._item(c, user_id) for c in found]}
 
@@ -139,8 +156,15 @@ class Memory:
             return None
 
     def history(self, memory_id: str | int) -> list[dict]:
-        """ADD, then one UPDATE per correction (old and new wording), oldest first."""
-        chain = self._chain(self._known(memory_id))
+        """ADD, then one UPDATE per correction (old and new wording), oldest first; a
+        deleted memory's entries end with DELETE, all without its words (they are gone)."""
+        try:
+            chain = self._chain(self._known(memory_id))
+        except NotFound:
+            gone = self.memory.store.deleted_claim_chain(claim_id(memory_id))
+            if not gone:
+                raise
+            return self._deleted_history(gone)
         first = chain[0]
         out = [self._entry(first, None, first.text, "ADD", first.said_at.isoformat())]
         for old, new in zip(chain, chain[1:], strict=False):
@@ -154,7 +178,16 @@ class Memory:
     # -- helpers --------------------------------------------------------------------
 
     def _known(self, memory_id: str | int) -> Claim:
+        _strings(memory_id=memory_id)
         return self.memory.memory(memory_id)
+
+    def _deleted_history(self, chain: list[DeletedClaim]) -> list[dict]:
+        """ADD, UPDATE per correction, then DELETE, of a deleted memory: ids and times."""
+        first, last = chain[0], chain[-1]
+        out = [self._entry_of(first.id, "ADD", first.said_at.isoformat())]
+        out += [self._entry_of(c.id, "UPDATE", c.created_at.isoformat()) for c in chain[1:]]
+        out.append(self._entry_of(last.id, "DELETE", last.deleted_at.isoformat(), deleted=True))
+        return out
 
     def _head(self, memory_id: str | int) -> Claim:
         """The latest wording of a memory: its user corrections followed to the end."""
@@ -191,13 +224,32 @@ class Memory:
 
     @staticmethod
     def _entry(c: Claim, old: str | None, new: str, event: str, when: str) -> dict:
+        return Memory._entry_of(c.id, event, when, old=old, new=new)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _entry_of(
+        cid: int,
+        event: str,
+        when: str,
+        *,
+        old: str | None = None,
+        new: str | None = None,
+        deleted: bool = False,
+    ) -> dict:
         return {
-            "id": f"{c.id}:{event.lower()}",
-            "memory_id": str(c.id),
+            "id": f"{cid}:{event.lower()}",
+            "memory_id": str(cid),
             "old_memory": old,
             "new_memory": new,
             "event": event,
             "created_at": when,
             "updated_at": when,
-            "is_deleted": False,
+            "is_deleted": deleted,
         }
+
+
+def _strings(**values: object) -> None:
+    """InputError for a string argument the store cannot hold (a lone surrogate, a NUL)."""
+    for name, value in values.items():
+        if isinstance(value, str):
+            checked_text(name, value)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
+from .errors import InputError
+
 Role = Literal["user", "assistant", "system"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
 
@@ -454,3 +456,59 @@ class Job:
     error: str = ""
     result: dict = field(default_factory=dict)
     id: int | None = None
+
+
+AUDIT_KINDS: tuple[str, ...] = ("claim", "message", "conversation", "person", "reset", "rebuild")
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One deletion, from whichever front end: who, when, what kind, how many, and its
+    scope (ids, a conversation or person name), never the deleted text."""
+
+    id: int
+    at: datetime
+    actor: str  # "python", "cli", "mem0", "mcp", "browser", "rest (<client>)", ...
+    kind: str  # one of AUDIT_KINDS
+    scope: dict = field(default_factory=dict)
+    messages: int = 0  # messages deleted
+    claims: int = 0  # claims deleted (for a rebuild: cleared, to be derived again)
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "at": self.at.isoformat(),
+            "actor": self.actor,
+            "kind": self.kind,
+            "scope": self.scope,
+            "messages": self.messages,
+            "claims": self.claims,
+        }
+
+
+@dataclass(frozen=True)
+class DeletedClaim:
+    """What the store keeps of a deleted claim: ids and times, never its words, so a
+    deleted memory id still answers its history."""
+
+    id: int
+    replaced_by: int | None  # the claim that superseded it, if one did
+    method: str  # "user-correction": it was a user's correction of another claim
+    said_at: datetime
+    created_at: datetime
+    deleted_at: datetime
+
+
+MAX_ID = 2**63 - 1  # the largest key either backend stores
+
+
+def checked_text(name: str, value: object, *, optional: bool = True) -> str | None:
+    """``value`` if it is a string both backends can store (None passes when optional);
+    else InputError naming ``name``: where caller strings enter, before they reach SQL."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a string; got {type(value).__name__}")
+    if problem := text_problem(value):
+        raise InputError(f"{name} {problem}")
+    return value

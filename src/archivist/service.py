@@ -23,13 +23,23 @@ from .errors import InputError, NotFound
 from .jobs import JobRunner
 from .llm.accounting import Accounting
 from .llm.base import ChatModel
-from .model import MAX_SESSION, Claim, Conversation, Hit, Job, Message, message_problem
+from .model import (
+    MAX_SESSION,
+    Claim,
+    Conversation,
+    Hit,
+    Job,
+    Message,
+    checked_text,
+    message_problem,
+)
 from .read.recall import recall as routed_recall
 from .read.recall import route_question, search_memory
 from .read.route import Recall, Route
 from .read.search import SearchConfig, SearchTrace
 from .service_edits import MemoryEdits
 from .service_views import MemoryViews
+from .store.audit import check_actor
 from .store.base import AddResult, Store
 from .store.registry import open_store
 from .store.sql import Filters
@@ -138,9 +148,12 @@ class MemoryService(MemoryViews, MemoryEdits):
         them at once); the next ``extract`` of their conversation embeds them.
         """
         mem0 = {"user_id": user_id, "agent_id": agent_id, "conversation": conversation}
+        for name, value in mem0.items():
+            if isinstance(value, str):  # other types: _turns_conversation says what is wanted
+                checked_text(name, value)
         if any(v is not None for v in (*mem0.values(), timestamp, metadata)) or _turns(data):
             data = self._turns_conversation(data, timestamp, metadata, **mem0)
-        if isinstance(data, str) and not Path(data).is_file():
+        if isinstance(data, str) and not _names_file(data):
             shown = data if len(data) <= 60 else data[:57] + "..."
             raise InputError(
                 f"no file {shown!r}; to store it as a message pass user_id=, agent_id= "
@@ -259,11 +272,16 @@ class MemoryService(MemoryViews, MemoryEdits):
 
         return run_extract(core, payload, archivist=self.archivist, index=self.index_options)
 
-    def rebuild(self, conversations: Sequence[str] | None = None) -> ExtractReport:
-        """Forget derived memory and re-derive it from the message log."""
+    def rebuild(
+        self, conversations: Sequence[str] | None = None, *, actor: str = "python"
+    ) -> ExtractReport:
+        """Forget derived memory and re-derive it from the message log. Claims come back
+        with new ids (an old id answers NotFound); the audit log records the clearing,
+        naming ``actor``."""
+        check_actor(actor)
         self._known(conversations)
         for cid in conversations or [None]:
-            self.store.clear_derived(cid)
+            self.store.clear_derived(cid, actor=actor)
         return self.extract(conversations)
 
     def delete(
@@ -273,21 +291,30 @@ class MemoryService(MemoryViews, MemoryEdits):
         conversation: str | None = None,
         person: str | None = None,
         received: bool = False,
+        actor: str = "python",
     ) -> int:
         """Remove a memory (claim) by id, a conversation, or a person, from every index.
 
         ``person``: what they said and every claim about them (others' too);
         messages others sent them stay unless ``received``. Returns messages
-        removed (claims, for a memory id).
+        removed (claims, for a memory id). An unknown memory id or conversation is
+        NotFound (a person is a name: nobody by it, 0 removed). The audit log gets a
+        line naming ``actor`` (who asked: "cli", "mcp", "browser", ...) with the
+        counts, never the text.
         """
         if sum(x is not None for x in (memory_id, conversation, person)) != 1:
             raise InputError("delete() takes exactly one of a memory id, conversation= or person=")
+        check_actor(actor)
         if memory_id is not None:
-            return self.forget_claim(memory_id)
+            return self.forget_claim(memory_id, actor=actor)
+        checked_text("conversation", conversation)
+        checked_text("person", person)
+        if conversation is not None and self.store.participants(conversation) is None:
+            raise NotFound(f"no conversation {conversation!r} is stored")
         n = (
-            self.store.delete_conversation(conversation)
+            self.store.delete_conversation(conversation, actor=actor)
             if conversation is not None
-            else self.store.delete_person(person, received=received)  # type: ignore[arg-type]
+            else self.store.delete_person(person, received=received, actor=actor)  # type: ignore[arg-type]
         )
         self.store.ensure_identities()  # identities whose speaker is gone go too
         self.core.forget_people()
@@ -495,6 +522,9 @@ class MemoryService(MemoryViews, MemoryEdits):
         ``route``: find the period the query asks about and, when neither a
         conversation nor a person is given, where to look (read/route.py).
         """
+        for name, value in (("query", query), ("person", person), ("speaker", speaker)):
+            if isinstance(value, str):
+                checked_text(name, value)
         if session is not None and (
             isinstance(session, bool)
             or not isinstance(session, int)
@@ -525,6 +555,8 @@ class MemoryService(MemoryViews, MemoryEdits):
         """A memory (claim) by id, or with two arguments a message by conversation and id."""
         if message_id is None:
             return self.memory(conversation)
+        checked_text("conversation", conversation, optional=False)
+        checked_text("message id", message_id, optional=False)
         m = self.store.get_message(conversation, message_id)
         if m is None:
             raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")
@@ -577,6 +609,15 @@ class MemoryService(MemoryViews, MemoryEdits):
 
     def stats(self) -> dict:
         return self.store.stats()
+
+
+def _names_file(text: str) -> bool:
+    """Whether ``text`` names an existing file; a sentence too long (or too odd) to be a
+    file name is not one, rather than an OSError."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _turns(data: object) -> bool:

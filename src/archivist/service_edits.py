@@ -9,10 +9,12 @@ is applied again when its session is re-extracted or memory is rebuilt.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from .errors import InputError, NotFound
-from .model import Claim, ClaimEvent, Decision, Person
+from .model import MAX_ID, AuditEntry, Claim, ClaimEvent, Decision, Person, checked_text
+from .store.audit import check_actor
 from .store.sql import Filters
 
 if TYPE_CHECKING:
@@ -23,7 +25,7 @@ MAX_CLAIM_TEXT = 10_000  # characters in a corrected claim
 
 
 class MemoryEdits:
-    """get_all, memory, update, forget_claim, history, forget_message, reset,
+    """get_all, memory, update, forget_claim, history, forget_message, reset, audit_log,
     merge_people, split_person: part of MemoryService."""
 
     core: Core
@@ -56,6 +58,8 @@ class MemoryEdits:
 
         if not isinstance(query, str) or not query.strip():
             raise InputError("search needs a non-empty query")
+        checked_text("query", query)
+        checked_text("user_id", user_id)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise InputError(f"limit must be a positive integer; got {limit!r}")
         where, wide = Filters(person=user_id), max(50, limit * 5)
@@ -70,11 +74,12 @@ class MemoryEdits:
         return [(c, s) for c, s in found if c.status == "current"][:limit]
 
     def memory(self, memory_id: int | str) -> Claim:
-        """One memory (claim) by id, whatever its status; NotFound if it is not stored."""
+        """One memory (claim) by id, whatever its status; NotFound if it is not stored
+        (a deleted id stays unstored: ids are never reused)."""
         cid = claim_id(memory_id)
         found = self.store.claims_by_id([cid]).get(cid)
         if found is None:
-            raise NotFound(f"no memory {memory_id}")
+            raise NotFound(f"no memory {cid}")
         return found
 
     def update(self, memory_id: int | str, text: str, *, reason: str = "") -> Claim:
@@ -90,6 +95,8 @@ class MemoryEdits:
 
         if not isinstance(text, str) or not text.strip():
             raise InputError("update() needs the corrected text")
+        checked_text("the corrected text", text)
+        checked_text("reason", reason)
         if len(text) > MAX_CLAIM_TEXT:
             raise InputError(f"the corrected text is over {MAX_CLAIM_TEXT} characters")
         old = self.memory(memory_id)
@@ -114,28 +121,40 @@ class MemoryEdits:
             raise NotFound(f"no memory {memory_id}")
         return self.memory(new_id)
 
-    def forget_claim(self, memory_id: int | str, *, reason: str = "") -> int:
+    def forget_claim(self, memory_id: int | str, *, reason: str = "", actor: str = "python") -> int:
         """Forget a memory for good (with its correction chain); how many claims went.
 
-        Its evidence messages stay; re-extracting them does not bring it back.
+        Its evidence messages stay; re-extracting them does not bring it back. Its id
+        is never given to another memory: it answers NotFound from now on. The audit
+        log gets a line naming ``actor`` (who asked).
         """
-        self.memory(memory_id)
-        return self.store.forget_claims([claim_id(memory_id)], reason or "forgotten by the user")
+        check_actor(actor)
+        checked_text("reason", reason)
+        cid = self.memory(memory_id).id
+        return self.store.forget_claims(
+            [cid],  # type: ignore[list-item]
+            reason or "forgotten by the user",
+            actor=actor,
+        )
 
     def history(self, memory_id: int | str) -> list[ClaimEvent]:
         """What happened to a memory, in order: reconciliation and the user's corrections."""
         cid = self.memory(memory_id).id
         return self.store.claim_history(cid)  # type: ignore[arg-type]
 
-    def forget_message(self, conversation: str, message_id: str) -> int:
+    def forget_message(self, conversation: str, message_id: str, *, actor: str = "python") -> int:
         """Delete one message from every index, then re-derive its session's claims.
 
         Claims and episodes built on it go, summaries of its session and the
         conversation's roll-ups, its entities' dossiers and the conversation's
         persons' key info are cleared for the next consolidation round to
-        rebuild; the session is extracted again from what remains.
+        rebuild; the session is extracted again from what remains (its claims get
+        new ids). The audit log gets a line naming ``actor`` (who asked).
         """
-        if not self.store.delete_message(conversation, message_id):
+        check_actor(actor)
+        checked_text("conversation", conversation, optional=False)
+        checked_text("message id", message_id, optional=False)
+        if not self.store.delete_message(conversation, message_id, actor=actor):
             raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")
         self.store.ensure_identities([conversation])
         self.core.forget_people()
@@ -143,10 +162,20 @@ class MemoryEdits:
             self.extract([conversation])  # type: ignore[attr-defined]
         return 1
 
-    def reset(self) -> None:
-        """Forget everything: every message, claim, person, job and cached response."""
-        self.store.reset()
+    def reset(self, *, actor: str = "python") -> None:
+        """Forget everything: every message, claim, person, job and cached response.
+
+        Ids go on from where they were (none is handed out again); the audit log
+        stays and gets a line for the reset naming ``actor`` (who asked).
+        """
+        check_actor(actor)
+        self.store.reset(actor=actor)
         self.core.forget_people()
+
+    def audit_log(self, limit: int = 100) -> list[AuditEntry]:
+        """The newest ``limit`` deletions, newest first: who, when, what kind, how many
+        (every front end's deletions, resets and rebuilds; never the deleted text)."""
+        return self.store.audit_log(limit)
 
     # -- people as the user decides them --------------------------------------------------
 
@@ -215,14 +244,32 @@ class MemoryEdits:
 
 
 def claim_id(memory_id: int | str) -> int:
-    """A memory id as the store keys it: an integer (front ends pass text)."""
+    """A memory id as the store keys it: an integer (front ends pass text).
+
+    Not an integer: InputError. An integer no claim can have (below 1, or beyond the
+    64 bits both backends store): NotFound, as for any id that is not stored.
+    """
     if isinstance(memory_id, bool):
         raise InputError(f"a memory id is an integer; got {memory_id!r}")
-    if isinstance(memory_id, int):
-        return memory_id
-    if isinstance(memory_id, str) and memory_id.strip().isdigit():
-        return int(memory_id.strip())
-    raise InputError(f"a memory id is an integer; got {memory_id!r}")
+    if isinstance(memory_id, str) and _INTEGER.fullmatch(memory_id.strip()):
+        text = memory_id.strip().lstrip("+")
+        if len(text.lstrip("-").lstrip("0")) > len(str(MAX_ID)):  # no int() of 5,000 digits
+            raise NotFound(f"no memory {_shown(memory_id)}")
+        memory_id = int(text)
+    if not isinstance(memory_id, int):
+        raise InputError(f"a memory id is an integer; got {_shown(memory_id)}")
+    if not 1 <= memory_id <= MAX_ID:
+        raise NotFound(f"no memory {_shown(memory_id)}")
+    return memory_id
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def _shown(value: object) -> str:
+    """A caller's value in a one-line error: repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _fields(c: Claim) -> dict:

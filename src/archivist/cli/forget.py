@@ -1,7 +1,8 @@
 """``archivist forget``, ``correct`` and ``reset``: deletion that means what it says.
 
 Each calls one MemoryService method; errors are one line with the error's exit code
-(cli/main.py): an unknown id exits 6 (NotFound), bad input 3 (InputError).
+(cli/main.py): an unknown id exits 6 (NotFound), bad input 3 (InputError). Each deletion
+leaves a line in the audit log naming the CLI (``archivist audit``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import click
 
 from ..errors import InputError
 from .common import Context, emit_json, pass_ctx
+
+ACTOR = "cli"  # who the audit log names for this command's deletions (`archivist audit`)
 
 
 @click.command()
@@ -37,15 +40,15 @@ def forget(
         raise InputError("--received goes with --person")
     mem = ctx.memory
     if claim is not None:
-        what, n = f"claim {claim}", mem.delete(claim)
+        what, n = f"claim {claim}", mem.delete(claim, actor=ACTOR)
     elif message is not None:
         conv, mid = _split_message(mem, message)
-        what, n = f"message {mid} of {conv}", mem.forget_message(conv, mid)
+        what, n = f"message {mid} of {conv}", mem.forget_message(conv, mid, actor=ACTOR)
     elif conversation is not None:
-        what, n = f"conversation {conversation}", mem.delete(conversation=conversation)
+        what, n = f"conversation {conversation}", mem.delete(conversation=conversation, actor=ACTOR)
     else:
         what = f"person {person}" + (" (with messages to them)" if received else "")
-        n = mem.delete(person=person, received=received)
+        n = mem.delete(person=person, received=received, actor=ACTOR)
     if as_json:
         emit_json({"forgot": what, "deleted": n})
     else:
@@ -88,7 +91,7 @@ def reset(ctx: Context, yes: bool) -> None:
     if not yes:
         where = mem.stats().get("path", "this store")
         click.confirm(f"Forget everything in {where}?", abort=True)
-    mem.reset()
+    mem.reset(actor=ACTOR)
     click.echo("memory reset: everything forgotten")
 
 

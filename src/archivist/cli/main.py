@@ -41,6 +41,7 @@ def cli(ctx: click.Context, db: Path | None, embedder: str | None) -> None:
 def _register() -> None:
     from . import (
         ask,
+        audit,
         bench,
         bench_load,
         context,
@@ -71,6 +72,7 @@ def _register() -> None:
         profile,
         memory,
         forget,
+        audit,
         mcp,
         serve,
         transfer,

@@ -118,7 +118,7 @@ def episodes(ctx: Context, conversation: str | None, limit: int, as_json: bool) 
 @pass_ctx
 def rebuild(ctx: Context, conversation: str | None, as_json: bool) -> None:
     """Re-derive episodes and claims from the message log."""
-    report = ctx.memory.rebuild([conversation] if conversation else None)
+    report = ctx.memory.rebuild([conversation] if conversation else None, actor="cli")
     out = vars(report) | {"llm": ctx.memory.llm_summary()}
     if as_json:
         emit_json(out)

@@ -2,7 +2,7 @@
 
 Callers speak in messages, filters and rowids; SQL stays inside the store.
 ``Store`` is the whole body (store/log.py, derived.py, reconcile.py,
-people.py, consolidate.py, queue.py, edits.py) over a connection and a dialect; a
+people.py, consolidate.py, queue.py, edits.py, audit.py) over a connection and a dialect; a
 backend (store/sqlite.py, store/postgres.py) subclasses it and supplies:
 
 - ``_db`` (a ``common.Connection``), ``_d`` (its ``Dialect``) and ``_write()``
@@ -19,12 +19,15 @@ See docs/store.md for why the body is one and what the dialect holds.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+
+from .audit import Audit
 from .common import Connection
 from .consolidate import Consolidation
 from .derived import DerivedMemory
 from .edits import ClaimEdits
 from .log import MessageLog
-from .migrations import LEDGER_DDL, migrations_for
+from .migrations import LEDGER_DDL, Rekey, migrations_for
 from .people import People
 from .queue import JobQueue
 from .reconcile import Reconciliation
@@ -48,7 +51,9 @@ __all__ = [
 ]
 
 
-class Store(MessageLog, DerivedMemory, Reconciliation, People, Consolidation, JobQueue, ClaimEdits):
+class Store(
+    MessageLog, DerivedMemory, Reconciliation, People, Consolidation, JobQueue, ClaimEdits, Audit
+):
     """Durable message log with keyword and vector indexes, and the memory derived from it."""
 
     def migrate(self) -> list[str]:
@@ -64,18 +69,31 @@ class Store(MessageLog, DerivedMemory, Reconciliation, People, Consolidation, Jo
         for name, statements in migrations_for(self._d):
             if name in done:
                 continue
-            with self._write() as db:
+            rebuilds = any(isinstance(s, Rekey) for s in statements)
+            with self._migration(rebuilds) as db:
                 self._lock_migrations(db)
                 if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
                     continue
                 for stmt in statements:
-                    db.execute(stmt)
+                    if isinstance(stmt, Rekey):
+                        self._rekey(db, stmt)
+                    else:
+                        db.execute(stmt)
                 db.execute(
                     "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
                     (name, self._now_iso()),
                 )
             applied.append(name)
         return applied
+
+    def _migration(self, rebuilds: bool) -> AbstractContextManager[Connection]:
+        """One migration's transaction; ``rebuilds``: it rebuilds tables (SQLite turns
+        foreign keys off around it, see Rekey)."""
+        return self._write()
+
+    def _rekey(self, db: Connection, rekey: Rekey) -> None:
+        """Rebuild one table with an AUTOINCREMENT key (SQLite alone renders a Rekey)."""
+        raise NotImplementedError
 
     def _lock_migrations(self, db: Connection) -> None:
         """Serialise migrating processes (SQLite's write transaction already does)."""

@@ -17,10 +17,12 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..clock import Clock, system_clock
+from ..errors import InputError
 from .dialect import Dialect, Rows
 from .sql import Filters
 
 T = TypeVar("T")
+_INT64 = range(-(2**63), 2**63).__contains__
 FILLS_KEPT = 10_000  # vector_fills rows kept; a cache further behind reloads in full
 
 
@@ -34,6 +36,18 @@ class Connection(Protocol):
     def insert_ids(self, sql: str, seq: Iterable[Sequence]) -> list[int]:
         """Run an ``INSERT ... RETURNING <key>`` once per parameter row; the keys."""
         ...
+
+
+BIND_ERRORS = (UnicodeEncodeError, OverflowError)  # what the drivers raise for such values
+
+
+def bind_error(e: Exception) -> InputError:
+    """A value the engine cannot hold (a lone surrogate, an integer past 64 bits) is the
+    caller's input: one line, never a driver traceback. The service checks its inputs
+    first; this catches whatever path a value took around those checks."""
+    if isinstance(e, UnicodeEncodeError):
+        return InputError(f"a value holds a lone surrogate at character {e.start}")
+    return InputError("an integer is out of the 64-bit range the store holds")
 
 
 def all_of(*conds: tuple[str, Sequence] | None) -> tuple[str, list]:
@@ -93,7 +107,8 @@ class Body:
     ) -> Iterator[tuple]:
         """Rows of ``sql`` with ``{ids}`` standing for "``column`` is one of ``ids``"
         (deduplicated, as many statements as the dialect needs)."""
-        unique = list(dict.fromkeys(ids))
+        # an integer no row can have (beyond 64 bits) matches nothing; SQLite cannot bind it
+        unique = [i for i in dict.fromkeys(ids) if not isinstance(i, int) or _INT64(i)]
         for chunk in self._d.chunks(unique):
             cond, params = self._d.in_ids(column, chunk)
             yield from self._db.execute(sql.replace("{ids}", cond), (*before, *params, *after))

@@ -12,13 +12,15 @@ import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
+from typing import Literal
 
 import numpy as np
 
 from ..errors import StaleExtraction
 from ..model import Claim, EntityMention, Episode
 from . import sql as q
-from .common import Body, Connection, dt, iso
+from .audit import Audit
+from .common import Connection, dt, iso
 from .records import ExtractionMark, IndexedClaim, IndexedEpisode
 
 
@@ -131,7 +133,7 @@ def _entity_dict(e: EntityMention) -> dict:
     }
 
 
-class DerivedMemory(Body):
+class DerivedMemory(Audit):
     """Claims, episodes and extraction bookkeeping (the Store protocol's derived part)."""
 
     # -- LLM response cache (the llm.cache.ResponseCache protocol, via llm_cache()) ------
@@ -214,19 +216,23 @@ class DerivedMemory(Body):
         rejected: int = 0,
         last_message: str | None = None,
         append_after: ExtractionMark | None = None,
+        if_mark: ExtractionMark | Literal["none", "any"] = "any",
     ) -> list[int]:
         """Replace one session's episodes and claims and mark it done, atomically.
 
         With ``append_after`` (the session's mark as the caller read it) nothing is
         deleted: the episodes and claims of the messages after that mark are added,
-        so cached vector indexes and reconciliation stay valid. Raises
-        StaleExtraction, writing nothing, when the mark moved on meanwhile.
+        so cached vector indexes and reconciliation stay valid. Without it, ``if_mark``
+        is the mark the caller planned from ("none": never extracted; "any": unchecked).
+        Raises StaleExtraction, writing nothing, when the mark moved on meanwhile
+        (another process extracted the session first).
         """
         if append_after is not None and append_after.method != method:
             raise ValueError(f"cannot append {method} extraction to {append_after.method}'s")
         now = self._now_iso()
         with self._write() as db:
             if append_after is None:
+                self._check_mark(db, conversation, session, if_mark)
                 self._delete_session_derived(db, conversation, session)
                 db.execute(
                     "INSERT INTO extraction_state(conversation, session, n_messages, "
@@ -270,6 +276,32 @@ class DerivedMemory(Body):
             )
             self._apply_edits(db, conversation, claim_ids)  # type: ignore[attr-defined]
         return claim_ids
+
+    def _check_mark(
+        self, db: Connection, conv: str, session: int, want: ExtractionMark | Literal["none", "any"]
+    ) -> None:
+        """StaleExtraction unless the session's mark is still ``want`` (row locked on
+        PostgreSQL; a mark another transaction is inserting is waited for there)."""
+        if want == "any":
+            return
+        if want == "none":  # claims the session: a second writer finds the row taken
+            got = db.execute(
+                "INSERT INTO extraction_state(conversation, session, n_messages, method, "
+                "done_at) VALUES (?, ?, 0, '', ?) ON CONFLICT DO NOTHING RETURNING session",
+                (conv, session, self._now_iso()),
+            ).fetchall()
+            stale = not got
+        else:
+            row = db.execute(
+                "SELECT n_messages, last_msg_id, method FROM extraction_state "
+                f"WHERE conversation = ? AND session = ?{self._d.lock_rows}",
+                (conv, session),
+            ).fetchone()
+            stale = row is None or ExtractionMark(*row) != want
+        if stale:
+            raise StaleExtraction(
+                f"{conv!r} session {session} was extracted by another writer meanwhile"
+            )
 
     def _delete_session_derived(self, db: Connection, conv: str, session: int) -> None:
         n = db.execute(
@@ -388,10 +420,12 @@ class DerivedMemory(Body):
         )
         return cid
 
-    def clear_derived(self, conversation: str | None = None) -> None:
-        """Forget derived memory (all, or one conversation's) so it can be rebuilt."""
+    def clear_derived(self, conversation: str | None = None, *, actor: str | None = None) -> None:
+        """Forget derived memory (all, or one conversation's) so it can be rebuilt.
+        ``actor``: who asked (a rebuild), for the audit line written with the clearing."""
         where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
         with self._write() as db:
+            claims = self._count(db, "claims", conversation)
             # Everything reconciliation and consolidation built goes too: it is
             # derived from these claims and episodes and is rebuilt with them.
             for table in (
@@ -404,6 +438,9 @@ class DerivedMemory(Body):
             ):
                 db.execute(f"DELETE FROM {table} {where}", params)
             self._bump_vector_epoch(db)
+            if actor is not None:
+                scope = {"conversation": conversation} if conversation else {}
+                self._audit(db, actor, "rebuild", scope, claims=claims)
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -28,12 +28,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from . import sql as q
-from .common import Body, Connection
+from .audit import Audit
+from .common import Connection
 from .derived import CLAIM_COLS, row_to_claim
 
 USER_METHOD = "user-correction"
 MAX_CHAIN = 50  # corrections of corrections applied per claim: a guard against a cycle
-# Every table holding memory, children first (``reset`` empties them; the ledger stays).
+# Every table holding memory, children first (``reset`` empties them; the ledger, the
+# audit log and the retired person ids stay).
 _ALL_TABLES = (
     "claim_edits",
     "claim_events",
@@ -41,6 +43,7 @@ _ALL_TABLES = (
     "claim_entities",
     "claim_evidence",
     "claims",
+    "deleted_claims",  # filled by the claims' delete trigger above: a reset forgets it too
     "scene_episodes",
     "scenes",
     "episode_messages",
@@ -73,7 +76,7 @@ def claim_key(text: str, evidence: Iterable[str]) -> str:
     return hashlib.sha1(f"{ids}\x1e{words}".encode()).hexdigest()
 
 
-class ClaimEdits(Body):
+class ClaimEdits(Audit):
     """The user-edit part of the Store protocol (see the module docstring)."""
 
     # -- the edits themselves ---------------------------------------------------------
@@ -109,12 +112,19 @@ class ClaimEdits(Body):
             self._invalidate(db, old.conversation, [old.id, new_id])  # type: ignore[list-item]
         return new_id
 
-    def forget_claims(self, claim_ids: Iterable[int], reason: str = "") -> int:
-        """Delete claims (each with its correction chain) for good; how many went."""
+    def forget_claims(
+        self, claim_ids: Iterable[int], reason: str = "", *, actor: str | None = None
+    ) -> int:
+        """Delete claims (each with its correction chain) for good; how many went.
+        ``actor``: who asked, for the audit line written with the deletion."""
         with self._write() as db:
-            return self._forget_claims(db, claim_ids, reason)
+            gone = self._forget_claims(db, claim_ids, reason)
+            if gone and actor is not None:
+                self._audit(db, actor, "claim", {"claims": sorted(gone)}, claims=len(gone))
+            return len(gone)
 
-    def _forget_claims(self, db: Connection, claim_ids: Iterable[int], reason: str) -> int:
+    def _forget_claims(self, db: Connection, claim_ids: Iterable[int], reason: str) -> set[int]:
+        """The claims deleted (every claim of each one's correction chain)."""
         gone: set[int] = set()
         for cid in claim_ids:
             for c in self._chain(db, int(cid)):
@@ -132,7 +142,7 @@ class ClaimEdits(Body):
             cond, params = self._d.in_ids("id", sorted(gone))
             db.execute(f"DELETE FROM claims WHERE {cond}", params)
             self._after_delete(db)  # type: ignore[attr-defined]
-        return len(gone)
+        return gone
 
     def claim_edit_origin(self, claim_id: int) -> int | None:
         """The claim a user correction replaced (None: ``claim_id`` is no correction)."""
@@ -142,9 +152,11 @@ class ClaimEdits(Body):
         ).fetchone()
         return row[0] if row else None
 
-    def delete_message(self, conversation: str, msg_id: str) -> int:
-        """Remove one message from every index, with what was derived from it; 0 or 1."""
+    def delete_message(self, conversation: str, msg_id: str, *, actor: str | None = None) -> int:
+        """Remove one message from every index, with what was derived from it; 0 or 1.
+        ``actor``: who asked, for the audit line written with the deletion."""
         with self._write() as db:
+            claims_before = self._count(db, "claims", conversation)
             row = db.execute(
                 "SELECT rowid, session FROM messages WHERE conversation = ? AND msg_id = ?",
                 (conversation, msg_id),
@@ -164,14 +176,26 @@ class ClaimEdits(Body):
                 (conversation,),
             )
             self._after_delete(db)  # type: ignore[attr-defined]
+            if actor is not None:
+                scope = {"conversation": conversation, "message": msg_id}
+                claims = claims_before - self._count(db, "claims", conversation)
+                self._audit(db, actor, "message", scope, messages=1, claims=claims)
         return 1
 
-    def reset(self) -> None:
-        """Empty every table of memory (the migration ledger stays): a fresh store."""
+    def reset(self, *, actor: str | None = None) -> None:
+        """Empty every table of memory (the migration ledger stays): a fresh store.
+
+        Ids are not handed out again (SQLite's sequences and PostgreSQL's identities
+        live on), nor are retired person ids; the audit log keeps every line and gets
+        one for the reset when ``actor`` says who asked."""
         with self._write() as db:
+            messages = self._count(db, "messages")
+            claims = self._count(db, "claims")
             for table in _ALL_TABLES:
                 db.execute(f"DELETE FROM {table}")
             self._bump_vector_epoch(db)  # type: ignore[attr-defined]
+            if actor is not None:
+                self._audit(db, actor, "reset", {}, messages=messages, claims=claims)
 
     # -- applying edits when extraction saves claims -----------------------------------
 
@@ -203,7 +227,7 @@ class ClaimEdits(Body):
             old = self._claim_row(db, edit["claim_id"])
             new = self._claim_row(db, edit["new_claim_id"] or 0)
             if old is None or new is None or new.method != USER_METHOD:
-                continue  # the claims it made went with their session (ids may be reused)
+                continue  # the claims it made went with their session
             if claim_key(old.text, old.evidence) != edit["claim_key"] or new.text != edit["text"]:
                 continue
             self._close_corrected(db, old, new.id, edit)  # type: ignore[arg-type]

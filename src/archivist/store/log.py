@@ -21,7 +21,8 @@ import numpy as np
 from ..errors import EmbeddingMismatch, InputError
 from ..model import MAX_YEAR, MIN_YEAR, Attachment, Conversation, Message
 from . import sql as q
-from .common import FILLS_KEPT, Body, Connection
+from .audit import Audit
+from .common import FILLS_KEPT, Connection
 from .records import AddResult, IndexedMessage
 
 # model.MIN_YEAR..MAX_YEAR as epoch seconds, for counting messages stored outside them.
@@ -123,7 +124,7 @@ def _place(
     return placed, moves[::-1]
 
 
-class MessageLog(Body):
+class MessageLog(Audit):
     """The message-log part of the Store protocol (see the module docstring)."""
 
     path: object  # what stats() shows: a file path or a DSN without its password
@@ -380,17 +381,24 @@ class MessageLog(Body):
         self._bump_vector_epoch(db)
         self._forget_in_logs(db)  # type: ignore[attr-defined]  # store/consolidate.py
 
-    def delete_conversation(self, conversation: str) -> int:
-        """Remove a conversation and everything derived from it; returns messages removed."""
+    def delete_conversation(self, conversation: str, *, actor: str | None = None) -> int:
+        """Remove a conversation and everything derived from it; returns messages removed.
+        ``actor``: who asked, for the audit line written with the deletion."""
         with self._write() as db:
+            claims = self._count(db, "claims", conversation)
             n = db.execute("DELETE FROM messages WHERE conversation = ?", (conversation,)).rowcount
             db.execute("DELETE FROM sessions WHERE conversation = ?", (conversation,))
             gone = db.execute("DELETE FROM conversations WHERE id = ?", (conversation,)).rowcount
             if n or gone:
                 self._after_delete(db)
+                if actor is not None:
+                    scope = {"conversation": conversation}
+                    self._audit(db, actor, "conversation", scope, messages=n, claims=claims)
         return max(n, 0)
 
-    def delete_person(self, person: str, received: bool = False) -> int:
+    def delete_person(
+        self, person: str, received: bool = False, *, actor: str | None = None
+    ) -> int:
         """Remove what the person said and every claim about them, from every index.
 
         Other people's messages to them stay (they are the others' words) unless
@@ -401,6 +409,7 @@ class MessageLog(Body):
         """
         key = q.person_key(person)
         with self._write() as db:
+            claims = self._count(db, "claims")
             about = [
                 r for (r,) in db.execute("SELECT id FROM claims WHERE subject_key = ?", (key,))
             ]
@@ -422,6 +431,10 @@ class MessageLog(Body):
             )
             if n:
                 self._after_delete(db)
+            claims -= self._count(db, "claims")
+            if actor is not None and (n or claims):
+                scope = {"person": person, "received": bool(received)}
+                self._audit(db, actor, "person", scope, messages=n, claims=claims)
         return max(n, 0)
 
     # -- reads ----------------------------------------------------------------------

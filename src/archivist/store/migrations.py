@@ -122,18 +122,80 @@ class Only(NamedTuple):
     sql: str
 
 
+class Rekey(NamedTuple):
+    """SQLite: make ``table``'s integer key AUTOINCREMENT, so a deleted row's id is never
+    handed out again, keeping every row, id, index and trigger (PostgreSQL's identity
+    columns never reuse a value: nothing to do there).
+
+    SQLite cannot ALTER a key, so the table is rebuilt (sqlite.org/lang_altertable.html,
+    "other kinds of table schema changes"): created anew from its own stored DDL, filled,
+    the old one dropped, the new one renamed, its indexes and triggers created again.
+    The statements depend on the table's DDL as stored (columns added by later
+    migrations), so they are rendered when the migration runs (``rekey_sql``). The
+    migration runs with foreign keys off (dropping a parent would otherwise cascade).
+    ``floors``: scalar SQL naming ids this table handed out before that may no longer be
+    in it (a deleted message logged in ``vector_fills``): the sequence starts above them,
+    and ``REKEY_MARGIN`` above the highest id kept.
+    """
+
+    table: str
+    key: str
+    floors: tuple[str, ...] = ()
+
+
+REKEYED = "__rekeyed"  # suffix of the table being built
+# A table with rows goes on this far above its highest id: its newest rows deleted before
+# the rebuild left no trace, and their ids must not come back either.
+REKEY_MARGIN = 1000
+
+
+def rekey_sql(rekey: Rekey, schema: list[tuple[str, str, str]]) -> list[str]:
+    """The statements rebuilding ``rekey.table`` with an AUTOINCREMENT key, from its
+    ``(type, name, sql)`` rows in ``sqlite_master``; none when it has one already."""
+    t, k = rekey.table, rekey.key
+    create = next((sql for kind, name, sql in schema if kind == "table" and name == t), None)
+    if create is None:
+        raise ValueError(f"no table {t} to rekey")
+    if re.search(r"\bAUTOINCREMENT\b", create, re.I):
+        return []
+    key = re.compile(rf"(\b{k}\s+INTEGER\s+PRIMARY\s+KEY)\b", re.I)
+    head = re.compile(rf"^(\s*CREATE\s+TABLE\s+)(\"?){t}\2(\s*\()", re.I)
+    new, n_key = key.subn(r"\1 AUTOINCREMENT", create, count=1)
+    new, n_head = head.subn(rf"\g<1>{t}{REKEYED}\3", new, count=1)
+    if (n_key, n_head) != (1, 1):
+        raise ValueError(f"cannot find {t}'s key {k} in {create[:80]!r}")
+    rest = [sql for kind, name, sql in schema if kind in ("index", "trigger") and sql]
+    kept = f"(SELECT max({k}) + {REKEY_MARGIN} FROM {t})"
+    top = ", ".join(f"coalesce({f}, 0)" for f in (kept, *rekey.floors))
+    return [
+        new,
+        f"INSERT INTO {t}{REKEYED} SELECT * FROM {t}",
+        f"DROP TABLE {t}",
+        f"ALTER TABLE {t}{REKEYED} RENAME TO {t}",
+        *rest,
+        # the copy set the sequence to the highest id kept; start above any id given before
+        # that left a trace, and a margin above the rest (the newest rows deleted before)
+        f"INSERT INTO sqlite_sequence(name, seq) SELECT '{t}', 0 "
+        f"WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = '{t}')",
+        f"UPDATE sqlite_sequence SET seq = max(seq, {top}, 0) WHERE name = '{t}'",
+    ]
+
+
 class Migration(NamedTuple):
     name: str
-    statements: tuple[str | Searchable | Only, ...]
+    statements: tuple[str | Searchable | Only | Rekey, ...]
 
-    def render(self, dialect: str) -> tuple[str, ...]:
-        """This migration's statements in ``dialect``'s SQL."""
-        out: list[str] = []
+    def render(self, dialect: str) -> tuple[str | Rekey, ...]:
+        """This migration's statements in ``dialect``'s SQL (a ``Rekey`` is rendered when
+        it runs, from the table's stored DDL: see ``rekey_sql``)."""
+        out: list[str | Rekey] = []
         for stmt in self.statements:
             if isinstance(stmt, Searchable):
                 out += stmt.render(dialect)
             elif isinstance(stmt, Only):
                 out += [stmt.sql] if stmt.dialect == dialect else []
+            elif isinstance(stmt, Rekey):
+                out += [stmt] if dialect == "sqlite" else []
             else:
                 out.append(_WORD.sub(lambda m: _WORDS[dialect][m.group(1)], stmt))
         return tuple(out)
@@ -567,9 +629,110 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        "0010_ids_never_reused",
+        (
+            # An id names one thing forever: a deleted row's id is never handed out again
+            # (SQLite gave the highest one back), so an id a caller holds (a stale page, a
+            # mem0 script) can never reach another memory. The big vector cache keeps its
+            # plain key: its ids are internal, never shown, and a vector goes only once no
+            # row points at it.
+            Rekey("messages", "rowid", ("(SELECT max(msg_rowid) FROM vector_fills)",)),
+            Rekey("episodes", "id"),
+            Rekey(
+                "claims",
+                "id",
+                (
+                    "(SELECT max(claim_id) FROM claim_edits)",
+                    "(SELECT max(new_claim_id) FROM claim_edits)",
+                    "(SELECT max(replaced_by) FROM claims)",
+                    "(SELECT max(other_claim) FROM claim_events)",
+                ),
+            ),
+            Rekey("claim_events", "id"),
+            Rekey("entities", "id"),
+            Rekey("conflicts", "id"),
+            Rekey("decisions", "id"),
+            Rekey("jobs", "id"),
+            Rekey("scenes", "id"),
+            Rekey("summaries", "id"),
+            Rekey("context_log", "id"),
+            Rekey("claim_edits", "id"),
+        ),
+    ),
+    Migration(
+        "0011_deletion_audit",
+        (
+            # One line per deletion, from any front end: who, when, what kind, how many,
+            # and its scope (ids, a conversation or person name), never the deleted text.
+            # ``reset`` keeps it: it records the reset.
+            """CREATE TABLE audit_log (
+                id {serial},
+                at TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                scope TEXT NOT NULL DEFAULT '{}',
+                messages {big} NOT NULL DEFAULT 0,
+                claims {big} NOT NULL DEFAULT 0
+            )""",
+            # A deleted claim's ids and times (never its words): a deleted memory id still
+            # answers its history (mem0's ADD, UPDATE, DELETE), whatever path deleted it.
+            """CREATE TABLE deleted_claims (
+                id {big} PRIMARY KEY,
+                replaced_by {big},
+                method TEXT NOT NULL,
+                said_at TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                deleted_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX deleted_claims_replaced ON deleted_claims (replaced_by)",
+            Only(
+                "sqlite",
+                "CREATE TRIGGER claims_deleted AFTER DELETE ON claims BEGIN "
+                "INSERT OR IGNORE INTO deleted_claims(id, replaced_by, method, said_at, "
+                "created_at, deleted_at) VALUES (old.id, old.replaced_by, old.method, "
+                "old.said_at, old.created_at, strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')); END",
+            ),
+            Only(
+                "postgres",
+                "CREATE FUNCTION archivist_claim_deleted() RETURNS trigger LANGUAGE plpgsql "
+                "SET search_path FROM CURRENT AS $$ BEGIN "
+                "INSERT INTO deleted_claims(id, replaced_by, method, said_at, created_at, "
+                "deleted_at) VALUES (OLD.id, OLD.replaced_by, OLD.method, OLD.said_at, "
+                "OLD.created_at, to_char(clock_timestamp() AT TIME ZONE 'UTC', "
+                '\'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"\')) ON CONFLICT DO NOTHING; '
+                "RETURN OLD; END $$",
+            ),
+            Only(
+                "postgres",
+                "CREATE TRIGGER claims_deleted AFTER DELETE ON claims FOR EACH ROW "
+                "EXECUTE FUNCTION archivist_claim_deleted()",
+            ),
+            # Person ids the store made (``p-<hash>`` of an identity) and then deleted:
+            # never made again for another person (a declared id is the caller's own).
+            "CREATE TABLE retired_persons (id TEXT PRIMARY KEY)",
+            Only(
+                "sqlite",
+                "CREATE TRIGGER persons_retired AFTER DELETE ON persons WHEN old.declared = 0 "
+                "BEGIN INSERT OR IGNORE INTO retired_persons(id) VALUES (old.id); END",
+            ),
+            Only(
+                "postgres",
+                "CREATE FUNCTION archivist_person_retired() RETURNS trigger LANGUAGE plpgsql "
+                "SET search_path FROM CURRENT AS $$ BEGIN "
+                "INSERT INTO retired_persons(id) VALUES (OLD.id) ON CONFLICT DO NOTHING; "
+                "RETURN OLD; END $$",
+            ),
+            Only(
+                "postgres",
+                "CREATE TRIGGER persons_retired AFTER DELETE ON persons FOR EACH ROW "
+                "WHEN (OLD.declared = 0) EXECUTE FUNCTION archivist_person_retired()",
+            ),
+        ),
+    ),
 )
 
 
-def migrations_for(dialect) -> list[tuple[str, tuple[str, ...]]]:
+def migrations_for(dialect) -> list[tuple[str, tuple[str | Rekey, ...]]]:
     """(name, statements) of every migration in order, in ``dialect``'s DDL."""
     return [(m.name, m.render(dialect.name)) for m in MIGRATIONS]

@@ -3,10 +3,11 @@ decisions and key info per person.
 
 Every (conversation, participant name) is an identity row; each identity
 belongs to one person. A person made from one identity has the id
-``p-<hash>``; a person the caller declared (a user id) has that id and
-``declared = 1``. A decision's ``steps`` column holds a JSON list whose first
-element may be ``{"fingerprint": ...}``: what the pair looked like when it was
-decided (see write/people.py); ``decisions()`` strips it.
+``p-<hash>`` (salted when a deleted person had that id: ids are never reused); a
+person the caller declared (a user id) has that id and ``declared = 1``. A
+decision's ``steps`` column holds a JSON list whose first element may be
+``{"fingerprint": ...}``: what the pair looked like when it was decided (see
+write/people.py); ``decisions()`` strips it.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class People(Body):
             created = 0
             for conv, key in fresh:
                 speaker = speakers[(conv, key)]
-                pid = person_id_for(conv, speaker)
+                pid = _unretired(db, person_id_for(conv, speaker), f"{conv}\x1f{key}")
                 db.execute(
                     "INSERT INTO persons(id, name, declared, created_at) VALUES (?, ?, 0, ?) "
                     "ON CONFLICT DO NOTHING",
@@ -178,6 +179,7 @@ class People(Body):
             if taken is not None:
                 salt = f"{conversation}\x1f{key}\x1fsplit\x1f{self._now_iso()}"
                 pid = f"p-{hashlib.sha1(salt.encode()).hexdigest()[:12]}"
+            pid = _unretired(db, pid, f"{conversation}\x1f{key}\x1fsplit")
             db.execute(
                 "INSERT INTO persons(id, name, declared, created_at) VALUES (?, ?, 0, ?)",
                 (pid, row[1], self._now_iso()),
@@ -282,6 +284,17 @@ def _move_declared(db: Connection, old: str, conversation: str, key: str, user_i
             "WHERE person_id = ? AND declared_id IS NULL",
             (user_id, old),
         )
+
+
+def _unretired(db: Connection, pid: str, salt: str) -> str:
+    """``pid``, or when a deleted person had it (``retired_persons``), the first id of a
+    salted series that no deleted person had: a person id never names another person."""
+    candidate, n = pid, 0
+    while db.execute("SELECT 1 FROM retired_persons WHERE id = ?", (candidate,)).fetchone():
+        n += 1
+        digest = hashlib.sha1(f"{salt}\x1f{n}".encode()).hexdigest()
+        candidate = f"p-{digest[:12]}"
+    return candidate
 
 
 def _drop_empty_persons(db: Connection) -> None:

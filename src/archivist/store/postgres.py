@@ -8,7 +8,8 @@ planner picks the B-tree filter, recall stays 1.0), with an HNSW index only
 for unfiltered search over a large store. One connection per store, guarded
 by a lock; every write is one transaction.
 
-Install with ``pip install "archivist[postgres]"`` and open
+Install with ``pip install "archivist[postgres]"`` (from a clone:
+``pip install ".[postgres]"``) and open
 ``PostgresStore("postgresql://user:pw@host/db", schema="archivist")``. On a
 managed server (RDS, Cloud SQL, Azure, Supabase, Neon) an admin runs
 ``CREATE EXTENSION vector`` once (pgvector ≥ 0.8 for the iterative HNSW scan);
@@ -32,7 +33,8 @@ except ImportError as e:  # pragma: no cover - depends on the install
     from ..errors import ConfigError
 
     raise ConfigError(
-        'the PostgreSQL backend needs psycopg: pip install "archivist[postgres]"'
+        'the PostgreSQL backend needs psycopg: pip install "archivist[postgres]" '
+        '(from a clone: pip install ".[postgres]")'
     ) from e
 
 from ..clock import Clock, system_clock
@@ -41,7 +43,7 @@ from ..model import Entity
 from . import sql as q
 from . import sql_pg as pq
 from .base import Store
-from .common import all_of
+from .common import BIND_ERRORS, all_of, bind_error
 from .dialect import POSTGRES, Rows, to_format_style
 from .reconcile import ENTITY_COLS, row_to_entity
 
@@ -82,21 +84,30 @@ class _PgConnection:
             self._depth = 1
             try:
                 yield self
-            except BaseException:
-                self._conn.rollback()
+            except BaseException as e:
+                self._rollback(e)
                 raise
             else:
                 self._conn.commit()
             finally:
                 self._depth = 0
 
+    def _rollback(self, cause: BaseException) -> None:
+        """Roll back after ``cause``; a connection already lost is a StoreError saying so."""
+        try:
+            self._conn.rollback()
+        except psycopg.Error as e:
+            raise StoreError(f"lost the connection to PostgreSQL: {_one_line(e)}") from cause
+
     def _run(self, call):
         with self._lock:
             try:
                 out = call(self._conn.cursor())
-            except BaseException:
+            except BaseException as e:
                 if not self._depth:
-                    self._conn.rollback()
+                    self._rollback(e)
+                if isinstance(e, BIND_ERRORS):
+                    raise bind_error(e) from e
                 raise
             if not self._depth:
                 self._conn.commit()
@@ -151,7 +162,7 @@ class PostgresStore(Store):
         try:
             self._pg: psycopg.Connection = psycopg.connect(dsn, autocommit=False)
         except psycopg.Error as e:
-            raise StoreError(f"cannot connect to PostgreSQL: {e}") from e
+            raise StoreError(f"cannot connect to PostgreSQL: {_one_line(e)}") from e
         self.path = f"{self._pg.info.dsn} schema={schema}"  # what stats() shows; no password
         self._lock = threading.RLock()
         self._db = _PgConnection(self._pg, self._lock)
@@ -322,3 +333,8 @@ class PostgresStore(Store):
             rows = db.execute(sql, params).fetchall()
         # relaxed order: the index hands rows back nearly sorted
         return sorted(((int(k), float(s)) for k, s in rows), key=lambda r: (-r[1], r[0]))
+
+
+def _one_line(error: BaseException) -> str:
+    """A driver's message on one line (libpq's span several)."""
+    return " ".join(str(error).split())

@@ -16,11 +16,12 @@ from datetime import datetime
 
 import numpy as np
 
+from ..errors import StaleReconciliation
 from ..model import Claim, ClaimEvent, Conflict, Entity
 from . import sql as q
 from .common import Body, Connection, all_of, dt, json_tuple, record
 from .derived import CLAIM_COLS, claim_cols, decoded_claim, row_to_claim
-from .records import ReconcileBatch
+from .records import ReconcileBasis, ReconcileBatch
 
 ENTITY_COLS = (
     "id, conversation, owner, name, kind, aliases, roles, states, brief, dossier, "
@@ -31,6 +32,9 @@ _CONFLICT_COLS = (
     "id, conversation, subject, attribute, old_claim, new_claim, old_value, new_value, "
     "old_time, new_time, kind, resolution, method"
 )
+# PostgreSQL's answers to a write racing another transaction (serialization failure,
+# deadlock, a row referenced or claimed meanwhile): the batch is stale, decided again.
+_RACED = frozenset({"40001", "40P01", "23503", "23505"})
 
 
 def row_to_entity(r: tuple) -> Entity:
@@ -102,9 +106,23 @@ class Reconciliation(Body):
         return self._vectors_of("claims", model, ids)
 
     def save_reconciliation(self, batch: ReconcileBatch) -> None:
-        """Write one conversation's reconciliation atomically (all of it or none)."""
+        """Write one conversation's reconciliation atomically (all of it or none).
+
+        Raises StaleReconciliation, writing nothing, when ``batch.basis`` no longer
+        holds: another writer reconciled (or reset) the conversation since it was read.
+        """
+        try:
+            self._save_reconciliation(batch)
+        except Exception as e:
+            if getattr(e, "sqlstate", None) in _RACED:  # psycopg's errors carry one
+                raise StaleReconciliation(f"{batch.conversation!r}: {e}") from e
+            raise
+
+    def _save_reconciliation(self, batch: ReconcileBatch) -> None:
         now = self._now_iso()
         with self._write() as db:
+            if batch.basis is not None:
+                self._check_basis(db, batch.conversation, batch.basis)
             db.executemany(
                 "UPDATE claims SET status = ?, replaced_by = ?, closed_at = ? WHERE id = ?",
                 [
@@ -155,6 +173,48 @@ class Reconciliation(Body):
                 self._save_entity(db, entity, claim_ids, search_text, embed_hash, batch.model, now)
             db.executemany(
                 "UPDATE claims SET reconciled = 1 WHERE id = ?", [(i,) for i in batch.reconciled]
+            )
+
+    def _check_basis(self, db: Connection, conversation: str, basis: ReconcileBasis) -> None:
+        """Raise StaleReconciliation unless the claims judged are still unreconciled (their
+        rows locked on PostgreSQL, in id order), their speakers' reconciled claims as many
+        and the conversation's entities unchanged (a competing batch or a reset has moved
+        at least one of these: its claims to judge always include ours)."""
+        todo = sorted(set(basis.todo))
+        open_ = 0
+        for chunk in self._d.chunks(todo):
+            cond, params = self._d.in_ids("id", chunk)
+            open_ += len(
+                db.execute(
+                    f"SELECT id FROM claims WHERE {cond} AND reconciled = 0 "
+                    f"ORDER BY id{self._d.lock_rows}",
+                    params,
+                ).fetchall()
+            )
+        stale = open_ != len(todo)
+        if not stale:
+            speakers = sorted(
+                {
+                    k
+                    for (k,) in self._by_ids(
+                        "SELECT speaker_key FROM claims WHERE {ids}", "id", todo
+                    )
+                }
+            )
+            cond, params = self._d.in_ids("speaker_key", speakers)
+            [(done,)] = db.execute(
+                f"SELECT count(*) FROM claims WHERE conversation = ? AND reconciled <> 0 "
+                f"AND {cond}",
+                (conversation, *params),
+            ).fetchall()
+            [(n, top)] = db.execute(
+                "SELECT count(*), coalesce(max(id), 0) FROM entities WHERE conversation = ?",
+                (conversation,),
+            ).fetchall()
+            stale = (done, n, top) != (basis.done, basis.entities, basis.top_entity)
+        if stale:
+            raise StaleReconciliation(
+                f"conversation {conversation!r} was reconciled by another writer meanwhile"
             )
 
     def _save_entity(

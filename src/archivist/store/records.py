@@ -62,13 +62,27 @@ class AddResult:
     added_ids: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ReconcileBasis:
+    """What a reconciliation was decided from, checked again in its write transaction:
+    the claims judged (``todo``, still unreconciled), how many reconciled claims of their
+    speakers they were compared with (``done``), and the conversation's entities (count,
+    highest id). Another writer changing any of these meanwhile makes the batch stale."""
+
+    todo: tuple[int, ...]
+    done: int
+    entities: int
+    top_entity: int
+
+
 @dataclass
 class ReconcileBatch:
     """One conversation's reconciliation, written in one transaction.
 
     ``updates``: claim id -> (status, replaced_by, closed_at); ``entities``: new
     (id None) or changed entities with the claim ids that mention them, their
-    keyword text and embedded-text hash; ``reconciled``: claims now judged.
+    keyword text and embedded-text hash; ``reconciled``: claims now judged;
+    ``basis``: what the decision was read from (None: written unchecked).
     """
 
     conversation: str
@@ -79,3 +93,4 @@ class ReconcileBatch:
     reconciled: list[int]
     model: str
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    basis: ReconcileBasis | None = None

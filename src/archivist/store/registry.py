@@ -20,7 +20,8 @@ def open_store(settings: Settings, clock: Clock = system_clock) -> Store:
             from .postgres import PostgresStore
         except ImportError as e:  # psycopg is optional
             raise ConfigError(
-                "store 'postgres' needs psycopg: pip install 'archivist[postgres]'"
+                "store 'postgres' needs psycopg: pip install 'archivist[postgres]' "
+                "(from a clone: pip install '.[postgres]')"
             ) from e
         return PostgresStore(settings.pg_dsn, schema=settings.pg_schema, clock=clock)
     from .sqlite import SQLiteStore

@@ -26,8 +26,9 @@ from ..errors import StoreError
 from ..model import Entity
 from . import sql as q
 from .base import Store
-from .common import all_of
+from .common import BIND_ERRORS, Connection, all_of, bind_error
 from .dialect import SQLITE, Rows
+from .migrations import Rekey, rekey_sql
 from .reconcile import ENTITY_COLS, row_to_entity
 from .vecfile import Snapshot, VectorFile
 from .vecindex import DenseIndex, unpack_many
@@ -107,25 +108,34 @@ class _SerialConnection:
         return conn
 
     def execute(self, sql: str, params: Sequence | dict = ()) -> Rows:
-        if sql.lstrip()[:6].upper().startswith(self._READS):
-            reader = self._reader()
-            if reader is not None:
-                cur = reader.execute(sql, params)
-                return Rows(cur.fetchall(), cur.rowcount)
-        with self._lock:
-            cur = self._conn.execute(sql, params)
-            rows = cur.fetchall() if cur.description else []
-            return Rows(rows, cur.rowcount)
+        try:
+            if sql.lstrip()[:6].upper().startswith(self._READS):
+                reader = self._reader()
+                if reader is not None:
+                    cur = reader.execute(sql, params)
+                    return Rows(cur.fetchall(), cur.rowcount)
+            with self._lock:
+                cur = self._conn.execute(sql, params)
+                rows = cur.fetchall() if cur.description else []
+                return Rows(rows, cur.rowcount)
+        except BIND_ERRORS as e:
+            raise bind_error(e) from e
 
     def executemany(self, sql: str, seq: Iterable) -> Rows:
-        with self._lock:
-            cur = self._conn.executemany(sql, seq)
-            return Rows([], cur.rowcount)
+        try:
+            with self._lock:
+                cur = self._conn.executemany(sql, seq)
+                return Rows([], cur.rowcount)
+        except BIND_ERRORS as e:
+            raise bind_error(e) from e
 
     def insert_ids(self, sql: str, seq: Iterable[Sequence]) -> list[int]:
         """One ``INSERT ... RETURNING`` per row (sqlite3's executemany returns no rows)."""
-        with self._lock:
-            return [int(self._conn.execute(sql, p).fetchall()[0][0]) for p in seq]
+        try:
+            with self._lock:
+                return [int(self._conn.execute(sql, p).fetchall()[0][0]) for p in seq]
+        except BIND_ERRORS as e:
+            raise bind_error(e) from e
 
     def close(self) -> None:
         with self._lock:
@@ -186,6 +196,40 @@ class SQLiteStore(Store):
                 raise
             else:
                 self._db.execute("COMMIT")
+
+    @contextmanager
+    def _migration(self, rebuilds: bool):
+        """A migration's transaction. One that rebuilds tables (Rekey) runs with foreign
+        keys off, as SQLite's procedure for schema changes asks: dropping the old copy of
+        a parent would otherwise delete its children (ON DELETE CASCADE). The pragmas
+        only take effect outside a transaction; a rebuild that broke a reference (none
+        should: every row keeps its id) rolls back."""
+        if not rebuilds:
+            with self._write() as db:
+                yield db
+            return
+        with self._db.hold():
+            self._db.execute("PRAGMA foreign_keys=OFF")
+            self._db.execute("PRAGMA legacy_alter_table=ON")  # a rename rewrites nothing else
+            try:
+                with self._write() as db:
+                    broken = len(db.execute("PRAGMA foreign_key_check").fetchall())
+                    yield db
+                    if len(db.execute("PRAGMA foreign_key_check").fetchall()) > broken:
+                        raise StoreError("rebuilding tables broke a reference; rolled back")
+            finally:
+                self._db.execute("PRAGMA legacy_alter_table=OFF")
+                self._db.execute("PRAGMA foreign_keys=ON")
+
+    def _rekey(self, db: Connection, rekey: Rekey) -> None:
+        """Rebuild one table with an AUTOINCREMENT key, keeping its rows (see Rekey)."""
+        if db.execute("PRAGMA foreign_keys").fetchone()[0]:
+            raise StoreError("a table is rebuilt only with foreign keys off")  # see _migration
+        schema = db.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE tbl_name = ?", (rekey.table,)
+        ).fetchall()
+        for sql in rekey_sql(rekey, schema):
+            db.execute(sql)
 
     def _size_bytes(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0

@@ -183,7 +183,7 @@ def _extract_sessions(
             result = without_restated(core, plan, result)
             try:
                 save_session(core, plan, result)
-            except StaleExtraction:  # another process appended first; it is up to date
+            except StaleExtraction:  # another process extracted it first; it is up to date
                 report.sessions_skipped += 1
                 continue
             report.add(result, plan)
@@ -244,4 +244,5 @@ def save_session(core: Core, plan: SessionPlan, result: SessionResult) -> None:
         rejected=result.rejected,
         last_message=plan.last_message,
         append_after=plan.append_after,
+        if_mark=plan.mark or "none",  # a session another process extracted first is skipped
     )

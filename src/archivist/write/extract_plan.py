@@ -38,6 +38,7 @@ class SessionPlan:
     # the conversation's relatives by name, ("marta", "mum") -> "Halina": "Mum had a
     # fall" in March is Halina's when November said "my mum Halina"
     kin: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    mark: ExtractionMark | None = None  # the session's mark when planned (None: never read)
 
     @property
     def last_message(self) -> str:
@@ -65,6 +66,7 @@ def plan_session(
         len(group),
         None,
         replaces=mark is not None,
+        mark=mark,
     )
     if mark is None:
         return full
@@ -84,6 +86,7 @@ def plan_session(
         len(group),
         mark,
         replaces=False,
+        mark=mark,
     )
 
 

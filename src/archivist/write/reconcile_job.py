@@ -3,20 +3,28 @@
 Reads the conversation's claims and vectors, decides (write/reconcile.py and
 write/entities.py, pure), and writes everything in one transaction. A claim is
 marked reconciled in that same transaction, so a crash leaves it to the next
-run and a second run with nothing new changes nothing.
+run and a second run with nothing new changes nothing. Nothing is locked while
+deciding (an LLM judge may take a while): the write checks that what was read
+still holds, and when another process reconciled or re-extracted the
+conversation meanwhile, the decision is made again from what it wrote.
 """
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import StaleReconciliation
 from ..llm.base import LLMError
 from ..model import Claim
 from ..prompts import judge_claims as judge_prompt
 from ..prompts import same_entity as entity_prompt
 from ..store.base import ReconcileBatch
+from ..store.records import ReconcileBasis
 from ..text import person_key
 from .entities import EntityWork, Verifier, entity_text, resolve_mentions
 from .index_text import text_hash
@@ -25,8 +33,15 @@ from .reconcile import Judge, ReconcileConfig, reconcile_claims
 if TYPE_CHECKING:
     from ..core import Core
 
+log = logging.getLogger("archivist.write")
+
 JUDGE_BATCH = 12  # items per judge_claims call
 VERIFY_BATCH = 20  # pairs per same_entity call
+# A stale decision is made again up to this many times, after a random pause of up to
+# RETRY_PAUSE_S x 2**try (capped at 64x): each stale write means another writer
+# committed a reconciliation, so a few tries see the claims judged by someone.
+RECONCILE_TRIES = 30
+RETRY_PAUSE_S = 0.005
 
 
 def run_reconcile(core: Core, payload: dict) -> dict:
@@ -58,7 +73,24 @@ def _vector_fn(core: Core):
 
 
 def reconcile_conversation(core: Core, cid: str, config: ReconcileConfig) -> dict:
-    """Layers 1-2 for one conversation; returns what was found."""
+    """Layers 1-2 for one conversation; returns what was found.
+
+    A decision gone stale before it was written (another writer reconciled the
+    conversation meanwhile) is made again; past RECONCILE_TRIES its claims are
+    left unreconciled, for the next run (``deferred``).
+    """
+    for attempt in range(RECONCILE_TRIES):
+        try:
+            return _reconcile_once(core, cid, config)
+        except StaleReconciliation:
+            time.sleep(random.uniform(0, RETRY_PAUSE_S * 2 ** min(attempt, 6)))
+    log.warning("%s: reconciliation left to the next run after %d stale tries", cid, attempt + 1)
+    return {"deferred": 1}
+
+
+def _reconcile_once(core: Core, cid: str, config: ReconcileConfig) -> dict:
+    """Read, decide and write one conversation's reconciliation (StaleReconciliation when
+    what was read changed before the write)."""
     done, todo = core.store.claims_to_reconcile(cid)
     if not todo:
         return {}
@@ -90,6 +122,12 @@ def reconcile_conversation(core: Core, cid: str, config: ReconcileConfig) -> dic
             reconciled=[c.id for c in todo if c.id is not None],
             model=model,
             vectors=vecs,
+            basis=ReconcileBasis(
+                todo=tuple(c.id for c in todo if c.id is not None),
+                done=len(done),
+                entities=len(existing),
+                top_entity=max((e.id or 0 for e in existing), default=0),
+            ),
         )
     )
     return {
