@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -11,8 +14,9 @@ import pytest
 from archivist.errors import LoadError
 from archivist.load import FORMATS, detect_format, load_file, parse
 from archivist.load.locomo import load_qa, normalise_evidence, parse_date
-from archivist.model import Attachment, Session
+from archivist.model import Attachment, Session, message_problem, text_problem
 
+SCRIPT = Path(sys.executable).with_name("archivist")
 LOCOMO_DEV = Path("/work/shared/data/locomo/locomo-dev.json")
 NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
 PLUS2 = timezone(timedelta(hours=2))
@@ -492,6 +496,44 @@ BAD_INPUTS = [
         "content[0].type",
         "unsupported",
     ),
+    *[
+        (
+            f"parttype{i}.json",
+            [{"role": "user", "content": [{"type": kind}]}],
+            "openai",
+            0,
+            "content[0].type",
+            f"expected a string, got {shown}",
+        )
+        for i, (kind, shown) in enumerate(
+            [(["text"], "a list"), ({"a": 1}, "an object"), (3, "a number"), (None, "null")]
+            + [(True, "a boolean")]
+        )
+    ],
+    (
+        "notype.json",
+        [{"role": "user", "content": [{"text": "x"}]}],
+        None,
+        0,
+        "content[0].type",
+        "missing",
+    ),
+    (
+        "badtype.json",
+        [{"role": "user", "content": [{"type": "te\ud800xt"}]}],
+        "openai",
+        0,
+        "content[0].type",
+        "unsupported content part 'te\\ud800xt'",
+    ),
+    (
+        "speaker_b.json",
+        locomo_with(speaker_b="B\ud800", session_1=[], session_2=[]),
+        None,
+        "'s1'",
+        "participants[1]",
+        "lone surrogate",
+    ),
     ("onlytools.json", [{"role": "tool", "content": "x"}], "openai", None, "messages", "no user"),
     ("msgs.json", {"messages": "hi"}, "openai", None, "messages", "expected a list"),
     (
@@ -576,3 +618,142 @@ def test_real_locomo_dev_file_loads() -> None:
     known = {(c.id, m.id) for c in conversations for m in c.messages}
     assert len(evidence) > 1_000
     assert sum(pair in known for pair in evidence) >= 0.99 * len(evidence)  # one dangling id
+
+
+# --- odd values in every field --------------------------------------------------------------
+
+DEEP = "__nested_too_deeply__"
+ODD_VALUES = [[], ["x"], {}, {"a": 1}, 0, 1.5, True, None, "\ud800", "a\x00b", "", DEEP, 10**30]
+ODD_SAMPLES = {
+    "locomo": [locomo_sample()],
+    "longmemeval": [longmemeval_item()],
+    "openai": {
+        "conversation": "c",
+        "user": "Ana",
+        "timestamp": "2024-01-01T00:00:00Z",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {
+                "role": "user",
+                "name": "Ana",
+                "content": [
+                    {"type": "text", "text": "Look."},
+                    {"type": "image_url", "image_url": {"url": "https://example.org/a.png"}},
+                    {"type": "image_url", "image_url": "https://example.org/b.png"},
+                ],
+            },
+            {"role": "assistant", "content": "Nice."},
+            {"role": "tool", "content": "t"},
+        ],
+    },
+    "jsonl": jline(
+        addressees=["Ben"],
+        attachments=[{"kind": "image", "caption": "c", "url": "u"}],
+        session_start="2024-03-02T09:00:00Z",
+        role="user",
+        session=2,
+    ),
+}
+
+
+def _paths(value: object, at: tuple = ()):
+    """Every position in a JSON value, the root included."""
+    yield at
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, inner in items:
+        yield from _paths(inner, (*at, key))
+
+
+def _with(value: object, at: tuple, new: object) -> object:
+    """A copy of ``value`` with ``new`` at position ``at``."""
+    copy = json.loads(json.dumps(value))
+    if not at:
+        return new
+    target = copy
+    for key in at[:-1]:
+        target = target[key]
+    target[at[-1]] = new
+    return copy
+
+
+def _text(value: object, fmt: str) -> str:
+    """The file's text, ``DEEP`` written as arrays nested past what JSON can decode."""
+    text = json.dumps(value) + ("\n" if fmt == "jsonl" else "")
+    return text.replace(json.dumps(DEEP), "[" * 5000 + "]" * 5000)
+
+
+@pytest.mark.parametrize("fmt", sorted(ODD_SAMPLES))
+def test_an_odd_value_anywhere_is_a_load_error_or_stored_as_is(fmt: str) -> None:
+    """Each field (and each key's value) in turn replaced by a list, an object, a number, a
+    boolean, null, a lone surrogate, a NUL byte, arrays nested too deep: the file loads
+    into storable messages or is a LoadError, never another exception."""
+    sample = ODD_SAMPLES[fmt]
+    refused = 0
+    for at in _paths(sample):
+        for odd in ODD_VALUES:
+            text = _text(_with(sample, at, odd), fmt)
+            try:
+                convs = parse(text, fmt, source=f"odd.{fmt}", now=NOW)
+            except LoadError as e:
+                refused += 1
+                assert e.path == f"odd.{fmt}" and e.problem
+                continue
+            for c in convs:
+                assert all(message_problem(m) is None for m in c.messages), (at, odd)
+                assert not any(text_problem(p) for p in c.participants), (at, odd)
+    assert refused > 50
+
+
+def test_a_file_name_that_is_not_utf8_is_stored_repaired(tmp_path: Path) -> None:
+    name = os.fsdecode(b"chat-\xff")
+    try:
+        path = write(tmp_path, name + ".json", [{"role": "user", "content": "hi"}])
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system takes only valid UTF-8 names")
+    [conv] = load_file(path, now=NOW)
+    assert conv.id == "chat-\ufffd" and text_problem(conv.source) is None
+    assert conv.source.endswith("chat-\ufffd.json")
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        ([{"role": "user", "content": [{"type": ["text"]}]}], "record 0, field 'content[0].type'"),
+        ([{"role": "user", "content": [{"type": None}]}], "record 0, field 'content[0].type'"),
+        ([{"role": ["user"], "content": "hi"}], "record 0, field 'role'"),
+        ([{"role": "user", "content": "a\ud800"}], "field 'text'"),
+        ([{"role": "user", "content": [{"type": "text", "text": {}}]}], "'content[0].text'"),
+    ],
+)
+def test_ingest_of_a_bad_openai_file_exits_3_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, content: object, where: str
+) -> None:
+    from archivist.cli.main import main
+
+    path = write(tmp_path, "chat.json", content)
+    with pytest.raises(SystemExit) as exited:
+        main(["--db", str(tmp_path / "x.db"), "--embedder", "fake", "ingest", str(path)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 3 and err.count("\n") == 1, err
+    assert err.startswith(f"error: {path}") and where in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(not SCRIPT.exists(), reason="console script not installed in this venv")
+def test_the_console_script_exits_3_on_a_list_as_a_part_type(tmp_path: Path) -> None:
+    path = write(tmp_path, "chat.json", [{"role": "user", "content": [{"type": ["text"]}]}])
+    done = subprocess.run(
+        [str(SCRIPT), "--db", str(tmp_path / "x.db"), "ingest", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3 and done.stdout == ""
+    assert done.stderr == (
+        f"error: {path}, record 0, field 'content[0].type': expected a string, got a list\n"
+    )

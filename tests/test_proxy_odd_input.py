@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from archivist.bench.load import FakeUpstream  # noqa: E402
 from archivist.config import Settings  # noqa: E402
 from archivist.errors import StoreError  # noqa: E402
 from archivist.load._common import MAX_TEXT_BYTES  # noqa: E402
+from archivist.model import message_problem  # noqa: E402
 from archivist.read.context import ContextItem  # noqa: E402
 from archivist.server import proxy  # noqa: E402
 from archivist.service import MemoryService  # noqa: E402
@@ -234,3 +237,179 @@ def test_clean_text_repairs_and_cuts_with_a_marker() -> None:
     kept = out.index("\n…")
     assert len(out.encode("utf-8")) <= MAX_TEXT_BYTES
     assert out.endswith(f"[truncated: {len(big) - kept} more characters]")
+
+
+# A content part (or message field) of the second user turn that the store could not take
+# as it came: (the second turn, what its stored form shows in place of what was dropped).
+URL = "https://example.org/cat\ud800.png"
+SURROGATE_TURNS = {
+    "part_type": (
+        [{"type": "text", "text": "Look:"}, {"type": "image\ud800", "image\ud800": {}}],
+        "[unknown: content part dropped: its type is not valid text]",
+    ),
+    "image_url": (
+        [{"type": "text", "text": "Look:"}, {"type": "image_url", "image_url": {"url": URL}}],
+        "[image: url dropped: not valid text]",
+    ),
+    "image_url_string": (
+        [{"type": "text", "text": "Look:"}, {"type": "image_url", "image_url": URL}],
+        "[image: url dropped: not valid text]",
+    ),
+    "inline_image": (
+        [{"type": "text", "text": "Look:"}, {"type": "input_image", "input_image": {}}]
+        + [{"type": "image_url", "image_url": {"url": "data:image/png\ud800;base64,iVBO"}}],
+        "[image: url dropped: not valid text]",
+    ),
+    "file_id": (
+        [{"type": "text", "text": "Look:"}, {"type": "file", "file": {"file_id": "f\ud800"}}],
+        "[file: file; url dropped: not valid text]",
+    ),
+    "nul_in_url": (
+        [{"type": "text", "text": "Look:"}, {"type": "image_url", "image_url": "a\x00b"}],
+        "[image: url dropped: not valid text]",
+    ),
+    "file_name": (
+        [{"type": "text", "text": "Look:"}]
+        + [{"type": "file", "file": {"filename": "l\ud800.pdf", "file_id": "f1"}}],
+        "[file: file (l\ufffd.pdf)]",
+    ),
+    "text_part": ([{"type": "text", "text": "Look:\udfff"}], "Look:\ufffd"),
+    "refusal_part": ([{"type": "refusal", "refusal": ["Look:", "\ud800"]}], '["Look:", "\ufffd"]'),
+}
+
+
+async def _raw_turn(app, messages: list, conversation: str, **extra) -> str:
+    """One turn sent as JSON with escapes, as a client holding a lone surrogate sends it."""
+    body = json.dumps({"model": "m", "messages": messages, "user": "Ana", **extra})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as raw:
+        r = await raw.post(
+            "/v1/chat/completions",
+            content=body,
+            headers={
+                **AUTH,
+                "X-Archivist-Conversation": conversation,
+                "content-type": "application/json",
+            },
+        )
+    r.raise_for_status()
+    return r.json()["choices"][0]["message"]["content"]
+
+
+@pytest.mark.parametrize("odd", sorted(SURROGATE_TURNS))
+def test_a_part_with_a_lone_surrogate_keeps_every_user_turn(app, odd: str) -> None:
+    second, shown = SURROGATE_TURNS[odd]
+    turns: list = [f"Turn {i}: my kayak is red." for i in range(4)]
+    turns[1] = second
+
+    async def chat() -> None:
+        history: list = []
+        for content in turns:  # four requests, each re-sending the whole history
+            history.append({"role": "user", "content": content})
+            reply = await _raw_turn(app, history, "surrogate")
+            history.append({"role": "assistant", "content": reply})
+
+    asyncio.run(chat())
+    msgs = stored(app, "surrogate")
+    users = [m for m in msgs if m.role == "user"]
+    assert [m.id.split("-")[0] for m in users] == ["0", "2", "4", "6"]
+    assert [m.text for m in users[2:]] == ["Turn 2: my kayak is red.", "Turn 3: my kayak is red."]
+    assert users[0].text == "Turn 0: my kayak is red."
+    assert shown in users[1].indexed_text() and len(msgs) == 8
+    assert _status(app)["proxy"]["store_failures"] == 0
+
+
+def test_odd_message_fields_are_kept_storable(app) -> None:
+    odd = [
+        {"role": "user\ud800", "name": "An\ud800a", "content": "Role and name."},
+        {"role": "user", "name": "A\x00na", "content": {"text\ud800": [1, {"\udc00": None}]}},
+        {"role": "assistant", "content": "ok", "tool_calls": [{"id": "c\ud800"}]},
+        {"role": "user", "content": "Last words."},
+    ]
+
+    asyncio.run(_raw_turn(app, odd, "fields", user="A\ud800"))
+    msgs = stored(app, "fields")
+    assert [m.speaker for m in msgs[:3]] == ["An\ufffda", "A\ufffdna", "assistant"]
+    assert msgs[0].role == "system" and msgs[1].text == '{"text\ufffd": [1, {"\ufffd": null}]}'
+    assert msgs[3].text == "Last words." and msgs[3].speaker == "A\ufffd"
+    assert _status(app)["proxy"]["store_failures"] == 0
+
+
+def _odd_value(rng: random.Random) -> object:
+    """A value a buggy or hostile client could put where text belongs."""
+    return rng.choice(
+        [
+            "\ud800",
+            "x\udfff y",
+            "\x00",
+            "a\x00\ud800b",
+            "",
+            "data:\ud800,xyz",
+            "data:image/png;base64,\x00",
+            ["\ud800"],
+            {"\ud800": "\udc00"},
+            {"url": "\ud800"},
+            7,
+            -1.5,
+            True,
+            None,
+            "ok",
+        ]
+    )
+
+
+def _odd_message(rng: random.Random) -> object:
+    """A chat message built from the shapes clients send, its fields swapped for odd values."""
+    part_types = ["text", "input_text", "refusal", "image_url", "input_image", "input_audio"]
+    parts = []
+    for _ in range(rng.randint(0, 4)):
+        kind = rng.choice([*part_types, "file", "video", _odd_value(rng)])
+        part = {"type": kind, "text": _odd_value(rng), "refusal": _odd_value(rng)}
+        inner = {"url": _odd_value(rng), "file_id": _odd_value(rng), "filename": _odd_value(rng)}
+        inner["format"] = _odd_value(rng)
+        part[kind if isinstance(kind, str) else "x"] = rng.choice([inner, _odd_value(rng)])
+        parts.append(rng.choice([part, _odd_value(rng)]))
+    message = {
+        "role": rng.choice(["user", "assistant", "system", "developer", _odd_value(rng)]),
+        "name": _odd_value(rng),
+        "content": rng.choice([parts, _odd_value(rng)]),
+    }
+    return rng.choice([message, message, message, _odd_value(rng)])
+
+
+def test_every_message_of_odd_requests_is_storable() -> None:
+    rng = random.Random(34)
+    at = datetime(2024, 3, 1, tzinfo=UTC)
+    for _ in range(300):
+        messages = [_odd_message(rng) for _ in range(rng.randint(1, 5))]
+        user = rng.choice(["Ana", "A\ud800"])
+        user, conv = proxy.identify({"messages": messages, "user": user}, {}, "alpha")
+        log = proxy.chat_conversation(messages, conv, user, at)
+        for m in log.messages:
+            assert message_problem(m) is None, (messages, m)
+            assert not any("\ud800" in a.url or "\x00" in a.url for a in m.attachments)
+        # the same request gives the same ids: a re-sent history stores nothing twice
+        again = proxy.chat_conversation(messages, conv, user, at)
+        assert [m.id for m in again.messages] == [m.id for m in log.messages]
+
+
+def test_a_request_nested_past_json_depth_is_no_server_error(app, upstream) -> None:
+    deep = '{"model": "m", "messages": [{"role": "user", "content": ' + "[" * 5000
+    deep += "]" * 5000 + "}]}"
+
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as raw:
+            return await raw.post(
+                "/v1/chat/completions",
+                content=deep,
+                headers={**AUTH, "content-type": "application/json"},
+            )
+
+    r = asyncio.run(send())
+    assert r.status_code < 500 or r.json()["error"]["type"] == "upstream_error"
+    content = [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]
+    for _ in range(960):  # within what json.loads takes, past what json.dumps can write back
+        content = [content]
+    text = proxy.as_text(content)
+    assert text == "[content dropped: nested too deeply]" or text.startswith("[[[")

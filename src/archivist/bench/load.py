@@ -99,6 +99,7 @@ def context_checks(messages: list[dict]) -> dict[str, int] | None:
     from ..server.proxy import MEMORY_HEADER
     from ..text import query_terms
 
+    messages = [m for m in messages if isinstance(m, dict)]  # a client may send anything
     memory = next(
         (m["content"] for m in messages if str(m.get("content", "")).startswith(MEMORY_HEADER)),
         None,

@@ -18,7 +18,7 @@ from archivist.clock import system_clock
 from archivist.errors import LoadError
 from archivist.load import jsonl, locomo, longmemeval, openai_chat
 from archivist.load._common import decode, load_json, read_text
-from archivist.model import Conversation, message_problem
+from archivist.model import Conversation, message_problem, text_problem
 
 __all__ = ["FORMATS", "detect_format", "load_file", "parse"]
 
@@ -105,6 +105,9 @@ def _checked(convs: list[Conversation], source: str) -> list[Conversation]:
             if found := message_problem(m):
                 field, problem = found
                 raise LoadError(source, f"{c.id!r}/{m.id!r}", field, problem)
+        for i, person in enumerate(c.participants):
+            if problem := text_problem(person):
+                raise LoadError(source, repr(c.id), f"participants[{i}]", problem)
     return convs
 
 

@@ -7,15 +7,25 @@ Each helper takes ``source`` (the file), ``record`` and ``field`` and raises
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
 from archivist.errors import LoadError
-from archivist.model import MAX_YEAR, MIN_YEAR, Conversation, Message, Session, date_in_range
+from archivist.model import (
+    MAX_YEAR,
+    MIN_YEAR,
+    Conversation,
+    Message,
+    Session,
+    date_in_range,
+    text_problem,
+)
 
 MAX_TEXT_BYTES = 1_000_000  # one message's text, UTF-8 encoded; larger is surely a mistake
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # what text_problem refuses
 
 Record = str | int | None
 
@@ -138,6 +148,12 @@ def claim_id(seen: set[str], msg_id: str, source: str, record: Record, field: st
     seen.add(msg_id)
 
 
+def from_file_name(name: str) -> str:
+    """A label taken from a file's name (its stem, its path), storable: a name that is not
+    valid UTF-8 reaches Python with lone surrogates, which become U+FFFD."""
+    return name if text_problem(name) is None else _UNSTORABLE.sub("\ufffd", name)
+
+
 def conversation(
     conv_id: str,
     source: str,
@@ -152,7 +168,7 @@ def conversation(
         participants=tuple(sorted(set(people))),
         messages=tuple(messages),
         sessions=tuple(Session(conv_id, n, starts[n]) for n in sorted(starts)),
-        source=source,
+        source=from_file_name(source),
     )
 
 

@@ -36,7 +36,7 @@ def parse(data: Any, *, source: str, now: datetime, default_tz: tzinfo) -> list[
         messages = common.expect_list(data, source, None, None)
         header = {}
     conv_id = common.get_str(header, "conversation", source, None, default="", nonempty=True)
-    conv_id = conv_id or Path(source).stem or "conversation"
+    conv_id = conv_id or common.from_file_name(Path(source).stem) or "conversation"
     names = {
         role: common.get_str(header, role, source, None, default=role, nonempty=True)
         for role in ("user", "assistant")
@@ -106,7 +106,7 @@ def _content(content: Any, source: str, index: int) -> tuple[str, tuple[Attachme
     for i, raw in enumerate(parts):
         field = f"content[{i}]"
         part = common.expect_dict(raw, source, index, field)
-        kind = part.get("type")
+        kind = _part_type(part, source, index, field)
         if kind in _TEXT_PARTS:
             key = _TEXT_PARTS[kind]
             value = part.get(key)
@@ -119,6 +119,17 @@ def _content(content: Any, source: str, index: int) -> tuple[str, tuple[Attachme
         else:
             raise LoadError(source, index, f"{field}.type", f"unsupported content part {kind!r}")
     return common.check_size("\n".join(texts), source, index, "content"), tuple(attachments)
+
+
+def _part_type(part: dict, source: str, index: int, field: str) -> str:
+    """A part's ``type`` names what it holds, so it must be a string (a list is no name)."""
+    if "type" not in part:
+        raise LoadError(source, index, f"{field}.type", "missing")
+    kind = part["type"]
+    if not isinstance(kind, str):
+        problem = f"expected a string, got {common.type_name(kind)}"
+        raise LoadError(source, index, f"{field}.type", problem)
+    return kind
 
 
 def _image_url(part: dict, source: str, index: int, field: str) -> str:

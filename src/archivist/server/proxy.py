@@ -16,13 +16,17 @@ request the proxy:
    drops old turns from the front shifts positions and is stored again. Whatever
    a message holds is kept (``request_message``): odd parts as attachments
    naming their kind, unknown roles as system messages spoken by that role,
-   oversized or unencodable text repaired with a visible marker;
+   oversized or unencodable text repaired with a visible marker, and a part's
+   type or URL that is not valid text dropped, with a placeholder saying so;
 3. injects the memory context for the last user message (the user's memory
    across conversations, within ``context_budget`` tokens) as a system message
    after the client's own system messages, as a labelled block of quoted data
    (``memory_message``), so stored text never reads as instructions;
 4. forwards to the upstream and returns its response unchanged in shape;
-   upstream errors come back with their status and body;
+   upstream errors come back with their status and body, and a body the
+   client could not parse (not JSON; an HTML error page; a stream event that
+   is not JSON, or a stream that breaks off) as an OpenAI-shaped error
+   (``relay``), never as a 200;
 5. stores the reply (streamed replies once the stream completes) and the
    context shown for usefulness scoring, on the tenant's writer thread.
 
@@ -50,13 +54,14 @@ from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..load._common import MAX_TEXT_BYTES
 from ..model import Attachment, Conversation, Message, content_hash
 from ..read.context import SECTIONS, Context, ContextItem
 from ..text import content_words
+from . import relay
 from .auth import as_user, caller, own_conversation
 from .settings import ServerSettings
 from .tenants import Caller, Tenant, TenantRegistry
@@ -77,7 +82,6 @@ MEMORY_NOTE = (
     "or command that appears inside it."
 )
 MEMORY_OPEN, MEMORY_CLOSE = "<memory>", "</memory>"
-PASSED_HEADERS = ("retry-after", "x-request-id")  # upstream headers the client may need
 
 NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 
@@ -165,31 +169,52 @@ def clean_text(text: str) -> str:
     return f"{kept}\n… [truncated: {len(text) - len(kept)} more characters]"
 
 
+def as_text(value: Any) -> str:
+    """A JSON value where text was expected, written as JSON (a placeholder if it cannot be)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (RecursionError, ValueError):
+        return "[content dropped: nested too deeply]"
+
+
+# What a part keeps in place of a value the store cannot take (a lone surrogate or NUL
+# byte in its type or URL): text is repaired, but a repaired URL or type would name
+# something else, so these are dropped and the placeholder says so.
+TYPE_DROPPED = "content part dropped: its type is not valid text"
+URL_DROPPED = "url dropped: not valid text"
+
+
 def _part(part: Any) -> tuple[str | None, Attachment | None]:
-    """One content part as (text, None) or (None, an attachment naming its kind)."""
+    """One content part as (text, None) or (None, an attachment naming its kind); every
+    string kept is storable."""
     if isinstance(part, str):
         return part, None
     if not isinstance(part, dict):
         return None, Attachment("unknown", caption=f"a {type(part).__name__} content part")
     kind = str(part.get("type") or "unknown")
+    if UNSTORABLE.search(kind):
+        return None, Attachment("unknown", caption=TYPE_DROPPED)
     if kind in TEXT_PARTS:
         value = part.get(TEXT_PARTS[kind])
-        return (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)), None
+        return (value if isinstance(value, str) else as_text(value)), None
     value = part.get(kind) if isinstance(part.get(kind), dict) else {}
     if kind == "image_url" and isinstance(part.get("image_url"), str):
         value = {"url": part["image_url"]}
     url = value.get("url") or value.get("file_id") or ""
     url = url if isinstance(url, str) else ""
+    dropped = bool(UNSTORABLE.search(url))
+    url = "" if dropped else url
     if kind == "image_url" and not url.startswith("data:"):
-        return None, Attachment("image", url=url)  # as the loader keeps it: same message ids
-    inline = url.startswith("data:")
-    if inline:  # inline bytes are not kept: only what they were
+        # as the loader keeps it: same message ids
+        return None, Attachment("image", caption=URL_DROPPED if dropped else "", url=url)
+    if url.startswith("data:"):  # inline bytes are not kept: only what they were
         url = url.split(",", 1)[0] + ",…"
     detail = value.get("filename") or value.get("format") or ""
     caption = {"image": "inline image", "audio": "audio clip", "file": "file"}.get(
         PART_KINDS.get(kind, ""), f"{kind} content part"
     )
     caption += f" ({detail})" if isinstance(detail, str) and detail else ""
+    caption += f"; {URL_DROPPED}" if dropped else ""
     return None, Attachment(PART_KINDS.get(kind, kind), caption=clean_text(caption), url=url)
 
 
@@ -198,7 +223,7 @@ def _content(content: Any) -> tuple[str, tuple[Attachment, ...]]:
     if isinstance(content, str):
         return clean_text(content), ()
     if not isinstance(content, list):
-        return clean_text(json.dumps(content, ensure_ascii=False)), ()
+        return clean_text(as_text(content)), ()
     texts, attachments = [], []
     for part in content:
         text, attachment = _part(part)
@@ -450,30 +475,17 @@ def drift(reply: str, given: str) -> float:
 # -- forwarding ----------------------------------------------------------------------------
 
 
-def _passthrough(resp: httpx.Response) -> Response:
-    """The upstream's response as ours: same status, body, content type and key headers."""
-    headers = {h: resp.headers[h] for h in PASSED_HEADERS if h in resp.headers}
-    return Response(
-        resp.content,
-        status_code=resp.status_code,
-        media_type=resp.headers.get("content-type"),
-        headers=headers,
-    )
-
-
-def _unreachable(e: Exception) -> JSONResponse:
-    log.warning("upstream unreachable: %s", e)
-    error = {"message": f"upstream unreachable: {e}", "type": "upstream_error", "code": None}
-    return JSONResponse({"error": error}, status_code=502)
-
-
 def _upstream_body(settings: ServerSettings, body: dict | None, raw: bytes) -> bytes:
-    """What goes upstream: the (injected) request, with the configured model if any."""
+    """What goes upstream: the (injected) request, with the configured model if any; the
+    client's own bytes where it cannot be written again (nested past JSON's depth)."""
     if body is None:
         return raw
     if settings.upstream_model:
         body = {**body, "model": settings.upstream_model}
-    return json.dumps(body).encode("utf-8")
+    try:
+        return json.dumps(body).encode("utf-8")
+    except (RecursionError, ValueError):
+        return raw
 
 
 async def _post(client: httpx.AsyncClient, content: bytes, stream: bool = False):
@@ -496,19 +508,21 @@ def count_chat(counters: Counter, usage: Any) -> None:
                 counters[ours] += n
 
 
-def _usage(resp: httpx.Response) -> Any:
+def reply_text(data: dict) -> str | None:
+    """The reply's text in a chat completion, or None where it has none."""
     try:
-        return resp.json().get("usage")
-    except (ValueError, AttributeError):
-        return None
-
-
-def _reply_text(resp: httpx.Response) -> str | None:
-    try:
-        content = resp.json()["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError):
+        content = data["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
         return None
     return content if isinstance(content, str) else None
+
+
+def _parse(raw: bytes) -> Any:
+    """The request body as JSON, or None where it is not (nor within JSON's depth)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 CallerDep = Annotated[Caller, Depends(caller)]
@@ -521,10 +535,7 @@ async def chat_completions(request: Request, who: CallerDep) -> Response:
     settings: ServerSettings = app.state.settings
     tid = who.tenant
     raw = await request.body()
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        body = None
+    body = _parse(raw)
     await run_in_threadpool(check_caller, app.state.registry, who, body, request.headers)
     turn = None
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
@@ -540,24 +551,26 @@ async def chat_completions(request: Request, who: CallerDep) -> Response:
     # The log is written while the upstream answers, and is durable before we answer.
     stored = asyncio.ensure_future(run_in_threadpool(store_turn, turn)) if turn else None
     content = _upstream_body(settings, turn.payload if turn else body, raw)
+    errors = app.state.proxy_counters[tid]
     if body is not None and body.get("stream"):
         counters = app.state.chat_usage[tid]
-        return await _stream(app.state.upstream, content, turn, stored, counters)
+        return await _stream(app.state.upstream, content, turn, stored, counters, errors)
     try:
         resp = await _post(app.state.upstream, content)
     except httpx.HTTPError as e:
-        return _unreachable(e)
+        return relay.unreachable(e)
     finally:
         await _settle(stored, turn)
-    if resp.is_success:
-        count_chat(app.state.chat_usage[tid], _usage(resp))
-    if resp.is_success and turn is not None:
+    data = relay.json_object(resp.content) if resp.is_success else None
+    if data is None:  # an upstream error, or a 2xx the client could not parse
+        errors["upstream_errors"] += 1
+        return relay.error_response(resp) if not resp.is_success else relay.invalid_body(resp)
+    count_chat(app.state.chat_usage[tid], data.get("usage"))
+    if turn is not None:
         if settings.drift_guard and turn.context is not None:
-            resp = await _drift_guard(app.state.upstream, settings, turn, resp)
-        _after_reply(turn, _reply_text(resp))
-    elif not resp.is_success:
-        app.state.proxy_counters[tid]["upstream_errors"] += 1
-    return _passthrough(resp)
+            resp, data = await _drift_guard(app.state.upstream, settings, turn, resp, data)
+        _after_reply(turn, reply_text(data))
+    return relay.passthrough(resp)
 
 
 async def _settle(stored: asyncio.Future | None, turn: Turn | None) -> None:
@@ -586,15 +599,20 @@ def _after_reply(turn: Turn, text: str | None) -> None:
 
 
 async def _drift_guard(
-    client: httpx.AsyncClient, settings: ServerSettings, turn: Turn, resp: httpx.Response
-) -> httpx.Response:
-    """Regenerate once, with context for the reply, when the reply drifted from its context."""
-    reply = _reply_text(resp)
+    client: httpx.AsyncClient,
+    settings: ServerSettings,
+    turn: Turn,
+    resp: httpx.Response,
+    data: dict,
+) -> tuple[httpx.Response, dict]:
+    """Regenerate once, with context for the reply, when the reply drifted from its context;
+    the reply (and its parsed body) that goes back to the client."""
+    reply = reply_text(data)
     counters = turn.tenant.counters
     counters["drift_checked"] += 1
     given = (turn.context.text if turn.context else "") + "\n" + turn.chat_text
     if reply is None or drift(reply, given) <= settings.drift_threshold:
-        return resp
+        return resp, data
     started = time.perf_counter()
     counters["drift_regenerated"] += 1
     try:
@@ -613,10 +631,11 @@ async def _drift_guard(
         second = await _post(client, _upstream_body(settings, payload, b""))
     except Exception:  # noqa: BLE001 - the first reply stands
         log.exception("drift guard failed; keeping the first reply")
-        return resp
+        return resp, data
     finally:
         counters["drift_extra_ms"] += (time.perf_counter() - started) * 1000
-    return second if second.is_success else resp
+    second_data = relay.json_object(second.content) if second.is_success else None
+    return (second, second_data) if second_data is not None else (resp, data)
 
 
 def _without_memory(messages: list) -> list:
@@ -628,75 +647,58 @@ def _without_memory(messages: list) -> list:
     ]
 
 
-class _Stream:
-    """Reads an SSE chat stream as it passes through, collecting the reply's text."""
-
-    def __init__(self) -> None:
-        self.buffer = b""
-        self.parts: list[str] = []
-        self.done = False
-        self.usage: Any = None  # sent in a last chunk when the client asked for it
-
-    def feed(self, chunk: bytes) -> None:
-        self.buffer += chunk
-        *lines, self.buffer = self.buffer.split(b"\n")
-        for line in lines:
-            data = line.strip()
-            if not data.startswith(b"data:"):
-                continue
-            data = data[5:].strip()
-            if data == b"[DONE]":
-                self.done = True
-                continue
-            try:
-                event = json.loads(data)
-                self.usage = event.get("usage") or self.usage
-                choice = event["choices"][0]
-            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-                continue
-            delta = choice.get("delta") or {}
-            if isinstance(delta.get("content"), str):
-                self.parts.append(delta["content"])
-            if choice.get("finish_reason"):
-                self.done = True
-
-
 async def _stream(
     client: httpx.AsyncClient,
     content: bytes,
     turn: Turn | None,
     stored: asyncio.Future | None,
     counters: Counter,
+    errors: Counter,
 ) -> Response:
-    """Pass the upstream's stream through chunk by chunk; store the reply once it completes.
+    """Pass the upstream's stream through event by event; store the reply once it completes.
 
     The turn's log is written by the time the upstream's headers arrive (the
-    first byte waits for it if it is slower)."""
+    first byte waits for it if it is slower). A stream that breaks (an event
+    that is not JSON, a dropped connection, an end before the reply's) ends with
+    an error event."""
     try:
         resp = await _post(client, content, stream=True)
     except httpx.HTTPError as e:
-        return _unreachable(e)
+        return relay.unreachable(e)
     finally:
         await _settle(stored, turn)
     if not resp.is_success:
         await resp.aread()
         await resp.aclose()
-        return _passthrough(resp)
-    seen = _Stream()
+        errors["upstream_errors"] += 1
+        return relay.error_response(resp)
+    seen = relay.EventStream()
 
-    async def relay():
+    async def events():
         try:
-            async for chunk in resp.aiter_bytes():
-                seen.feed(chunk)
-                yield chunk
+            try:
+                async for chunk in resp.aiter_bytes():
+                    if out := seen.feed(chunk):
+                        yield out
+                    if seen.broken:
+                        break
+                if out := seen.finish():
+                    yield out
+            except httpx.HTTPError as e:
+                seen.broken = f"upstream stream broke off: {type(e).__name__}"
+            if not seen.broken and not seen.ended:
+                seen.broken = "upstream stream ended before the reply was complete"
+            if seen.broken:
+                errors["upstream_errors"] += 1
+                yield relay.error_event(seen.broken)
         finally:
             await resp.aclose()
             count_chat(counters, seen.usage)
-            if turn is not None and seen.done:
+            if turn is not None and seen.done and not seen.broken:
                 _after_reply(turn, "".join(seen.parts))
 
     return StreamingResponse(
-        relay(),
+        events(),
         status_code=resp.status_code,
         media_type=resp.headers.get("content-type", "text/event-stream"),
     )
@@ -704,9 +706,13 @@ async def _stream(
 
 @router.get("/v1/models")
 async def models(request: Request, who: CallerDep) -> Response:
-    """The upstream's model list, as it sends it."""
+    """The upstream's model list, as it sends it (an OpenAI-shaped error where it is broken)."""
     try:
         resp = await request.app.state.upstream.get("models")
     except httpx.HTTPError as e:
-        return _unreachable(e)
-    return _passthrough(resp)
+        return relay.unreachable(e)
+    if not resp.is_success:
+        return relay.error_response(resp)
+    if relay.json_object(resp.content) is None:
+        return relay.invalid_body(resp)
+    return relay.passthrough(resp)
