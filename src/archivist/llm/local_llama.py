@@ -4,7 +4,8 @@
 schema turned into a grammar that constrains decoding, so even a 0.5B model
 answers with JSON of the right shape unless cut off at ``max_tokens`` (its
 content is another matter; the caller validates and retries). It is optional
-(``pip install 'archivist[local]'``) and imported on first use; the model file
+(``pip install 'archivist[local]'``; from a clone ``pip install '.[local]'``) and
+imported on first use; the model file
 loads on the first ``complete``, never at import or construction.
 
 Where the weights come from is the user's business: ``assemble_gguf`` joins a
@@ -36,7 +37,7 @@ from typing import Any, Unpack
 from ..errors import ConfigError, InputError
 from .base import CallOptions, CallOptionsDict, Completion, LLMError, LLMTimeout
 
-INSTALL_HINT = "pip install 'archivist[local]'"
+INSTALL_HINT = "pip install 'archivist[local]' (from a clone: pip install '.[local]')"
 CHUNK = 1 << 20  # bytes per read when hashing or joining parts
 
 

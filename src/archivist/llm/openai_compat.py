@@ -3,7 +3,8 @@
 Only the standard ``chat.completions`` API is used. Servers differ in what they
 accept, so a rejected ``response_format`` (or ``max_tokens`` / ``temperature``)
 is downgraded once and remembered for the instance. Needs the optional
-``openai`` package (``pip install 'archivist[openai]'``), imported on first use.
+``openai`` package (``pip install 'archivist[openai]'``; from a clone
+``pip install '.[openai]'``), imported on first use.
 """
 
 from __future__ import annotations
@@ -77,7 +78,10 @@ class OpenAIChatModel:
         if max_retries < 0 or backoff < 0 or timeout <= 0:
             raise ValueError("max_retries and backoff must be >= 0, timeout > 0")
         if importlib_util.find_spec("openai") is None:
-            raise LLMError("llm 'openai' needs the openai package: pip install 'archivist[openai]'")
+            raise LLMError(
+                "llm 'openai' needs the openai package: pip install 'archivist[openai]' "
+                "(from a clone: pip install '.[openai]')"
+            )
         self.model = model
         self.base_url = base_url
         self.name = endpoint_name(model, base_url)

@@ -1,6 +1,7 @@
 """Servers over MemoryService: the REST API and the OpenAI-compatible proxy (``archivist serve``).
 
-Needs the ``server`` extra (FastAPI, uvicorn, httpx2): ``pip install 'archivist[server]'``.
+Needs the ``server`` extra (FastAPI, uvicorn, httpx2): ``pip install 'archivist[server]'``
+(from a clone: ``pip install '.[server]'``).
 """
 
 from __future__ import annotations
