@@ -153,8 +153,12 @@ def test_export_then_import_into_another_tenant_round_trips(client: TestClient) 
     one = client.get("/v1/memory/export", params={"conversation": "ana-lee"}, headers=BETA)
     assert one.text == exported.text
     assert client.get("/v1/memory/export?conversation=nope", headers=BETA).status_code == 404
-    bad = client.post("/v1/memory/import", content=b'{"oops": 1}\n', headers=BETA)
+    ndjson = {**BETA, "content-type": "application/x-ndjson"}
+    bad = client.post("/v1/memory/import", content=b'{"oops": 1}\n', headers=ndjson)
     assert bad.status_code == 400
+    # only as JSON Lines: a page on another site cannot send that type (server/guard.py)
+    plain = client.post("/v1/memory/import", content=exported.content, headers=BETA)
+    assert plain.status_code == 415 and "application/x-ndjson" in plain.json()["error"]["message"]
 
 
 def test_keys_parsing_and_constant_time_lookup(tmp_path: Path) -> None:

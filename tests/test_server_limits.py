@@ -92,8 +92,11 @@ def test_bodies_the_api_cannot_read_get_the_common_error_body(tmp_path: Path) ->
     json_type = {**ALPHA, "content-type": "application/json"}
     with make_client(tmp_path) as client:
         deep = "[" * 100_000 + "]" * 100_000
-        r = client.post("/v1/chat/completions", content=deep, headers=json_type)
+        r = client.post("/v1/memory/ask", content=deep, headers=json_type)
         assert r.status_code == 400 and "nested too deeply" in r.json()["error"]["message"]
+        # the proxy forwards what it cannot read as it came: here no upstream answers
+        r = client.post("/v1/chat/completions", content=deep, headers=json_type)
+        assert r.status_code == 502 and r.json()["error"]["message"]
         r = client.post("/v1/memory/ask", content='{"question": NaN}', headers=json_type)
         assert r.status_code == 422
         assert r.json()["error"] == {

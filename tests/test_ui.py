@@ -78,9 +78,14 @@ def test_pages_need_a_tenant_key(client: TestClient) -> None:
 
 def test_open_access_needs_no_login(tmp_path: Path) -> None:
     settings = ServerSettings(data_dir=tmp_path, open_access=True, background="thread")
-    with TestClient(create_app(settings, memory_factory=fake_memory)) as c:
+    app = create_app(settings, memory_factory=fake_memory)
+    with TestClient(app, base_url="http://127.0.0.1:8090") as c:
         r = c.get("/")
         assert r.status_code == 200 and "Nobody yet" in r.text and "Log out" not in r.text
+    # without keys, only loopback names reach a page (DNS rebinding: server/guard.py)
+    with TestClient(app, base_url="http://attacker.example:8090") as c:
+        r = c.get("/")
+        assert r.status_code == 403 and "attacker.example" in r.json()["error"]["message"]
 
 
 def test_the_person_page_shows_what_holds_and_what_it_replaced(client: TestClient) -> None:
@@ -192,12 +197,26 @@ def test_forget_a_claim_and_a_conversation(client: TestClient) -> None:
     memory = memory_of(client)
     claim = next(c for c in memory.claims(person="Lee", limit=1000) if "A330" in c.text)
     page = client.get(f"/claims/{claim.id}").text
+    # the claim page's button asks first: a page saying what goes, then a confirmed POST
+    asked = client.get(f"/claims/{claim.id}/forget")
+    assert asked.status_code == 200 and f"Forget claim {claim.id}?" in text_of(asked.text)
+    assert claim.text in text_of(asked.text)
     r = client.post(f"/claims/{claim.id}/forget", data={"token": token_of(page)})
+    assert f"Forget claim {claim.id}?" in text_of(r.text)  # an unconfirmed form only asks
+    assert client.get(f"/claims/{claim.id}").status_code == 200
+    r = client.post(
+        f"/claims/{claim.id}/forget", data={"token": token_of(asked.text), "confirm": "yes"}
+    )
     assert r.status_code == 200 and f"forgot claim {claim.id}" in r.text
     assert client.get(f"/claims/{claim.id}").status_code == 404
     memory.rebuild(["ana-lee"])  # re-deriving from the messages does not bring it back
     assert not any(c.text == claim.text for c in memory.claims(person="Lee", limit=1000))
-    r = client.post("/conversations/ana-lee/forget", data={"token": token_of(page)})
+    asked = client.get("/conversations/ana-lee/forget")
+    assert "40 messages of conversation ana-lee" in text_of(asked.text)
+    assert memory.conversations() != []
+    r = client.post(
+        "/conversations/ana-lee/forget", data={"token": token_of(asked.text), "confirm": "yes"}
+    )
     assert "forgot conversation ana-lee (40 messages)" in text_of(r.text)
     assert memory.conversations() == [] and "No conversations stored" in r.text
 

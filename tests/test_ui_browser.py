@@ -142,6 +142,11 @@ def test_see_correct_and_forget_in_the_browser(site, browser) -> None:
     assert "Sao Paulo right now" in message.inner_text()
     shot(page, "06-conversation")
     message.get_by_role("button", name="Forget message S3:4").click()
+    # it asks first, saying what goes
+    assert page.get_by_role("heading", level=1).inner_text() == "Forget message S3:4?"
+    assert "Sao Paulo right now" in page.locator("blockquote").inner_text()
+    shot(page, "07-confirm")
+    page.get_by_role("button", name="Yes, forget message S3:4").click()
     assert page.get_by_role("status").inner_text() == "forgot message S3:4"
     assert page.locator("li#m-S3\\:4").count() == 0
     shot(page, "07-forgotten")

@@ -35,6 +35,14 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 @click.option("--context-budget", type=click.IntRange(0), help="Tokens of injected context.")
 @click.option("--drift-guard/--no-drift-guard", default=None, help="Regenerate drifting replies.")
 @click.option("--open", "open_access", is_flag=True, help="No keys: one tenant, 'default'.")
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A name this server answers to besides loopback's (repeat; $ARCHIVIST_ALLOWED_HOSTS). "
+    "Any other Host is refused where no key protects memory.",
+)
 @click.option("--log-level", default="info", show_default=True)
 @pass_ctx
 def serve(
@@ -50,6 +58,7 @@ def serve(
     context_budget: int | None,
     drift_guard: bool | None,
     open_access: bool,
+    allowed_hosts: tuple[str, ...],
     log_level: str,
 ) -> None:
     """Serve memory over HTTP: REST under /v1/memory, chat proxy at /v1/chat/completions.
@@ -62,7 +71,10 @@ def serve(
         from ..server.app import ServerSettings, create_app
         from ..server.tenants import load_keys_file
     except ImportError as e:
-        raise click.UsageError(f"{e.name} is missing: pip install 'archivist[server]'") from e
+        raise click.UsageError(
+            f"{e.name} is missing: pip install 'archivist[server]' "
+            "(from a clone: pip install '.[server]')"
+        ) from e
     settings = ServerSettings.from_env(
         memory=ctx.settings,
         data_dir=data_dir,
@@ -73,6 +85,7 @@ def serve(
         context_budget=context_budget,
         drift_guard=drift_guard,
         open_access=open_access or None,
+        allowed_hosts=allowed_hosts or None,
     )
     if keys_file is not None:
         settings = ServerSettings(**{**settings.__dict__, "keys": load_keys_file(keys_file)})
@@ -95,23 +108,34 @@ def serve(
 
 @click.command()
 @click.option("--port", default=8090, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--api",
+    is_flag=True,
+    help="Also serve the REST API (/v1/memory, /docs) and the chat proxy, without keys.",
+)
 @click.option("--log-level", default="warning", show_default=True)
 @pass_ctx
-def ui(ctx: Context, port: int, log_level: str) -> None:
+def ui(ctx: Context, port: int, api: bool, log_level: str) -> None:
     """Browse and correct a local store (--db) in your browser, on 127.0.0.1 only.
 
     The memory browser of `archivist serve`, over this one store and without
-    keys, so it never listens beyond this machine.
+    keys, so it never listens beyond this machine and answers only to loopback
+    names; it serves the browser alone unless --api is given.
     """
     try:
         import uvicorn
 
         from ..server.app import ServerSettings, create_app
     except ImportError as e:
-        raise click.UsageError(f"{e.name} is missing: pip install 'archivist[server]'") from e
+        raise click.UsageError(
+            f"{e.name} is missing: pip install 'archivist[server]' "
+            "(from a clone: pip install '.[server]')"
+        ) from e
     memory = ctx.open()  # a store that does not exist is an error naming it
     path = ctx.settings.resolved_db_path()
-    settings = ServerSettings(memory=ctx.settings, data_dir=path.parent, open_access=True)
+    settings = ServerSettings.from_env(
+        memory=ctx.settings, data_dir=path.parent, open_access=True, serve_api=api, keys=()
+    )
     app = create_app(settings, memory_factory=lambda tenant, _path: memory)
     click.echo(f"memory browser for {path} on http://127.0.0.1:{port}/", err=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level=log_level)

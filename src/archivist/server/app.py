@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..config import Settings
 from ..errors import (
@@ -34,8 +36,9 @@ from ..errors import (
 )
 from ..service_views import parse_at
 from ..text import person_key
-from .auth import as_user, caller, own_conversation, own_messages, tenant_id
+from .auth import actor, as_user, caller, own_conversation, own_messages, tenant_id
 from .docs import add_offline_docs
+from .guard import RequestGuard
 from .limits import AuthFailures, BodyLimit
 from .settings import ServerSettings, default_data_dir
 from .statuses import status_for
@@ -64,6 +67,19 @@ async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
     message = f"{where}: {first.get('msg', 'invalid request')}"
     return JSONResponse({"error": {"type": "InputError", "message": message}}, status_code=422)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's own refusals (no key, no route, a body it cannot parse) in the common
+    error body, with their headers (``WWW-Authenticate``, ``Retry-After``)."""
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    kind = "InputError" if status == 400 else HTTPStatus(status).phrase.title().replace(" ", "")
+    message = str(exc.detail)
+    if isinstance(exc.__cause__, RecursionError) or isinstance(exc.__context__, RecursionError):
+        message = "request JSON is nested too deeply"
+    body = {"error": {"type": kind, "message": message}}
+    return JSONResponse(body, status_code=status, headers=getattr(exc, "headers", None))
 
 
 async def _too_deep(request: Request, exc: Exception) -> JSONResponse:
@@ -246,6 +262,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served from packaged assets below: no CDN
         redoc_url=None,
+        openapi_url="/openapi.json" if settings.serve_api else None,
     )
     app.state.settings = settings
     app.state.registry = registry
@@ -258,15 +275,23 @@ def create_app(
     app.state.chat_usage = defaultdict(Counter)
     app.state.auth_failures = AuthFailures(settings.auth_failures_per_minute)
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
+    app.add_middleware(  # outermost: nothing runs for a foreign Host or a cross-site write
+        RequestGuard,
+        check_host=settings.open_access or bool(settings.allowed_hosts),
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+    )
     app.add_exception_handler(ArchivistError, _archivist_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(RecursionError, _too_deep)
-    app.include_router(memory_router())
-    from .memories_routes import memories_router  # mem0-shaped routes and exact deletes
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    if settings.serve_api:
+        app.include_router(memory_router())
+        from .memories_routes import memories_router  # mem0-shaped routes and exact deletes
 
-    app.include_router(memories_router())
-    app.include_router(proxy.router)
-    add_offline_docs(app)
+        app.include_router(memories_router())
+        app.include_router(proxy.router)
+        add_offline_docs(app)
     add_ui(app)
     return app
 
@@ -433,16 +458,18 @@ _NDJSON_BODY = {
 def _admin_routes(r) -> None:
     """Deletion, export/import, consolidation and status."""
 
-    @r.delete("/conversations/{conversation}")
-    def delete_conversation(tenant: TenantDep, conversation: str) -> dict:
-        """Remove a conversation from every index."""
-        return {"deleted": tenant.delete(conversation=conversation)}
+    @r.delete("/conversations/{conversation:path}")
+    def delete_conversation(request: Request, tenant: TenantDep, conversation: str) -> dict:
+        """Remove a conversation from every index (its id may hold "/": team/general)."""
+        return {"deleted": tenant.delete(conversation=conversation, actor=actor(request))}
 
-    @r.delete("/people/{person}")
-    def delete_person(tenant: TenantDep, person: str, received: bool = False) -> dict:
+    @r.delete("/people/{person:path}")
+    def delete_person(
+        request: Request, tenant: TenantDep, person: str, received: bool = False
+    ) -> dict:
         """Remove what a person said and every claim about them; ``received``: also the
         messages others sent them."""
-        return {"deleted": tenant.delete(person=person, received=received)}
+        return {"deleted": tenant.delete(person=person, received=received, actor=actor(request))}
 
     @r.get("/export", response_class=StreamingResponse)
     def export(tenant: TenantDep, conversation: str | None = None) -> StreamingResponse:
@@ -456,8 +483,6 @@ def _admin_routes(r) -> None:
     @r.post("/import", openapi_extra=_NDJSON_BODY)
     async def import_(request: Request, tenant: TenantDep) -> dict:
         """Store an export (JSON Lines); nothing is stored if any line is bad."""
-        from starlette.concurrency import run_in_threadpool
-
         from ..load._common import decode
 
         text = decode(await request.body(), "import")

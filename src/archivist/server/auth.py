@@ -53,6 +53,12 @@ def tenant_id(request: Request, who: Annotated[Caller, Depends(caller)]) -> str:
     return who.tenant
 
 
+def actor(request: Request) -> str:
+    """Who the audit log names for a deletion over REST: the API and the client address."""
+    client = request.client.host if request.client else "unknown"
+    return f"rest ({client})"
+
+
 def as_user(who: Caller, field: str, value: str | None) -> str | None:
     """``value`` of a user field (a person, the chat's user) as a bound key allows it.
 

@@ -1,8 +1,8 @@
 """What one caller may cost the server: request size, and failed authentications.
 
 ``BodyLimit`` refuses a request whose body is larger than the limit with 413,
-before the body is read into memory: by its Content-Length when it has one,
-else by counting the chunks as they arrive (a chunked upload stops there).
+before any handler reads it: by its Content-Length when it has one, else by
+counting the chunks as they arrive (a chunked upload stops there).
 ``AuthFailures`` answers 429 to a client address after too many wrong keys
 within a minute, so keys cannot be guessed at network speed.
 """
@@ -24,12 +24,18 @@ def _error_body(limit: int) -> bytes:
     return json.dumps({"error": {"type": ERROR_TYPE, "message": message}}).encode()
 
 
-class _TooLarge(Exception):
-    pass
+# A refused body is still read (and dropped) up to this much, so the client, which sends
+# all of it before it reads the answer, gets the 413 instead of a reset connection.
+DRAIN_BYTES = 64 * 1024 * 1024
 
 
 class BodyLimit:
-    """ASGI middleware: 413 with the common error body for bodies over ``limit`` bytes."""
+    """ASGI middleware: 413 with the common error body for bodies over ``limit`` bytes.
+
+    A body with a Content-Length over the limit is refused before it is read; one
+    without (chunked) is read into memory up to the limit before the app sees it, so
+    no handler or form parser ever meets a body cut short.
+    """
 
     def __init__(self, app, limit: int) -> None:
         self.app = app
@@ -40,38 +46,55 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         length = dict(scope.get("headers") or ()).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
+        if length is not None:
+            if not length.isdigit() or int(length) <= self.limit:
+                await self.app(scope, receive, send)  # the server holds it to its length
+                return
+            if int(length) <= DRAIN_BYTES:
+                await _drain(receive, 0)
             await self._refuse(send)
             return
+        chunks: list[bytes] = []
         seen = 0
-        started = False
-
-        async def counted_receive():
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
-
-        async def tracked_send(message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, counted_receive, tracked_send)
-        except _TooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
+            if seen > self.limit:
+                await _drain(receive, seen, message.get("more_body", False))
                 await self._refuse(send)
+                return
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if sent:
+                return await receive()  # a disconnect, when it comes
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, send) -> None:
         body = _error_body(self.limit)
         headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+async def _drain(receive, seen: int, more: bool = True) -> None:
+    """Read and drop what is left of a refused body, up to DRAIN_BYTES in all."""
+    while more and seen <= DRAIN_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        seen += len(message.get("body", b""))
+        more = message.get("more_body", False)
 
 
 class AuthFailures:

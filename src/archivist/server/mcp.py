@@ -315,7 +315,9 @@ def _add_write_tools(
             if (conversation is None) == (person is None):
                 raise InputError("forget takes exactly one of conversation or person")
             with writing:
-                n = memory.delete(conversation=conversation, person=person, received=received)
+                n = memory.delete(
+                    conversation=conversation, person=person, received=received, actor="mcp"
+                )
             return {"deleted": n, "conversation": conversation, "person": person}
 
 

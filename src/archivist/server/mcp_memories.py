@@ -77,7 +77,7 @@ def add_memory_tools(
     def delete_memory(memory_id: MemoryId) -> dict[str, Any]:
         """Forget a memory for good (with its corrections); its messages stay."""
         with errors(), writing:
-            return {"deleted": memory.delete(memory_id)}
+            return {"deleted": memory.forget_claim(memory_id, actor="mcp")}
 
     @tool(server, read_only_hint=True)
     def memory_history(memory_id: MemoryId) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from ..errors import InputError
 from ..mem0 import Memory as Mem0
 from ..write.turns import default_conversation
-from .auth import tenant_id
+from .auth import actor, tenant_id
 from .tenants import Tenant
 
 DRAIN_S = 30.0
@@ -100,10 +100,10 @@ def memories_router() -> APIRouter:
         return tenant.memory.update(_id(memory_id), body.text).to_dict()
 
     @r.delete("/v1/memories/{memory_id}")
-    def delete_memory(tenant: TenantDep, memory_id: str) -> dict:
+    def delete_memory(request: Request, tenant: TenantDep, memory_id: str) -> dict:
         """Forget a memory for good (with its corrections)."""
         tenant.drain(DRAIN_S)
-        return {"deleted": tenant.memory.delete(_id(memory_id))}
+        return {"deleted": tenant.memory.forget_claim(_id(memory_id), actor=actor(request))}
 
     @r.get("/v1/memories/{memory_id}/history")
     def memory_history(tenant: TenantDep, memory_id: str) -> list[dict]:
@@ -115,12 +115,16 @@ def memories_router() -> APIRouter:
 
 
 def _delete_routes(r: APIRouter) -> None:
-    @r.delete("/v1/memory/messages/{conversation}/{message_id}")
-    def forget_message(tenant: TenantDep, conversation: str, message_id: str) -> dict:
-        """Remove one message from every index and re-derive its session."""
+    @r.delete("/v1/memory/messages/{conversation:path}/{message_id}")
+    def forget_message(
+        request: Request, tenant: TenantDep, conversation: str, message_id: str
+    ) -> dict:
+        """Remove one message from every index and re-derive its session (a conversation
+        id may hold "/": the message id is the path's last part)."""
         tenant.drain(DRAIN_S)
         with tenant.lock(conversation):
-            return {"deleted": tenant.memory.forget_message(conversation, message_id)}
+            found = tenant.memory.forget_message(conversation, message_id, actor=actor(request))
+            return {"deleted": found}
 
     @r.post("/v1/memory/people/merge")
     def merge_people(tenant: TenantDep, body: MergeIn) -> dict:
@@ -129,7 +133,7 @@ def _delete_routes(r: APIRouter) -> None:
         kept = tenant.memory.merge_people(body.keep, body.drop, reason=body.reason)
         return _person(kept)
 
-    @r.post("/v1/memory/people/{person}/split")
+    @r.post("/v1/memory/people/{person:path}/split")
     def split_person(tenant: TenantDep, person: str, body: SplitIn) -> dict:
         """One (conversation, name) identity of a person is someone else: it becomes a
         person of its own, and automatic resolution does not merge them again."""
@@ -138,12 +142,12 @@ def _delete_routes(r: APIRouter) -> None:
         return _person(made)
 
     @r.post("/v1/memory/reset")
-    def reset(tenant: TenantDep, confirm: str | None = None) -> dict:
+    def reset(request: Request, tenant: TenantDep, confirm: str | None = None) -> dict:
         """Forget everything of this tenant; needs ``confirm=yes``."""
         if confirm != "yes":
             raise InputError("reset forgets everything: pass confirm=yes")
         tenant.drain(DRAIN_S)
-        tenant.memory.reset()
+        tenant.memory.reset(actor=actor(request))
         return {"reset": True}
 
 

@@ -53,6 +53,14 @@ class ServerSettings:
     # client address may send per minute before it is answered 429; 0 turns either off.
     max_request_bytes: int = 8 * 1024 * 1024
     auth_failures_per_minute: int = 20
+    # Names this server answers to beyond loopback's (127.0.0.1, localhost, [::1]): without
+    # keys every other Host is refused (DNS rebinding); and origins, beyond the server's
+    # own, whose pages may change memory (a site in front of it). server/guard.py.
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    # The REST API and the chat proxy beside the memory browser (``archivist ui`` serves
+    # the browser alone unless asked).
+    serve_api: bool = True
     memory: Settings = field(default_factory=Settings)
 
     def __post_init__(self) -> None:
@@ -128,6 +136,9 @@ class ServerSettings:
                     kw[name] = conv(v)
                 except ValueError as e:
                     raise ConfigError(f"{p}{name.upper()}={v!r} is not a number") from e
+        for name in ("allowed_hosts", "allowed_origins"):
+            if v := env.get(p + name.upper()):
+                kw[name] = tuple(x.strip() for x in v.split(",") if x.strip())
         if v := env.get(p + "SERVER_BACKGROUND"):
             kw["background"] = v.strip().lower()
         if v := env.get(p + "DRIFT_GUARD"):

@@ -225,7 +225,12 @@ class Tenant:
         return self.call(self.memory.context, turn, **kw)
 
     def delete(
-        self, *, conversation: str | None = None, person: str | None = None, received: bool = False
+        self,
+        *,
+        conversation: str | None = None,
+        person: str | None = None,
+        received: bool = False,
+        actor: str = "server",
     ) -> int:
         """Delete after queued background work, under the conversation's lock.
 
@@ -234,9 +239,9 @@ class Tenant:
         """
         self.drain(30.0)
         if conversation is None:
-            return self.call(self.memory.delete, person=person, received=received)
+            return self.call(self.memory.delete, person=person, received=received, actor=actor)
         with self.lock(conversation):
-            return self.call(self.memory.delete, conversation=conversation)
+            return self.call(self.memory.delete, conversation=conversation, actor=actor)
 
     # -- background work --------------------------------------------------------------
 

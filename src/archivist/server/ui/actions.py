@@ -1,7 +1,8 @@
 """The memory browser's changes: log in, correct or forget a claim, forget a message or a
 conversation, merge or split people.
 
-Each is a POST from a form carrying the page's token (web.check_token); each
+Each is a POST from a form carrying the page's token (web.check_token); a forget
+first shows a page saying what goes and acts only on its ``confirm=yes``; each
 waits for the tenant's queued background work first (as REST deletes do, so
 an extraction never races the change) and redirects to the page that shows
 the result, with a line saying what was done.
@@ -13,13 +14,18 @@ from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
+from fastapi import Path as PathParam
 from fastapi.responses import RedirectResponse, Response
 
+from ...errors import NotFound
+from ...model import MAX_ID
 from .web import COOKIE, PageRoute, UiTenant, back, check_token, need, render
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 Token = Annotated[str, Form()]
 Text = Annotated[str, Form()]
+ClaimId = Annotated[int, PathParam(ge=1, le=MAX_ID)]
+ACTOR = {"actor": "browser"}  # who the audit log names for the browser's deletions
 
 
 @router.post("/login")
@@ -48,7 +54,11 @@ def login(request: Request, key: Text = "", next: Annotated[str, Form()] = "/") 
 
 @router.post("/claims/{claim_id}/correct")
 def correct_claim(
-    request: Request, tenant: UiTenant, claim_id: int, token: Token, text: Text = ""
+    request: Request,
+    tenant: UiTenant,
+    claim_id: Annotated[int, PathParam(ge=1, le=MAX_ID)],
+    token: Token,
+    text: Text = "",
 ) -> Response:
     """A correction supersedes the claim and is logged as a conflict of kind ``correction``."""
     check_token(request, token)
@@ -57,34 +67,121 @@ def correct_claim(
     return back(f"/claims/{new.id}", f"corrected: claim {claim_id} is history now")
 
 
+Confirm = Annotated[str, Form()]
+
+
+def _ask_first(request: Request, what: str, action: str, cancel: str, goes, quote="") -> Response:
+    """The page a destructive action shows before it acts: what goes, and a button."""
+    return render(
+        request, "confirm.html", what=what, action=action, cancel=cancel, goes=goes, quote=quote
+    )
+
+
+def _claim_goes(tenant, claim_id: int) -> tuple:
+    """What forgetting a claim removes: the claim and its wordings (its messages stay)."""
+    claim = tenant.memory.memory(claim_id)
+    chain = len(tenant.memory.history(claim_id))
+    goes = [f"claim {claim_id}, about {claim.subject or 'no one'}, with every wording it had"]
+    if chain:
+        goes.append(f"its history ({chain} event{'s' * (chain != 1)})")
+    goes.append("its evidence messages stay; extracting them again does not bring it back")
+    return claim, goes
+
+
+@router.get("/claims/{claim_id}/forget")
+def forget_claim_page(request: Request, tenant: UiTenant, claim_id: ClaimId) -> Response:
+    claim, goes = _claim_goes(tenant, claim_id)
+    here = f"/claims/{claim_id}"
+    return _ask_first(request, f"claim {claim_id}", f"{here}/forget", here, goes, claim.text)
+
+
 @router.post("/claims/{claim_id}/forget")
-def forget_claim(request: Request, tenant: UiTenant, claim_id: int, token: Token) -> Response:
+def forget_claim(
+    request: Request, tenant: UiTenant, claim_id: ClaimId, token: Token, confirm: Confirm = ""
+) -> Response:
     check_token(request, token)
+    if confirm != "yes":
+        return forget_claim_page(request, tenant, claim_id)
     claim = tenant.memory.store.claims_by_id([claim_id]).get(claim_id)
     tenant.drain(30.0)
-    tenant.memory.forget_claim(claim_id)
+    tenant.memory.forget_claim(claim_id, **ACTOR)
     where = f"/conversations/{quote(claim.conversation, safe='')}" if claim else "/"
     return back(where, f"forgot claim {claim_id}")
 
 
-@router.post("/conversations/{conversation}/messages/{message_id}/forget")
+def _message_goes(tenant, conversation: str, message_id: str) -> tuple:
+    """What forgetting a message removes, counted before anything goes."""
+    message = tenant.memory.get(conversation, message_id)
+    found = tenant.memory.store.claims_for_message_ids([(conversation, message_id)])
+    claims = found.get((conversation, message_id), [])
+    only = [c for c in claims if set(c.evidence) <= {message_id}]
+    goes = [
+        f"message {message_id} of conversation {conversation}, from every index",
+        f"{len(only)} claim{'s' * (len(only) != 1)} that only it supported",
+        "its session is extracted again from what remains; summaries and key info of the "
+        "conversation are rebuilt",
+    ]
+    return message, goes
+
+
+@router.get("/conversations/{conversation:path}/messages/{message_id}/forget")
+def forget_message_page(
+    request: Request, tenant: UiTenant, conversation: str, message_id: str
+) -> Response:
+    message, goes = _message_goes(tenant, conversation, message_id)
+    here = f"/conversations/{quote(conversation, safe='')}"
+    action = f"{here}/messages/{quote(message_id, safe='')}/forget"
+    return _ask_first(request, f"message {message_id}", action, here, goes, message.text)
+
+
+@router.post("/conversations/{conversation:path}/messages/{message_id}/forget")
 def forget_message(
-    request: Request, tenant: UiTenant, conversation: str, message_id: str, token: Token
+    request: Request,
+    tenant: UiTenant,
+    conversation: str,
+    message_id: str,
+    token: Token,
+    confirm: Confirm = "",
 ) -> Response:
     """The message leaves every index, and the claims only it supported go with it."""
     check_token(request, token)
+    if confirm != "yes":
+        return forget_message_page(request, tenant, conversation, message_id)
     tenant.drain(30.0)
     with tenant.lock(conversation):
-        tenant.memory.forget_message(conversation, message_id)
+        tenant.memory.forget_message(conversation, message_id, **ACTOR)
     return back(f"/conversations/{quote(conversation, safe='')}", f"forgot message {message_id}")
 
 
-@router.post("/conversations/{conversation}/forget")
+def _conversation_goes(tenant, conversation: str) -> list[str]:
+    found = {c["id"]: c for c in tenant.memory.conversations()}.get(conversation)
+    if found is None:
+        raise NotFound(f"no conversation {conversation!r}")
+    claims = len(tenant.memory.claims(conversation=conversation, limit=1_000_000))
+    n = found.get("messages", 0)
+    return [
+        f"{n} message{'s' * (n != 1)} of conversation {conversation}",
+        f"{claims} claim{'s' * (claims != 1)} drawn from it, with their history and conflicts",
+        "its episodes, summaries and scenes; the people in it keep what other "
+        "conversations say of them",
+    ]
+
+
+@router.get("/conversations/{conversation:path}/forget")
+def forget_conversation_page(request: Request, tenant: UiTenant, conversation: str) -> Response:
+    goes = _conversation_goes(tenant, conversation)
+    here = f"/conversations/{quote(conversation, safe='')}"
+    return _ask_first(request, f"conversation {conversation}", f"{here}/forget", here, goes)
+
+
+@router.post("/conversations/{conversation:path}/forget")
 def forget_conversation(
-    request: Request, tenant: UiTenant, conversation: str, token: Token
+    request: Request, tenant: UiTenant, conversation: str, token: Token, confirm: Confirm = ""
 ) -> Response:
     check_token(request, token)
-    n = tenant.delete(conversation=conversation)
+    if confirm != "yes":
+        return forget_conversation_page(request, tenant, conversation)
+    n = tenant.delete(conversation=conversation, **ACTOR)
     return back("/", f"forgot conversation {conversation} ({n} messages)")
 
 
@@ -106,7 +203,7 @@ def merge_people(
     return back(f"/people/{quote(kept.id, safe='')}", f"merged {drop} into {kept.name}")
 
 
-@router.post("/people/{person_id}/split")
+@router.post("/people/{person_id:path}/split")
 def split_person(
     request: Request,
     tenant: UiTenant,

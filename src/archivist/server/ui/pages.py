@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ...errors import NotFound
-from ...model import Claim, Person
+from ...model import MAX_ID, Claim, Person
 from ...service_views import parse_at
 from ...text import person_key
 from .web import COOKIE, PageRoute, UiTenant, render
@@ -56,7 +56,7 @@ def _decisions_of(memory, person: Person) -> list:
     return [d for d in memory.decisions() if named(d) & mine]
 
 
-@router.get("/people/{person_id}")
+@router.get("/people/{person_id:path}")
 def person_page(
     request: Request, tenant: UiTenant, person_id: str, at: str | None = None
 ) -> HTMLResponse:
@@ -85,13 +85,13 @@ def person_page(
     )
 
 
-@router.get("/conversations/{conversation}")
+@router.get("/conversations/{conversation:path}")
 def conversation_page(
     request: Request,
     tenant: UiTenant,
     conversation: str,
     page: Annotated[int, Query(ge=1)] = 1,
-    claim: int | None = None,
+    claim: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
 ) -> HTMLResponse:
     memory = tenant.memory
     if conversation not in {c["id"] for c in memory.conversations()}:
@@ -127,7 +127,9 @@ def _claim(memory, claim_id: int) -> Claim:
 
 
 @router.get("/claims/{claim_id}")
-def claim_page(request: Request, tenant: UiTenant, claim_id: int) -> HTMLResponse:
+def claim_page(
+    request: Request, tenant: UiTenant, claim_id: Annotated[int, Path(ge=1, le=MAX_ID)]
+) -> HTMLResponse:
     memory = tenant.memory
     claim = _claim(memory, claim_id)
     history = memory.claim_history(claim_id)

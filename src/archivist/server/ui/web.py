@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import secrets
 from collections.abc import Callable
 from datetime import datetime
 from importlib import resources
@@ -29,6 +30,7 @@ from ..tenants import Tenant
 
 log = logging.getLogger("archivist.server.ui")
 COOKIE = "archivist_key"
+SESSION = "archivist_session"  # a random id per browser session: the forms' tokens are its own
 ASSETS = "/ui-assets"
 STATIC = resources.files(__package__) / "static"
 templates = Jinja2Templates(directory=str(resources.files(__package__) / "templates"))
@@ -62,15 +64,37 @@ templates.env.filters["moment"] = moment
 templates.env.filters["q"] = lambda v: quote(str(v), safe="")
 
 
+def session_id(request: Request) -> str:
+    """This browser's session: from its cookie, or a new one that ``render`` sets."""
+    sid = request.cookies.get(SESSION, "")
+    if len(sid) != 43 or not sid.replace("-", "").replace("_", "").isalnum():
+        sid = getattr(request.state, "new_session", "") or secrets.token_urlsafe(32)
+        request.state.new_session = sid
+    return sid
+
+
 def form_token(request: Request) -> str:
-    """The token every form of this browser carries: bound to its key and to this process."""
+    """The token every form of this browser carries: bound to its session, its key and
+    this process, so a token seen once names nothing another browser may do."""
     key = request.cookies.get(COOKIE, "")
-    return hmac.new(request.app.state.ui_secret, key.encode(), hashlib.sha256).hexdigest()
+    message = f"{session_id(request)}\n{key}".encode()
+    return hmac.new(request.app.state.ui_secret, message, hashlib.sha256).hexdigest()
 
 
 def check_token(request: Request, token: str) -> None:
-    if not hmac.compare_digest(token or "", form_token(request)):
+    stored = request.cookies.get(SESSION, "")
+    if not stored or not hmac.compare_digest(token or "", form_token(request)):
         raise Forbidden("the form is stale or came from another site: reload the page and retry")
+
+
+def keep_session(request: Request, response: Response) -> Response:
+    """Set the session cookie a new browser was given while its page was made."""
+    sid = getattr(request.state, "new_session", "")
+    if sid:
+        response.set_cookie(
+            SESSION, sid, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+        )
+    return response
 
 
 def ui_tenant(request: Request) -> Tenant:
@@ -92,12 +116,18 @@ UiTenant = Annotated[Tenant, Depends(ui_tenant)]
 def render(request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
     """A page: its template with the request, the form token and the flash message."""
     context.setdefault("done", request.query_params.get("done", ""))
-    return templates.TemplateResponse(
+    page = templates.TemplateResponse(
         request,
         template,
-        {"token": form_token(request), "open": request.app.state.registry.open_access, **context},
+        {
+            "token": form_token(request),
+            "open": request.app.state.registry.open_access,
+            "api": request.app.state.settings.serve_api,
+            **context,
+        },
         status_code=code,
     )
+    return keep_session(request, page)  # type: ignore[return-value]
 
 
 def back(url: str, done: str) -> RedirectResponse:
