@@ -413,3 +413,23 @@ def test_a_request_nested_past_json_depth_is_no_server_error(app, upstream) -> N
         content = [content]
     text = proxy.as_text(content)
     assert text == "[content dropped: nested too deeply]" or text.startswith("[[[")
+
+
+def test_a_conversation_header_with_a_nul_keeps_the_chat(app) -> None:
+    """A header value no HTTP server passes, sent in-process: the chat is stored under
+    the cleaned id, turn after turn (it was stored nowhere: an InputError per turn)."""
+    history = [{"role": "user", "content": "My sister Marta lives in Porto."}]
+
+    async def chat() -> None:
+        reply = await _raw_turn(app, history, "team\x00general")
+        history.extend([{"role": "assistant", "content": reply}])
+        history.append({"role": "user", "content": "She works at the harbour."})
+        await _raw_turn(app, history, "team\x00general")
+
+    asyncio.run(chat())
+    msgs = stored(app, "team\ufffdgeneral")
+    assert [m.text for m in msgs if m.role == "user"] == [
+        "My sister Marta lives in Porto.",
+        "She works at the harbour.",
+    ]
+    assert _status(app)["proxy"]["store_failures"] == 0

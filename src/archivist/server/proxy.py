@@ -123,7 +123,9 @@ def identify(body: dict, headers: Any, tenant: str, bound: str | None = None) ->
         user = headers.get("x-archivist-user") or tenant
     user = clean_text(user)
     conv = headers.get("x-archivist-conversation")
-    if not conv:
+    if conv:  # cleaned as text is: a header no server would pass must not lose the chat
+        conv = clean_text(conv)
+    else:
         first = next(
             (
                 text_of(m.get("content"))
