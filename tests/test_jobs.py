@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import logging.handlers
 import multiprocessing
 import os
 import signal
@@ -10,7 +13,7 @@ from pathlib import Path
 
 from archivist.config import Settings
 from archivist.core import Core
-from archivist.jobs import ROUND, JobRunner
+from archivist.jobs import ROUND, JobRunner, checkpoint
 from archivist.service import MemoryService
 from archivist.store.queue import this_process
 from archivist.testing import FakeEmbedder
@@ -113,6 +116,149 @@ def test_the_queue_survives_reopening_the_store(tmp_path: Path) -> None:
         assert {j.kind for j in jobs} == set(ROUND)
         assert all(j.status in ("done", "skipped") for j in jobs), [j.error for j in jobs]
         assert mem.job_counts().get("queued", 0) == 0
+
+
+def _spawn(target, *args: str) -> int | None:
+    """Run ``target`` in a fresh process: a crash there (a segfault) fails the test, not pytest."""
+    child = multiprocessing.get_context("spawn").Process(target=target, args=args)
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+    return child.exitcode
+
+
+def _close_with_jobs_queued(path: str, out: str) -> None:
+    """Queue a long backlog of rounds, let the background thread start on it, close."""
+    convs = [f"c{i}" for i in range(4)]
+    with memory(Path(path)) as mem:  # manual: rounds are queued, not run
+        for cid in convs:
+            said = [
+                [("Ana", f"I moved to {cid}-{j}."), ("Lee", f"Eva is at Acme {j}.")]
+                for j in range(3)
+            ]
+            mem.add(make_conversation(cid, said))
+        for tag in range(20):
+            mem.jobs.enqueue_round(convs, f"t{tag}")
+    mem = memory(Path(path), consolidate_mode="background")
+    mem.jobs.start()
+    deadline = time.monotonic() + 30
+    while not {"done", "skipped"} & set(mem.job_counts()):  # the thread is into the backlog
+        assert time.monotonic() < deadline, mem.job_counts()
+        time.sleep(0.005)
+    began = time.monotonic()
+    mem.close()
+    Path(out).write_text(json.dumps({"close_s": time.monotonic() - began}))
+
+
+def test_closing_during_background_jobs_stops_at_once_and_keeps_the_rest_queued(
+    tmp_path: Path,
+) -> None:
+    db, out = tmp_path / "m.db", tmp_path / "out.json"
+    assert _spawn(_close_with_jobs_queued, str(db), str(out)) == 0  # a segfault is -11
+    assert json.loads(out.read_text())["close_s"] < 5  # the current job, not the backlog
+    with memory(db) as mem:
+        left = mem.job_counts()
+        assert left.get("queued", 0) > 100 and not left.get("running"), left
+        jobs = mem.jobs.run_pending()  # picked up at the next opening
+        assert len(jobs) == left["queued"]
+        assert all(j.status in ("done", "skipped") for j in jobs), [j.error for j in jobs]
+        assert set(mem.job_counts()) <= {"done", "skipped"}
+
+
+def _reads_for(seconds: float, checkpoints: bool = False):
+    """A job handler that keeps reading the store for ``seconds`` (a slow LLM round),
+    stopping at a ``checkpoint()`` after each read if ``checkpoints``."""
+
+    def run(core: Core, payload: dict) -> dict:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            core.store.job_counts()
+            core.store.conversations()
+            if checkpoints:
+                checkpoint()
+        return {"read": "for a while"}
+
+    return run
+
+
+def _close_during_a_long_job(path: str, out: str) -> None:
+    """Close with a timeout shorter than the running job: the store stays open under it."""
+    warned = logging.handlers.BufferingHandler(100)
+    logging.getLogger("archivist.jobs").addHandler(warned)
+    mem = memory(Path(path))
+    for key in ("c@1", "c@2"):
+        mem.store.enqueue_job("reconcile", key, {"conversation": "c"})
+    runner = JobRunner(mem.core, handlers={"reconcile": _reads_for(1.0)})
+    runner.start()
+    deadline = time.monotonic() + 30
+    while not mem.store.list_jobs("running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    began = time.monotonic()
+    closed_now = runner.close(timeout=0.2)
+    close_s = time.monotonic() - began
+    ended = runner.stop(30)  # the job ends, then its thread closes the store
+    messages = [r.getMessage() for r in warned.buffer]
+    result = {"closed_now": closed_now, "close_s": close_s, "ended": ended, "log": messages}
+    Path(out).write_text(json.dumps(result))
+
+
+def test_a_job_outlasting_the_close_timeout_finishes_then_closes_the_store(
+    tmp_path: Path,
+) -> None:
+    db, out = tmp_path / "m.db", tmp_path / "out.json"
+    assert _spawn(_close_during_a_long_job, str(db), str(out)) == 0
+    result = json.loads(out.read_text())
+    assert not result["closed_now"] and result["close_s"] < 2 and result["ended"], result
+    assert any("still running" in m for m in result["log"]), result
+    with memory(db) as mem:
+        assert mem.job_counts() == {"done": 1, "queued": 1}  # finished; the next one kept
+        (job,) = mem.jobs.run_pending()
+        assert job.key == "c@2" and job.status in ("done", "skipped"), job.error
+
+
+def test_a_long_job_stops_at_its_checkpoint_and_is_queued_again(tmp_path: Path) -> None:
+    mem = memory(tmp_path / "m.db")
+    first = mem.store.enqueue_job("reconcile", "c@1", {"conversation": "c"})
+    runner = JobRunner(mem.core, handlers={"reconcile": _reads_for(30, checkpoints=True)})
+    runner.start()
+    deadline = time.monotonic() + 30
+    while not mem.store.list_jobs("running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    began = time.monotonic()
+    assert runner.close(timeout=10)  # closed now: the thread had ended
+    assert time.monotonic() - began < 2
+    with memory(tmp_path / "m.db") as mem:
+        (job,) = mem.store.list_jobs()
+        assert (job.id, job.status, job.attempts) == (first, "queued", 0)  # not an attempt
+        assert [j.status for j in mem.jobs.run_pending()] == ["skipped"]  # the real handler
+
+
+def test_checkpoint_outside_a_stopping_runner_does_nothing() -> None:
+    checkpoint()  # inline and manual runs, and code that is not a job, go on
+
+
+def test_a_released_job_is_queued_at_once_its_attempt_not_counted(store_factory) -> None:
+    store = store_factory()
+    store.enqueue_job("reconcile", "c@1", {})
+    taken = store.take_job(time.time(), 600, 3)
+    assert taken is not None and taken.attempts == 1
+    store.release_job(taken.id)
+    again = store.take_job(time.time(), 600, 3)  # no lease to wait out
+    assert again is not None and again.id == taken.id and again.attempts == 1
+    store.finish_job(again.id, "done", {})
+    store.release_job(again.id)  # only a running job goes back
+    assert store.job_counts() == {"done": 1}
+
+
+def test_a_closed_runner_starts_no_thread(tmp_path: Path) -> None:
+    mem = memory(tmp_path / "m.db", consolidate_mode="background")
+    mem.close()
+    mem.jobs.start()  # e.g. a late request scheduling consolidation during shutdown
+    assert not mem.jobs._live
+    mem.close()  # twice is harmless
 
 
 def test_a_round_is_due_every_n_messages(tmp_path: Path) -> None:

@@ -12,7 +12,10 @@ handler is idempotent on its own, so running a round twice changes nothing.
 Handlers are ``fn(core, payload) -> dict`` (archivist.core.Core); a result
 with ``"skipped"`` (nothing to do, or no heuristic form without an LLM) is
 recorded as skipped. An exception is captured into the job row (retried up to
-MAX_ATTEMPTS), never lost in a thread. Handlers live in write/ and are named
+MAX_ATTEMPTS), never lost in a thread. Closing stops the worker thread after
+its current job (or at that job's next ``checkpoint()``, queueing it again)
+and closes the store only once the thread has ended: the rest wait in the
+store for its next opening. Handlers live in write/ and are named
 here by import path, so this module imports none of them; the extract handler
 queues its follow-ups with the functions below.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -54,6 +58,24 @@ PER_CONVERSATION = ("reconcile", "scenes", "summaries", "dossiers")
 MAX_ATTEMPTS = 3
 LEASE_SECONDS = 600.0
 RETRY_BACKOFF = 30.0  # seconds before a failed job's first retry; doubles each attempt
+
+
+class JobInterrupted(BaseException):
+    """Raised by ``checkpoint()`` in a job whose runner is stopping; the runner puts the
+    job back on the queue unrun. A BaseException (like asyncio's CancelledError), so a
+    handler's ``except Exception`` around one step does not swallow it."""
+
+
+_current = threading.local()  # .stop: the stop event of the job this thread runs, if any
+
+
+def checkpoint() -> None:
+    """A point in a long job where it may stop (between transactions: every handler is
+    idempotent, so the next run redoes or skips what this one did); raises
+    JobInterrupted once the background runner is stopping, else does nothing."""
+    stop = getattr(_current, "stop", None)
+    if stop is not None and stop.is_set():
+        raise JobInterrupted
 
 
 def handler(kind: str) -> Handler:
@@ -134,8 +156,13 @@ class JobRunner:
         self.lease_s = lease_s
         self.handlers = dict(handlers or {})  # kind -> function, overriding HANDLERS
         self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # the current loop thread's: set, it ends after its job
         self._thread: threading.Thread | None = None
+        self._live: set[threading.Thread] = set()  # loop threads not ended (a stopped one
+        # may still be finishing its job while a newer one runs)
+        self._guard = threading.Lock()
+        self._closing = False  # close() was called: no new thread; the last one closes the store
+        self._store_closed = False
         self._run_lock = threading.Lock()
 
     def enqueue_round(self, conversations: Sequence[str], tag: str) -> list[int]:
@@ -161,21 +188,33 @@ class JobRunner:
 
     def run_pending(self, limit: int | None = None) -> list[Job]:
         """Run queued jobs in order until none is left (or ``limit`` ran); returns them."""
+        return self._run_jobs(limit, None)
+
+    def _run_jobs(self, limit: int | None, stop: threading.Event | None) -> list[Job]:
+        """``run_pending``, ending early once ``stop`` is set: the check comes before a job
+        is taken, so a job is never left half run; the rest stay queued (durable)."""
         done: list[Job] = []
         with self._run_lock:  # one runner at a time per process keeps rounds in order
             while limit is None or len(done) < limit:
+                if stop is not None and stop.is_set():
+                    break
                 now = self.core.clock().timestamp()
                 job = self.core.store.take_job(now, self.lease_s, MAX_ATTEMPTS)
                 if job is None:
                     break
-                done.append(self._run(job))
+                done.append(self._run(job, stop))
         return done
 
-    def _run(self, job: Job) -> Job:
+    def _run(self, job: Job, stop: threading.Event | None = None) -> Job:
         store = self.core.store
+        _current.stop = stop  # what checkpoint() in the handler looks at
         try:
             run = self.handlers.get(job.kind) or handler(job.kind)
             result = run(self.core, dict(job.payload)) or {}
+        except JobInterrupted:
+            store.release_job(job.id)
+            log.info("job %s %s stopped at a checkpoint; queued again", job.kind, job.key)
+            return Job(**{**job.__dict__, "status": "queued", "attempts": job.attempts - 1})
         except Exception as e:  # noqa: BLE001 - captured into the job row, retried, surfaced
             error = f"{type(e).__name__}: {e}"
             last = job.attempts >= MAX_ATTEMPTS
@@ -185,6 +224,8 @@ class JobRunner:
             log.warning("job %s %s failed (attempt %d): %s", job.kind, job.key, job.attempts, error)
             log.debug("%s", traceback.format_exc())
             return Job(**{**job.__dict__, "status": "failed" if last else "queued", "error": error})
+        finally:
+            _current.stop = None
         status = "skipped" if "skipped" in result else "done"
         store.finish_job(job.id, status, result)  # type: ignore[arg-type]
         return Job(**{**job.__dict__, "status": status, "result": result})
@@ -193,27 +234,72 @@ class JobRunner:
 
     def start(self) -> None:
         """Run jobs on a daemon thread as they are enqueued (servers: never block a chat)."""
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="archivist-jobs", daemon=True)
-        self._thread.start()
+        with self._guard:
+            if self._closing:  # closed (or closing): jobs wait in the store for its next opening
+                return
+            if self._thread is not None and self._thread.is_alive() and not self._stop.is_set():
+                return
+            stop = self._stop = threading.Event()  # a stopped thread keeps its own, set
+            self._thread = threading.Thread(
+                target=self._loop, args=(stop,), name="archivist-jobs", daemon=True
+            )
+            self._live.add(self._thread)
+            self._wake.set()  # first run what is already queued (left by an earlier process)
+            self._thread.start()  # under the guard: stop() never joins an unstarted thread
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(timeout=5.0)
-            self._wake.clear()
-            if self._stop.is_set():
-                break
-            try:
-                self.run_pending()
-            except Exception:  # noqa: BLE001 - the store failed; keep the worker alive
-                log.exception("job worker: store error; retrying in 5 s")
+    def _loop(self, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                self._wake.wait(timeout=5.0)
+                self._wake.clear()
+                if stop.is_set():
+                    break
+                try:
+                    self._run_jobs(None, stop)
+                except Exception:  # noqa: BLE001 - the store failed; keep the worker alive
+                    log.exception("job worker: store error; retrying in 5 s")
+        finally:
+            with self._guard:
+                self._live.discard(threading.current_thread())
+                last = self._closing and not self._live
+            if last:  # close() timed out waiting for this thread: the store closes now
+                self._close_store()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop the worker after its current job (unfinished jobs stay queued)."""
-        self._stop.set()
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the worker after its current job, or at that job's next ``checkpoint()``
+        (then it is queued again, like the jobs not yet taken); whether every loop thread
+        has ended within ``timeout`` seconds."""
+        with self._guard:
+            self._stop.set()
+            threads = [t for t in self._live if t is not threading.current_thread()]
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
+        deadline = time.monotonic() + timeout
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in threads)
+
+    def close(self, timeout: float = 30.0) -> bool:
+        """Stop the worker, then close the store; whether it was closed now.
+
+        A job still running after ``timeout`` keeps the store open (closing SQLite
+        connections under a running query crashes the process): its thread closes
+        the store when that job ends, and no further job is taken.
+        """
+        with self._guard:
+            self._closing = True
+        if self.stop(timeout):
+            self._close_store()
+            return True
+        log.warning(
+            "a background job is still running after %.1f s; the store closes when it ends",
+            timeout,
+        )
+        return False
+
+    def _close_store(self) -> None:
+        """Close the store once, whichever of close() and the last loop thread comes first."""
+        with self._guard:
+            if self._store_closed:
+                return
+            self._store_closed = True
+        self.core.store.close()

@@ -140,6 +140,17 @@ class JobQueue(Body):
                 (status, json.dumps(result, default=str), error, retry_at, self._now_iso(), job_id),
             )
 
+    def release_job(self, job_id: int) -> None:
+        """Put back a running job its runner stopped at a checkpoint (the store is
+        closing): queued at once, to run again in full, the attempt not counted."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE jobs SET status = 'queued', lease_until = NULL, lease_owner = NULL, "
+                "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at = ? "
+                "WHERE id = ? AND status = 'running'",
+                (self._now_iso(), job_id),
+            )
+
     def list_jobs(self, status: str | None = None, limit: int = 100) -> list[Job]:
         """Jobs, newest first."""
         where, params = ("WHERE status = ?", (status,)) if status else ("", ())
