@@ -182,6 +182,13 @@ def _reads_for(seconds: float, checkpoints: bool = False):
     return run
 
 
+def _wait_until_a_job_runs(mem) -> None:
+    deadline = time.monotonic() + 30
+    while not mem.store.list_jobs("running"):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
 def _close_during_a_long_job(path: str, out: str) -> None:
     """Close with a timeout shorter than the running job: the store stays open under it."""
     warned = logging.handlers.BufferingHandler(100)
@@ -191,10 +198,7 @@ def _close_during_a_long_job(path: str, out: str) -> None:
         mem.store.enqueue_job("reconcile", key, {"conversation": "c"})
     runner = JobRunner(mem.core, handlers={"reconcile": _reads_for(1.0)})
     runner.start()
-    deadline = time.monotonic() + 30
-    while not mem.store.list_jobs("running"):
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
+    _wait_until_a_job_runs(mem)
     began = time.monotonic()
     closed_now = runner.close(timeout=0.2)
     close_s = time.monotonic() - began
@@ -223,10 +227,7 @@ def test_a_long_job_stops_at_its_checkpoint_and_is_queued_again(tmp_path: Path) 
     first = mem.store.enqueue_job("reconcile", "c@1", {"conversation": "c"})
     runner = JobRunner(mem.core, handlers={"reconcile": _reads_for(30, checkpoints=True)})
     runner.start()
-    deadline = time.monotonic() + 30
-    while not mem.store.list_jobs("running"):
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
+    _wait_until_a_job_runs(mem)
     began = time.monotonic()
     assert runner.close(timeout=10)  # closed now: the thread had ended
     assert time.monotonic() - began < 2
