@@ -18,20 +18,22 @@ gone). ``metadata`` is accepted but not stored. Everything else is MemoryService
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .args import Checked, EpochSeconds
 from .config import Settings
 from .errors import InputError, NotFound
 from .model import Claim, DeletedClaim, checked_text
 from .service import MemoryService
-from .service_edits import claim_id
+from .service_edits import MemoryId, SearchLimit, claim_id
 
 __all__ = ["Memory"]
 ACTOR = "mem0"  # who the audit log names for deletions through this facade
 
 
-class Memory:
+class Memory(Checked):
     """mem0's ``Memory`` API over a MemoryService (see the module docstring)."""
 
     def __init__(
@@ -62,13 +64,13 @@ class Memory:
 
     def add(
         self,
-        messages: str | dict | list[dict],
+        messages: str | dict | list[dict | str],
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
         metadata: dict | None = None,
-        timestamp: Any = None,
+        timestamp: datetime | str | EpochSeconds | None = None,
         **_: Any,
     ) -> dict:
         """Store the messages for ``user_id`` (``run_id``: the conversation); the memories
@@ -90,14 +92,14 @@ class Memory:
         ordered = sorted(claims.values(), key=lambda c: c.id or 0)
         return {"results": [{"id": str(c.id), "memory": c.text, "event": "ADD"} for c in ordered]}
 
-    def update(self, memory_id: str | int, data: str) -> dict:
+    def update(self, memory_id: MemoryId, data: str) -> dict:
         """Correct a memory (its history keeps the old wording); NotFound when it is not
         stored (a deleted id stays deleted: ids are never reused)."""
         _strings(data=data)
         self.memory.update(self._head(memory_id).id, data)  # type: ignore[arg-type]
         return {"message": "Memory updated successfully!"}
 
-    def delete(self, memory_id: str | int) -> dict:
+    def delete(self, memory_id: MemoryId) -> dict:
         """Forget a memory for good, with every wording it had (NotFound when it is not
         stored); its history then ends with a DELETE entry."""
         self.memory.forget_claim(self._known(memory_id).id, actor=ACTOR)  # type: ignore[arg-type]
@@ -132,7 +134,7 @@ class Memory:
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
-        limit: int = 100,
+        limit: SearchLimit = 100,
         **_: Any,
     ) -> dict:
         """The current memories best matching ``query``, each with its ``score``."""
@@ -148,14 +150,14 @@ class Memory:
         found = self.memory.get_all(user_id or agent_id, limit=limit)
         return {"results": [self._item(c, user_id) for c in found]}
 
-    def get(self, memory_id: str | int) -> dict | None:
+    def get(self, memory_id: MemoryId) -> dict | None:
         """A memory (its latest wording), or None when it is not stored."""
         try:
             return self._item(self._head(memory_id))
         except NotFound:
             return None
 
-    def history(self, memory_id: str | int) -> list[dict]:
+    def history(self, memory_id: MemoryId) -> list[dict]:
         """ADD, then one UPDATE per correction (old and new wording), oldest first; a
         deleted memory's entries end with DELETE, all without its words (they are gone)."""
         try:
@@ -177,7 +179,7 @@ class Memory:
 
     # -- helpers --------------------------------------------------------------------
 
-    def _known(self, memory_id: str | int) -> Claim:
+    def _known(self, memory_id: MemoryId) -> Claim:
         _strings(memory_id=memory_id)
         return self.memory.memory(memory_id)
 
@@ -189,7 +191,7 @@ class Memory:
         out.append(self._entry_of(last.id, "DELETE", last.deleted_at.isoformat(), deleted=True))
         return out
 
-    def _head(self, memory_id: str | int) -> Claim:
+    def _head(self, memory_id: MemoryId) -> Claim:
         """The latest wording of a memory: its user corrections followed to the end."""
         return self._chain(self._known(memory_id))[-1]
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import overload
 
+from .args import EpochSeconds
 from .clock import Clock, system_clock
 from .config import Settings
 from .core import Core, Progress
@@ -37,7 +38,8 @@ from .read.recall import recall as routed_recall
 from .read.recall import route_question, search_memory
 from .read.route import Recall, Route
 from .read.search import SearchConfig, SearchTrace
-from .service_edits import MemoryEdits
+from .read.select import View
+from .service_edits import MemoryEdits, MemoryId
 from .service_views import MemoryViews
 from .store.audit import check_actor
 from .store.base import AddResult, Store
@@ -97,8 +99,7 @@ class MemoryService(MemoryViews, MemoryEdits):
         return self.core.embedder
 
     def close(self) -> None:
-        self.jobs.stop()
-        self.store.close()
+        self.jobs.close()  # stops the job thread, then closes the store (never under it)
 
     def __enter__(self) -> MemoryService:
         return self
@@ -110,7 +111,7 @@ class MemoryService(MemoryViews, MemoryEdits):
 
     def add(
         self,
-        data: Conversation | Iterable[Conversation] | str | Path | dict | list[dict],
+        data: Conversation | Iterable[Conversation] | str | Path | dict | list[dict | str],
         *,
         format: str | None = None,
         progress: Progress | None = None,
@@ -119,7 +120,7 @@ class MemoryService(MemoryViews, MemoryEdits):
         user_id: str | None = None,
         agent_id: str | None = None,
         conversation: str | None = None,
-        timestamp: datetime | str | float | None = None,
+        timestamp: datetime | str | EpochSeconds | None = None,
         metadata: dict | None = None,
     ) -> list[AddResult]:
         """Store conversations (objects, or a file path to load) or mem0-style turns; only
@@ -286,7 +287,7 @@ class MemoryService(MemoryViews, MemoryEdits):
 
     def delete(
         self,
-        memory_id: int | str | None = None,
+        memory_id: MemoryId | None = None,
         *,
         conversation: str | None = None,
         person: str | None = None,
@@ -413,7 +414,7 @@ class MemoryService(MemoryViews, MemoryEdits):
     def select(
         self,
         person: str,
-        view="all_involving",
+        view: str | View = "all_involving",
         *,
         conversation: str | None = None,
         memorize_to: str | None = None,
@@ -548,10 +549,10 @@ class MemoryService(MemoryViews, MemoryEdits):
         )
 
     @overload
-    def get(self, memory_id: int | str) -> Claim: ...
+    def get(self, memory_id: MemoryId) -> Claim: ...
     @overload
     def get(self, conversation: str, message_id: str) -> Message: ...
-    def get(self, conversation, message_id=None):
+    def get(self, conversation: MemoryId, message_id: str | None = None):
         """A memory (claim) by id, or with two arguments a message by conversation and id."""
         if message_id is None:
             return self.memory(conversation)

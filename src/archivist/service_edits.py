@@ -10,8 +10,9 @@ is applied again when its session is re-extracted or memory is rebuilt.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
+from .args import AnyInt, Checked, Range
 from .errors import InputError, NotFound
 from .model import MAX_ID, AuditEntry, Claim, ClaimEvent, Decision, Person, checked_text
 from .store.audit import check_actor
@@ -22,9 +23,12 @@ if TYPE_CHECKING:
     from .store.base import Store
 
 MAX_CLAIM_TEXT = 10_000  # characters in a corrected claim
+MAX_SEARCH = 10_000  # memories one search_memories call returns at most
+MemoryId = AnyInt | str  # a claim id, or its digits: claim_id() says which are well formed
+SearchLimit = Annotated[int, Range(1, MAX_SEARCH)]
 
 
-class MemoryEdits:
+class MemoryEdits(Checked):
     """get_all, memory, update, forget_claim, history, forget_message, reset, audit_log,
     merge_people, split_person: part of MemoryService."""
 
@@ -50,7 +54,7 @@ class MemoryEdits:
         return out[:limit]
 
     def search_memories(
-        self, query: str, *, user_id: str | None = None, limit: int = 10
+        self, query: str, *, user_id: str | None = None, limit: SearchLimit = 10
     ) -> list[tuple[Claim, float]]:
         """Current memories (claims) best matching ``query``, by BM25 and cosine fused with
         RRF, each with its cosine similarity to the query (0.0 when only words matched)."""
@@ -73,7 +77,7 @@ class MemoryEdits:
         found = [(claims[i], float(cosine.get(i, 0.0))) for i in ranked if i in claims]
         return [(c, s) for c, s in found if c.status == "current"][:limit]
 
-    def memory(self, memory_id: int | str) -> Claim:
+    def memory(self, memory_id: MemoryId) -> Claim:
         """One memory (claim) by id, whatever its status; NotFound if it is not stored
         (a deleted id stays unstored: ids are never reused)."""
         cid = claim_id(memory_id)
@@ -82,7 +86,7 @@ class MemoryEdits:
             raise NotFound(f"no memory {cid}")
         return found
 
-    def update(self, memory_id: int | str, text: str, *, reason: str = "") -> Claim:
+    def update(self, memory_id: MemoryId, text: str, *, reason: str = "") -> Claim:
         """Correct a memory: a new claim with ``text`` (same speaker, subject and evidence,
         method ``user-correction``) supersedes it; returns the new claim.
 
@@ -121,7 +125,7 @@ class MemoryEdits:
             raise NotFound(f"no memory {memory_id}")
         return self.memory(new_id)
 
-    def forget_claim(self, memory_id: int | str, *, reason: str = "", actor: str = "python") -> int:
+    def forget_claim(self, memory_id: MemoryId, *, reason: str = "", actor: str = "python") -> int:
         """Forget a memory for good (with its correction chain); how many claims went.
 
         Its evidence messages stay; re-extracting them does not bring it back. Its id
@@ -137,7 +141,7 @@ class MemoryEdits:
             actor=actor,
         )
 
-    def history(self, memory_id: int | str) -> list[ClaimEvent]:
+    def history(self, memory_id: MemoryId) -> list[ClaimEvent]:
         """What happened to a memory, in order: reconciliation and the user's corrections."""
         cid = self.memory(memory_id).id
         return self.store.claim_history(cid)  # type: ignore[arg-type]
@@ -243,7 +247,7 @@ class MemoryEdits:
         return self.person(new_id)  # type: ignore[attr-defined]
 
 
-def claim_id(memory_id: int | str) -> int:
+def claim_id(memory_id: MemoryId) -> int:
     """A memory id as the store keys it: an integer (front ends pass text).
 
     Not an integer: InputError. An integer no claim can have (below 1, or beyond the

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, time
 from typing import TYPE_CHECKING
 
+from .args import Checked
 from .errors import InputError, NotFound
 from .model import (
     MAX_YEAR,
@@ -27,6 +28,8 @@ from .model import (
     checked_text,
     date_in_range,
 )
+from .service_edits import MemoryId
+from .service_edits import claim_id as to_claim_id
 from .store.sql import Filters
 
 if TYPE_CHECKING:
@@ -69,7 +72,7 @@ def check_at(at: datetime | None, name: str = "at") -> datetime | None:
     return at
 
 
-class MemoryViews:
+class MemoryViews(Checked):
     """Entities, claim history, conflicts, timelines, persons, decisions, scenes, summaries,
     dossiers, key info and usefulness: part of MemoryService."""
 
@@ -96,11 +99,12 @@ class MemoryViews:
         """Resolved entities, most mentioned first (``person``: entities that person mentioned)."""
         return self.store.list_entities(conversation, owner or person, name, limit)
 
-    def claim_history(self, claim_id: int) -> list[ClaimEvent]:
+    def claim_history(self, claim_id: MemoryId) -> list[ClaimEvent]:
         """What reconciliation did to a claim, in order (nothing is ever deleted)."""
-        if not self.store.claims_by_id([claim_id]):
-            raise NotFound(f"no claim {claim_id}")
-        return self.store.claim_history(claim_id)
+        cid = to_claim_id(claim_id)
+        if not self.store.claims_by_id([cid]):
+            raise NotFound(f"no claim {cid}")
+        return self.store.claim_history(cid)
 
     def conflicts(
         self, *, conversation: str | None = None, subject: str | None = None

@@ -456,7 +456,7 @@ def store_reply(turn: Turn, text: str, at: datetime) -> None:
         turn.tenant.call(
             turn.tenant.memory.record_context,
             turn.context.records(),
-            text,
+            clean_text(text),  # the reply as stored (storable), which the log is matched by
             person=turn.user,
             conversation=turn.conversation,
         )
