@@ -13,9 +13,9 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import overload
+from typing import Annotated, overload
 
-from .args import EpochSeconds
+from .args import UNCHECKED, EpochSeconds
 from .clock import Clock, system_clock
 from .config import Settings
 from .core import Core, Progress
@@ -38,7 +38,6 @@ from .read.recall import recall as routed_recall
 from .read.recall import route_question, search_memory
 from .read.route import Recall, Route
 from .read.search import SearchConfig, SearchTrace
-from .read.select import View
 from .service_edits import MemoryEdits, MemoryId
 from .service_views import MemoryViews
 from .store.audit import check_actor
@@ -414,7 +413,9 @@ class MemoryService(MemoryViews, MemoryEdits):
     def select(
         self,
         person: str,
-        view: str | View = "all_involving",
+        # a read.select.View or its name; checked there (importing View here would load
+        # the LLM prompts' pydantic models with the package)
+        view: Annotated[object, UNCHECKED] = "all_involving",
         *,
         conversation: str | None = None,
         memorize_to: str | None = None,

@@ -89,10 +89,10 @@ def get_view(name: str | View) -> View:
     """A view by name (``all_involving``, ``goldfish``, …); a View passes through."""
     if isinstance(name, View):
         return name
-    try:
-        return VIEWS[name]
-    except KeyError:
-        raise InputError(f"unknown view {name!r}; choose one of {', '.join(VIEWS)}") from None
+    if not isinstance(name, str) or name not in VIEWS:
+        shown = repr(name)[:60]
+        raise InputError(f"unknown view {shown}; choose one of {', '.join(VIEWS)}")
+    return VIEWS[name]
 
 
 # -- views: pure functions over one conversation's messages --------------------------
