@@ -383,6 +383,10 @@ def test_ids_holding_a_slash_work_everywhere(site) -> None:
     assert r.status_code == 200 and r.json()["deleted"] == 1
     r = http.delete("/v1/memory/conversations/team%2Fgeneral")
     assert r.status_code == 200 and r.json()["deleted"] == 6
+    # both deletions are in the audit log: who, what kind, how many; never the text
+    audit = http.get("/v1/memory/audit").json()
+    assert [(e["kind"], e["messages"]) for e in audit[:2]] == [("conversation", 6), ("message", 1)]
+    assert audit[0]["actor"].startswith("rest (127.0.0.1") and "Pixel" not in str(audit)
     assert http.delete("/v1/memory/conversations/team%2Fgeneral").status_code == 404
     assert {c["id"] for c in memory.conversations()} == {"ana-lee"}
 

@@ -446,6 +446,12 @@ def _read_routes(r) -> None:
     def conversations(tenant: TenantDep) -> list[dict]:
         return _jsonable(tenant.call(tenant.memory.conversations))
 
+    @r.get("/audit")
+    def audit(tenant: TenantDep, limit: Annotated[int, Query(ge=1, le=10000)] = 100) -> list[dict]:
+        """Deletions, newest first: who (rest (address), browser, mcp, cli, ...), when, what
+        kind and how many; never the deleted text."""
+        return [e.to_dict() for e in tenant.call(tenant.memory.audit_log, limit)]
+
 
 _NDJSON_BODY = {
     "requestBody": {
