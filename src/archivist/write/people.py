@@ -248,7 +248,8 @@ def _pending(store: Store, with_llm: bool, failed: set) -> list[tuple[Person, Pe
     if not pairs:
         return []
     counts = store.identity_message_counts()
-    claim_ids = {p.id: [c.id or 0 for c in person_claims(store, p)] for pair in pairs for p in pair}
+    people = {p.id: p for pair in pairs for p in pair}  # each person's claims read once
+    claim_ids = {pid: [c.id or 0 for c in person_claims(store, p)] for pid, p in people.items()}
     methods: dict[tuple[str, str, str], set[str]] = {}
     for a_label, b_label, fp, method in store.decision_keys(KIND):
         methods.setdefault((a_label, b_label, fp), set()).add(method)
