@@ -25,7 +25,7 @@ from typing import Any
 from .args import Checked, EpochSeconds
 from .config import Settings
 from .errors import InputError, NotFound
-from .model import Claim, DeletedClaim, checked_text
+from .model import Claim, DeletedClaim
 from .service import MemoryService
 from .service_edits import MemoryId, SearchLimit, claim_id
 
@@ -77,7 +77,6 @@ class Memory(Checked):
         extracted from them as ``{"results": [{"id", "memory", "event": "ADD"}]}``.
 
         A string is one user message, never a file path (as in mem0)."""
-        _strings(user_id=user_id, agent_id=agent_id, run_id=run_id)
         results = self.memory.add(
             [messages] if isinstance(messages, str) else messages,
             user_id=user_id,
@@ -95,7 +94,6 @@ class Memory(Checked):
     def update(self, memory_id: MemoryId, data: str) -> dict:
         """Correct a memory (its history keeps the old wording); NotFound when it is not
         stored (a deleted id stays deleted: ids are never reused)."""
-        _strings(data=data)
         self.memory.update(self._head(memory_id).id, data)  # type: ignore[arg-type]
         return {"message": "Memory updated successfully!"}
 
@@ -110,7 +108,6 @@ class Memory(Checked):
     ) -> dict:
         """Forget everything of a user (what they said and every claim about them), an
         agent, or a run (a conversation)."""
-        _strings(user_id=user_id, agent_id=agent_id, run_id=run_id)
         if run_id is not None:
             try:
                 self.memory.delete(conversation=run_id, actor=ACTOR)
@@ -138,7 +135,6 @@ class Memory(Checked):
         **_: Any,
     ) -> dict:
         """The current memories best matching ``query``, each with its ``score``."""
-        _strings(query=query, user_id=user_id, agent_id=agent_id)
         found = self.memory.search_memories(query, user_id=user_id or agent_id, limit=limit)
         return {"results": [{**self._item(c, user_id), "score": s} for c, s in found]}
 
@@ -146,7 +142,6 @@ class Memory(Checked):
         self, *, user_id: str | None = None, agent_id: str | None = None, limit: int = 100, **_: Any
     ) -> dict:
         """The current memories of ``user_id`` (history stays out)."""
-        _strings(user_id=user_id, agent_id=agent_id)
         found = self.memory.get_all(user_id or agent_id, limit=limit)
         return {"results": [self._item(c, user_id) for c in found]}
 
@@ -180,7 +175,6 @@ class Memory(Checked):
     # -- helpers --------------------------------------------------------------------
 
     def _known(self, memory_id: MemoryId) -> Claim:
-        _strings(memory_id=memory_id)
         return self.memory.memory(memory_id)
 
     def _deleted_history(self, chain: list[DeletedClaim]) -> list[dict]:
@@ -248,10 +242,3 @@ class Memory(Checked):
             "updated_at": when,
             "is_deleted": deleted,
         }
-
-
-def _strings(**values: object) -> None:
-    """InputError for a string argument the store cannot hold (a lone surrogate, a NUL)."""
-    for name, value in values.items():
-        if isinstance(value, str):
-            checked_text(name, value)

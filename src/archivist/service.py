@@ -148,9 +148,6 @@ class MemoryService(MemoryViews, MemoryEdits):
         them at once); the next ``extract`` of their conversation embeds them.
         """
         mem0 = {"user_id": user_id, "agent_id": agent_id, "conversation": conversation}
-        for name, value in mem0.items():
-            if isinstance(value, str):  # other types: _turns_conversation says what is wanted
-                checked_text(name, value)
         if any(v is not None for v in (*mem0.values(), timestamp, metadata)) or _turns(data):
             data = self._turns_conversation(data, timestamp, metadata, **mem0)
         if isinstance(data, str) and not _names_file(data):
@@ -307,8 +304,6 @@ class MemoryService(MemoryViews, MemoryEdits):
         check_actor(actor)
         if memory_id is not None:
             return self.forget_claim(memory_id, actor=actor)
-        checked_text("conversation", conversation)
-        checked_text("person", person)
         if conversation is not None and self.store.participants(conversation) is None:
             raise NotFound(f"no conversation {conversation!r} is stored")
         n = (
@@ -524,9 +519,6 @@ class MemoryService(MemoryViews, MemoryEdits):
         ``route``: find the period the query asks about and, when neither a
         conversation nor a person is given, where to look (read/route.py).
         """
-        for name, value in (("query", query), ("person", person), ("speaker", speaker)):
-            if isinstance(value, str):
-                checked_text(name, value)
         if session is not None and (
             isinstance(session, bool)
             or not isinstance(session, int)
@@ -557,8 +549,7 @@ class MemoryService(MemoryViews, MemoryEdits):
         """A memory (claim) by id, or with two arguments a message by conversation and id."""
         if message_id is None:
             return self.memory(conversation)
-        checked_text("conversation", conversation, optional=False)
-        checked_text("message id", message_id, optional=False)
+        checked_text("conversation", conversation, optional=False)  # not an id: a string
         m = self.store.get_message(conversation, message_id)
         if m is None:
             raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")

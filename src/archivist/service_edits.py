@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from .args import AnyInt, Checked, Range
 from .errors import InputError, NotFound
-from .model import MAX_ID, AuditEntry, Claim, ClaimEvent, Decision, Person, checked_text
+from .model import MAX_ID, AuditEntry, Claim, ClaimEvent, Decision, Person
 from .store.audit import check_actor
 from .store.sql import Filters
 
@@ -62,10 +62,6 @@ class MemoryEdits(Checked):
 
         if not isinstance(query, str) or not query.strip():
             raise InputError("search needs a non-empty query")
-        checked_text("query", query)
-        checked_text("user_id", user_id)
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise InputError(f"limit must be a positive integer; got {limit!r}")
         where, wide = Filters(person=user_id), max(50, limit * 5)
         words = self.store.claim_keyword_search(query, where, wide)
         vec = self.core.embedder.embed_batch([query])[0]
@@ -99,8 +95,6 @@ class MemoryEdits(Checked):
 
         if not isinstance(text, str) or not text.strip():
             raise InputError("update() needs the corrected text")
-        checked_text("the corrected text", text)
-        checked_text("reason", reason)
         if len(text) > MAX_CLAIM_TEXT:
             raise InputError(f"the corrected text is over {MAX_CLAIM_TEXT} characters")
         old = self.memory(memory_id)
@@ -133,7 +127,6 @@ class MemoryEdits(Checked):
         log gets a line naming ``actor`` (who asked).
         """
         check_actor(actor)
-        checked_text("reason", reason)
         cid = self.memory(memory_id).id
         return self.store.forget_claims(
             [cid],  # type: ignore[list-item]
@@ -156,8 +149,6 @@ class MemoryEdits(Checked):
         new ids). The audit log gets a line naming ``actor`` (who asked).
         """
         check_actor(actor)
-        checked_text("conversation", conversation, optional=False)
-        checked_text("message id", message_id, optional=False)
         if not self.store.delete_message(conversation, message_id, actor=actor):
             raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")
         self.store.ensure_identities([conversation])

@@ -25,7 +25,6 @@ from .model import (
     Person,
     Scene,
     Summary,
-    checked_text,
     date_in_range,
 )
 from .service_edits import MemoryId
@@ -132,9 +131,6 @@ class MemoryViews(Checked):
         from .profile import claim_as_of
 
         check_at(at)
-        checked_text("entity", entity, optional=False)
-        checked_text("conversation", conversation)
-        checked_text("owner", owner)
         found: dict[int, Claim] = {}
         for e in self.store.list_entities(conversation, owner, entity, 1_000_000):
             for c in self.store.entity_claims(e.id, current_only=False):  # type: ignore[arg-type]
