@@ -110,11 +110,9 @@ class RequestGuard:
             )
         if scope["method"].encode() not in WRITES:
             return None
-        return self._cross_site(scope["path"], host, headers) or self._body_type(
-            scope["path"], headers
-        )
+        return self._cross_site(host, headers) or self._body_type(scope["path"], headers)
 
-    def _cross_site(self, path: str, host: str, headers: dict[str, str]) -> tuple | None:
+    def _cross_site(self, host: str, headers: dict[str, str]) -> tuple | None:
         site = headers.get("sec-fetch-site", "").strip().lower()
         if site in ("cross-site", "same-site"):
             return _refusal(403, f"a {site} request may not change memory")
@@ -122,9 +120,8 @@ class RequestGuard:
         if origin is None:
             return None  # not sent by a browser's page: curl, SDKs, the CLI
         seen = origin_netloc(origin)
-        if seen is not None and (seen in self.origins or seen == _netloc("http", host)):
-            return None
-        if seen is not None and seen == _netloc("https", host):
+        own = {_netloc("http", host), _netloc("https", host)}  # this server, behind TLS or not
+        if seen is not None and (seen in self.origins or seen in own):
             return None
         return _refusal(403, f"a request from origin {origin[:100]!r} may not change memory")
 
