@@ -274,6 +274,21 @@ def create_app(
     # per tenant id: chats answered upstream and their tokens (``llm.chat`` in its status)
     app.state.chat_usage = defaultdict(Counter)
     app.state.auth_failures = AuthFailures(settings.auth_failures_per_minute)
+    _guard(app, settings)
+    if settings.serve_api:
+        app.include_router(memory_router())
+        from .memories_routes import memories_router  # mem0-shaped routes and exact deletes
+
+        app.include_router(memories_router())
+        app.include_router(proxy.router)
+        add_offline_docs(app)
+    add_ui(app)
+    return app
+
+
+def _guard(app: FastAPI, settings: ServerSettings) -> None:
+    """What stands before every handler (request size, foreign Hosts, cross-site writes)
+    and how refusals and errors become the common error body."""
     app.add_middleware(BodyLimit, limit=settings.max_request_bytes)
     app.add_middleware(  # outermost: nothing runs for a foreign Host or a cross-site write
         RequestGuard,
@@ -285,15 +300,6 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(RecursionError, _too_deep)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    if settings.serve_api:
-        app.include_router(memory_router())
-        from .memories_routes import memories_router  # mem0-shaped routes and exact deletes
-
-        app.include_router(memories_router())
-        app.include_router(proxy.router)
-        add_offline_docs(app)
-    add_ui(app)
-    return app
 
 
 def memory_router():
