@@ -18,6 +18,7 @@ ENV_PREFIX = "ARCHIVIST_"
 STORES = ("sqlite", "postgres")
 CONFLICT_POLICIES = ("newest_wins", "oldest_wins", "keep_both")
 CONSOLIDATE_MODES = ("inline", "background", "manual")
+JUDGES = ("auto", "model", "llm", "rules")
 
 
 def default_db_path() -> Path:
@@ -51,6 +52,10 @@ class Settings:
     llm_timeout: float = 60.0
     llm_concurrency: int = 4  # parallel LLM calls (extraction batches across episodes)
     conflict_policy: str = "newest_wins"  # how a contradiction between two claims resolves
+    # Who judges meaning (does a statement end an older one, does a sentence answer a
+    # question): "auto" = the configured LLM when there is one, else the trained model;
+    # "model", "llm" or "rules" (the old phrase rules, kept as a baseline)
+    judge: str = "auto"
     # Reconcile new claims (duplicates, refinements, conflicts, entity filing) as soon as
     # they are extracted, so reads right after add() see the new truth; off: only the
     # consolidation round's reconcile job does (to study that job alone).
@@ -82,6 +87,10 @@ class Settings:
                 f"consolidate_mode must be one of {', '.join(CONSOLIDATE_MODES)}; "
                 f"got {self.consolidate_mode!r}"
             )
+        if self.judge not in JUDGES:
+            raise ConfigError(f"judge must be one of {', '.join(JUDGES)}; got {self.judge!r}")
+        if self.judge == "llm" and self.llm in ("", "none"):
+            raise ConfigError(f"judge 'llm' needs an LLM ({ENV_PREFIX}LLM)")
         if self.consolidate_every < 1:
             raise ConfigError("consolidate_every must be >= 1")
         if self.llm_timeout <= 0 or self.llm_concurrency < 1:
@@ -112,6 +121,7 @@ class Settings:
             "llm_base_url",
             "llm_api_key",
             "conflict_policy",
+            "judge",
             "consolidate_mode",
             "store",
             "pg_dsn",

@@ -23,6 +23,7 @@ from .config import Settings
 from .embed import check_embedder, get_embedder
 from .embed.base import Embedder
 from .errors import EmbeddingError, EmbeddingMismatch, InputError
+from .judge import Judge, judge_for
 from .llm import check_llm, get_chat_model
 from .llm.accounting import Accounting
 from .llm.base import ChatModel
@@ -55,6 +56,7 @@ class Core:
     clock: Clock = system_clock
     given_embedder: Embedder | None = None
     given_llm: ChatModel | None = None
+    given_judge: Judge | None = None
     ledger: Accounting = field(default_factory=Accounting)
     limiter: threading.BoundedSemaphore = field(init=False, repr=False)
     _names: dict[str, list[str]] = field(init=False, repr=False, default_factory=dict)
@@ -86,6 +88,20 @@ class Core:
         if self.given_llm is not None:
             return self.given_llm
         return get_chat_model(self.settings)
+
+    @cached_property
+    def judge(self) -> Judge | None:
+        """Who judges meaning (archivist.judge): the LLM when one is configured, else the
+        trained model; None when the settings choose the old rules."""
+        if self.given_judge is not None:
+            return self.given_judge
+        call = None
+        if self.llm is not None:
+
+            def call(prompt: Any, messages: list[dict], output_type: Any) -> Any:
+                return self.llm_call(prompt, messages, output_type)
+
+        return judge_for(self.settings, call)
 
     # -- people's names (routing and ranking read them on every search) ---------------
 

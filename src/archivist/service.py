@@ -22,6 +22,7 @@ from .core import Core, Progress
 from .embed.base import Embedder
 from .errors import InputError, NotFound
 from .jobs import JobRunner
+from .judge import Judge
 from .llm.accounting import Accounting
 from .llm.base import ChatModel
 from .model import (
@@ -68,11 +69,14 @@ class MemoryService(MemoryViews, MemoryEdits):
         archivist: Archivist | None = None,
         llm: ChatModel | None = None,
         clock: Clock = system_clock,
+        judge: Judge | None = None,
     ) -> None:
         settings = settings or Settings()
         if path is not None:
             settings = settings.with_(db_path=Path(path))
-        self.core = Core.open(settings, store, clock=clock, given_embedder=embedder, given_llm=llm)
+        self.core = Core.open(
+            settings, store, clock=clock, given_embedder=embedder, given_llm=llm, given_judge=judge
+        )
         self.index_options = index_options
         self._archivist: Archivist | None = archivist
         self.jobs = JobRunner(self.core, handlers={"extract": self._run_extract})

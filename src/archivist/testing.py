@@ -2,8 +2,9 @@
 
 They implement the real interfaces (fakes, not mocks), so code under test runs
 unchanged and needs no model, network, GPU or waiting: ``FakeEmbedder``
-(embed/fake.py), ``FakeLLM`` (llm/fake.py) and ``FixedClock``, a clock that
-moves only when told (``MemoryService(clock=FixedClock(...))``).
+(embed/fake.py), ``FakeLLM`` (llm/fake.py), ``FakeJudge`` (judge/fake.py) and
+``FixedClock``, a clock that moves only when told
+(``MemoryService(clock=FixedClock(...))``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from .embed.fake import FakeEmbedder
+from .judge.fake import FakeJudge
 from .llm.fake import FakeLLM, FakeResponse, Responder
 
-__all__ = ["FakeEmbedder", "FakeLLM", "FakeResponse", "FixedClock", "Responder"]
+__all__ = ["FakeEmbedder", "FakeJudge", "FakeLLM", "FakeResponse", "FixedClock", "Responder"]
 
 
 class FixedClock:

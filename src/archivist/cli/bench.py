@@ -173,6 +173,48 @@ def state(
     _print(result, as_json, state_table)
 
 
+@bench.command("judge")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--judge",
+    "which",
+    type=click.Choice(["model", "rules", "llm"]),
+    default="model",
+    show_default=True,
+    help="The trained model, the old phrase rules, or the configured LLM.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@pass_ctx
+def judge(ctx: Context, path: Path, which: str, as_json: bool) -> None:
+    """How well a judge labels pairs: accuracy, macro-F1, per label, confusion matrix.
+
+    PATH: {"items": [...]} (or JSON lines) of relation items (speaker, older,
+    newer, older_at, newer_at, label ends|continues|unrelated) and support items
+    (speaker, question, sentence, said_at, label yes|no|answers|neither).
+    """
+    from ..bench.judge import RulesJudge, judge_table, run_judge
+    from ..judge import LLMJudge, TrainedJudge
+    from ..judge.items import read_items
+
+    items = read_items(path)  # a bad file stops here, before any model loads
+    if which == "rules":
+        from ..embed import get_embedder
+
+        chosen = RulesJudge(get_embedder(ctx.settings), ctx.settings)
+    elif which == "llm":
+        core = ctx.open(create=True).core
+        if core.llm is None:
+            raise click.UsageError("--judge llm needs an LLM (ARCHIVIST_LLM and its settings)")
+        chosen = LLMJudge(lambda prompt, msgs, out: core.llm_call(prompt, msgs, out))
+    else:
+        chosen = TrainedJudge()
+    result = run_judge(chosen, items, which, path.name)
+    if as_json:
+        emit_json({k: v for k, v in result.items() if k != "file"})
+    else:
+        click.echo(judge_table(result))
+
+
 def _locomo_context(
     ctx: Context, path: Path, budgets: tuple[int, ...], limit: int | None, as_json: bool
 ) -> None:

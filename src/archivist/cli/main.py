@@ -57,6 +57,7 @@ def _register() -> None:
         serve,
         show,
         stats,
+        train,
         transfer,
     )
 
@@ -79,6 +80,7 @@ def _register() -> None:
         demo,
         bench,
         bench_load,
+        train,
     ):
         module.register(cli)
 

@@ -22,6 +22,7 @@ import numpy as np
 from ..core import Core
 from ..embed.base import Embedder
 from ..errors import InputError
+from ..judge import Judge
 from ..model import Claim, Hit, Message, text_problem
 from ..subject import clause_subject, kin_names, mentions_kin
 from ..text import fold, is_stopword, person_key, stem, words
@@ -38,6 +39,7 @@ from .extractive import (
     shape_of,
     someone_elses,
 )
+from .judged import judged, reordered
 from .links import as_known_by
 from .query import SPEECH_WHO, asks_when, asks_who, names_in, said_by_named
 from .recall import search_memory
@@ -390,6 +392,7 @@ def extractive_answer(
     claims: Mapping[tuple[str, str], Sequence[Claim]] | None = None,
     embedder: Embedder | None = None,
     prompts: Mapping[tuple[str, str], str] | None = None,
+    judge: Judge | None = None,
 ) -> Answer:
     """The answer read off the evidence among the first k hits, or an abstention.
 
@@ -397,8 +400,9 @@ def extractive_answer(
     (message key -> its claims, any status) says which sentences no longer
     hold at ``at``; without it every sentence counts as holding. ``embedder``
     adds meaning to word overlap; ``prompts`` (message key -> "Asker: question?",
-    ``reply_prompt``) the question a short reply answers. See read/extractive.py
-    for how it reads.
+    ``reply_prompt``) the question a short reply answers; ``judge`` chooses the
+    sentence that settles the question first (read/judged.py). See
+    read/extractive.py for how it reads otherwise.
     """
     names = names_in(question, people)
     if (
@@ -441,7 +445,11 @@ def extractive_answer(
     if (speech := SPEECH_WHO.match(question)) is not None:
         # "Who told Sam to get the train?" asks who spoke to Sam: another's words answer
         ranked, target = _spoken_by_others(ranked, names, asked=speech.group(1)), None
-    composed = compose(question, shape, ranked, wanted, target, near)
+    composed = None
+    if judge is not None:
+        composed = judged(question, shape, ranked, judge, at)
+        ranked = reordered(question, shape, ranked, judge, at)
+    composed = composed or compose(question, shape, ranked, wanted, target, near)
     if composed is None:
         reason = f"weak evidence: best relevance {ranked[0].relevance:.2f}"
         return replace(abstain(question, reason), context_tokens=tokens)
@@ -780,4 +788,5 @@ def _extractive(core: Core, question: str, ev: Evidence, at: datetime | None) ->
         claims=claims,
         embedder=core.embedder,
         prompts=prompts,
+        judge=core.judge,
     )

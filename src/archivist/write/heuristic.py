@@ -224,7 +224,7 @@ def _third_person(verb: str, who: str) -> str | None:
     return verb + "s"
 
 
-def _resolve(text: str, speaker: str, addressee: str | None) -> str:
+def in_third_person(text: str, speaker: str, addressee: str | None) -> str:
     """First and second person to names, with the verb agreeing ("I am" → "Ana is")."""
 
     def agree(m: re.Match) -> str:
@@ -425,7 +425,7 @@ def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Cla
     entities = _entities(core, known)
     importance, salience = _scores(core, kind, valid_from is not None, len(entities))
     return Claim(
-        text=_resolve(core, m.speaker, addressee),
+        text=in_third_person(core, m.speaker, addressee),
         speaker=m.speaker,
         subject=subject,
         conversation=m.conversation,

@@ -28,6 +28,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..attributes import LIFE_STAGES, AttributeValue, attribute_of, same_value
+from ..judge import Judge as MeaningJudge
+from ..judge import RelationPair, Verdict
 from ..model import Claim, ClaimEvent, Conflict
 from ..text import (
     ENDING,
@@ -82,6 +84,11 @@ class ReconcileConfig:
     refine_cosine: float = 0.8
     judge_cosine: float = 0.75  # undecided claims this close to a stored one go to the LLM
     candidates: int = 4
+    # The judge seam (archivist.judge): each new claim is put beside this many of the
+    # same speaker's current claims about the same person (nearest in meaning first),
+    # and an "ends" verdict at least this probable closes the older one
+    judged_candidates: int = 6
+    ends_p: float = 0.8  # on the dev split, "ends" at 0.8 or more was right 92% of the time
     policy: str = "newest_wins"  # newest_wins, oldest_wins, keep_both
 
 
@@ -204,25 +211,36 @@ def reconcile_claims(
     vectors: dict[int, np.ndarray],
     config: ReconcileConfig = RECONCILE_DEFAULT,
     judge: Judge | None = None,
+    meaning: MeaningJudge | None = None,
 ) -> ClaimOutcome:
     """Decide every claim of ``new`` against the current claims (``stored`` and earlier new).
 
     ``stored`` are already-reconciled claims (any status); ``new`` are taken in
     the order they were said: what was said later is the newer information,
-    even when it dates its start back ("I went vegan this month").
+    even when it dates its start back ("I went vegan this month"). ``meaning``:
+    the judge seam (the trained model or an LLM) decides which older states a
+    claim ends; without it the phrase rules do, and ``judge`` (an LLM's
+    claim verdicts) the claims they leave undecided.
     """
     out = ClaimOutcome()
     state = _State([*stored, *new], vectors)
     for c in stored:
         if c.status == "current":
             state.add(c)
+    ordered = sorted(new, key=lambda c: (c.said_at, c.id or 0))
+    verdicts = _relation_verdicts(state, ordered, meaning, config) if meaning else {}
     undecided: list[tuple[Claim, list[Claim]]] = []
-    for c in sorted(new, key=lambda c: (c.said_at, c.id or 0)):
+    for c in ordered:
         out.counts["claims"] += 1
         near = state.nearest(c, config.candidates)
-        decided, same = _by_attribute(state, out, c, config)
-        decided = decided or _by_wording(state, out, c, near, config)
-        decided = decided or _by_change(state, out, c, config)
+        if meaning is not None:
+            decided, same = _by_attribute(state, out, c, config)
+            decided = decided or _by_wording(state, out, c, near, config)
+            decided = _by_verdicts(state, out, c, verdicts, config, meaning.name) or decided
+        else:
+            decided, same = _by_attribute(state, out, c, config)
+            decided = decided or _by_wording(state, out, c, near, config)
+            decided = decided or _by_change(state, out, c, config)
         if not decided and same is not None:  # same value, other words: a restatement
             _duplicate_of(out, c, same)
         elif not decided:
@@ -234,6 +252,85 @@ def reconcile_claims(
     if undecided and judge is not None:
         _apply_judgements(state, out, undecided, judge(undecided), config)
     return out
+
+
+def _pair_candidates(s: _State, c: Claim, k: int) -> list[int]:
+    """The current claims a new claim may end: the same speaker's about the same person
+    (or holder), said no later, not questions; the ``k`` nearest in meaning."""
+    ids = dict.fromkeys([*s.groups.get(s.key(c), []), *s.holders.get(s.holder_key(c), [])])
+    ids.pop(c.id, None)
+    olds = [i for i in ids if s.by_id[i].said_at <= c.said_at and s.by_id[i].kind != "question"]
+    if c.kind == "question" or not olds:
+        return []
+    v = s.vectors.get(c.id)
+    if v is None or len(olds) <= k:
+        return olds[-k:]
+    have = [i for i in olds if i in s.vectors]
+    sims = np.stack([s.vectors[i] for i in have]) @ v
+    return [have[j] for j in np.argsort(-sims)[:k]]
+
+
+def _relation_verdicts(
+    s: _State, ordered: Sequence[Claim], meaning: MeaningJudge, cfg: ReconcileConfig
+) -> dict[tuple[int, int], Verdict]:
+    """The judge's verdict on every (older, new) pair the new claims may be decided by,
+    asked in one batch. Pairs among the new claims are asked too: the candidates a
+    claim will have are the current ones plus the new claims said before it."""
+    live = _State(list(s.by_id.values()), s.vectors)
+    for cid in (i for ids in s.groups.values() for i in ids):
+        live.add(s.by_id[cid])
+    pairs: list[tuple[int, int]] = []
+    for c in ordered:
+        pairs += [(o, c.id) for o in _pair_candidates(live, c, cfg.judged_candidates)]  # type: ignore[misc]
+        live.add(c)
+    asked = [
+        RelationPair(
+            s.by_id[n].speaker,
+            s.by_id[o].text,
+            s.by_id[n].text,
+            start_of(s.by_id[o]),
+            start_of(s.by_id[n]),
+        )
+        for o, n in pairs
+    ]
+    return dict(zip(pairs, meaning.relations(asked), strict=True)) if asked else {}
+
+
+def _by_verdicts(
+    s: _State,
+    out: ClaimOutcome,
+    c: Claim,
+    verdicts: dict[tuple[int, int], Verdict],
+    cfg: ReconcileConfig,
+    method: str,
+) -> bool:
+    """Conflicts with the current claims the judge says ``c`` ends."""
+    decided = False
+    for (oid, nid), v in verdicts.items():
+        if nid != c.id or v.label != "ends" or v.p < cfg.ends_p:
+            continue
+        if out.updates.get(oid, ("current",))[0] != "current" or oid not in s.by_id:
+            continue
+        old = s.by_id[oid]
+        if oid not in s.groups.get(s.key(old), []):
+            continue  # closed by an earlier verdict
+        _conflict(s, out, old, c, "", old.text, c.text, "evolution", cfg, method)
+        out.counts["judged"] = out.counts.get("judged", 0) + 1
+        decided = True
+    return decided
+
+
+def _restated(s: _State, c: Claim) -> Claim | None:
+    """A current claim giving the same attribute the same value in other words."""
+    av = s.attrs.get(c.id)
+    if av is None:
+        return None
+    for oid in s.holders.get(s.holder_key(c), []):
+        ov = s.attrs.get(oid)
+        if oid != c.id and ov is not None and ov.attribute == av.attribute:
+            if same_value(ov.value, av.value):
+                return s.by_id[oid]
+    return None
 
 
 def _by_wording(

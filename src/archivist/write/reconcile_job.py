@@ -96,8 +96,9 @@ def _reconcile_once(core: Core, cid: str, config: ReconcileConfig) -> dict:
         return {}
     model = core.embedder.name
     vectors = core.store.claim_vectors(model, [c.id for c in (*done, *todo)])
-    judge = _judge(core) if core.llm is not None else None
-    outcome = reconcile_claims(done, todo, vectors, config, judge)
+    meaning = core.judge
+    judge = _judge(core) if core.llm is not None and meaning is None else None
+    outcome = reconcile_claims(done, todo, vectors, config, judge, meaning)
     existing = core.store.list_entities(conversation=cid, limit=1_000_000)
     work = EntityWork(entities=list(existing))
     before = {(person_key(c.speaker), person_key(m.name)) for c in todo for m in c.entities}

@@ -1,0 +1,24 @@
+"""``archivist train judge``: train the judge shipped in the package (the ``train`` extra)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def train() -> None:
+    """Train what archivist ships (needs pip install 'archivist[train]')."""
+
+
+@train.command("judge", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.pass_context
+def judge(ctx: click.Context) -> None:
+    """Fine-tune the judge on training/judge/*.jsonl and export it (see --help of
+    python -m archivist.train judge for the options)."""
+    from ..train.judge import main
+
+    raise SystemExit(main(list(ctx.args)))
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(train)

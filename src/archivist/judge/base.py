@@ -1,0 +1,87 @@
+"""The judge seam: what a judge is asked, what it answers, and the labels.
+
+Two tasks. ``relation``: does a newer statement by a person end an older state of
+theirs (``ends``), leave it holding (``continues``: progress, an addition, a
+pause, a word that only looks like an ending) or say nothing of it
+(``unrelated``)? ``support``: does a sentence someone said settle a question
+about a person: ``yes`` or ``no`` for a yes/no question, ``answers`` for a
+wh-question, else ``neither``? Every implementation (the trained model, an
+LLM, the old rules) answers both, in batches, with a probability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+RELATION_LABELS = ("ends", "continues", "unrelated")
+SUPPORT_LABELS = ("yes", "no", "answers", "neither")
+LABELS = {"relation": RELATION_LABELS, "support": SUPPORT_LABELS}
+
+
+@dataclass(frozen=True)
+class RelationPair:
+    """An older and a newer statement by ``speaker``: does the newer end the older?"""
+
+    speaker: str
+    older: str
+    newer: str
+    older_at: datetime | None = None
+    newer_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class SupportPair:
+    """A question about a person and one sentence ``speaker`` said: does it settle it?"""
+
+    question: str
+    sentence: str
+    speaker: str
+    said_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A label with the judge's probability for it (and, from an LLM, its short reason)."""
+
+    label: str
+    p: float
+    reason: str = ""
+
+
+class Judge(Protocol):
+    """What reconciliation and the answerer ask when meaning must be judged."""
+
+    name: str
+
+    def relations(self, pairs: Sequence[RelationPair]) -> list[Verdict]:
+        """One verdict per pair, in order (labels from RELATION_LABELS)."""
+        ...
+
+    def supports(self, pairs: Sequence[SupportPair]) -> list[Verdict]:
+        """One verdict per pair, in order (labels from SUPPORT_LABELS)."""
+        ...
+
+
+def relation(judge: Judge, older: str, newer: str, speaker: str = "") -> Verdict:
+    """One relation verdict (a convenience over ``Judge.relations``)."""
+    return judge.relations([RelationPair(speaker, older, newer)])[0]
+
+
+def support(judge: Judge, question: str, sentence: str, speaker: str = "") -> Verdict:
+    """One support verdict (a convenience over ``Judge.supports``)."""
+    return judge.supports([SupportPair(question, sentence, speaker)])[0]
+
+
+def encode_relation(pair: RelationPair) -> tuple[str, str]:
+    """The two segments the cross-encoder reads for a relation pair (training uses this too)."""
+    who = pair.speaker.strip() or "someone"
+    return f"relation. {who} said: {pair.older}", f"later {who} said: {pair.newer}"
+
+
+def encode_support(pair: SupportPair) -> tuple[str, str]:
+    """The two segments the cross-encoder reads for a support pair (training uses this too)."""
+    who = pair.speaker.strip() or "someone"
+    return f"support. {pair.question}", f"{who} said: {pair.sentence}"

@@ -1,0 +1,102 @@
+"""Labelled judge items: read from the bench format or the training files, checked.
+
+A bench file is ``{"items": [...]}``; a training file is JSON lines of the same
+items. Relation items: ``{"id", "task": "relation", "speaker", "older",
+"newer", "older_at", "newer_at", "label"}``; support items: ``{"id", "task":
+"support", "speaker", "question", "sentence", "said_at", "label"}``. Extra
+fields (``area``, ``group``, ``hard``, ``family``) are kept for reports.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import InputError
+from .base import LABELS, RelationPair, SupportPair
+
+
+@dataclass(frozen=True)
+class Item:
+    """One labelled pair of either task."""
+
+    id: str
+    task: str
+    pair: RelationPair | SupportPair
+    label: str
+    extra: dict = field(default_factory=dict)
+
+
+def _when(value: object, where: str) -> datetime | None:
+    if value in (None, ""):
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{where}: not an ISO date or time: {value!r}") from None
+
+
+def _text(raw: dict, key: str, where: str, required: bool = True) -> str:
+    value = raw.get(key, "")
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InputError(f"{where}: {key!r} must be a non-empty string")
+    return value
+
+
+def parse_item(raw: object, where: str) -> Item:
+    """One item from its JSON form; InputError naming ``where`` when it is malformed."""
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: an item must be a JSON object")
+    task = raw.get("task")
+    if task not in LABELS:
+        raise InputError(f"{where}: 'task' must be 'relation' or 'support', got {task!r}")
+    label = raw.get("label")
+    if label not in LABELS[task]:
+        raise InputError(f"{where}: a {task} label is one of {', '.join(LABELS[task])}")
+    speaker = _text(raw, "speaker", where, required=False)
+    if task == "relation":
+        pair: RelationPair | SupportPair = RelationPair(
+            speaker,
+            _text(raw, "older", where),
+            _text(raw, "newer", where),
+            _when(raw.get("older_at"), where),
+            _when(raw.get("newer_at"), where),
+        )
+    else:
+        pair = SupportPair(
+            _text(raw, "question", where),
+            _text(raw, "sentence", where),
+            speaker,
+            _when(raw.get("said_at"), where),
+        )
+    known = {"id", "task", "label", "speaker", "older", "newer", "older_at", "newer_at"}
+    known |= {"question", "sentence", "said_at"}
+    extra = {k: v for k, v in raw.items() if k not in known}
+    return Item(str(raw.get("id", where)), task, pair, label, extra)
+
+
+def read_items(path: Path) -> list[Item]:
+    """Every item of a bench file (``{"items": [...]}``) or a JSON-lines training file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read {path}: {e}") from None
+    if path.suffix == ".jsonl":
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append((json.loads(line), f"{path.name}:{n}"))
+                except ValueError as e:
+                    raise InputError(f"{path.name}:{n}: not JSON ({e})") from None
+    else:
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise InputError(f"{path}: not JSON ({e})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+            raise InputError(f'{path}: expected {{"items": [...]}}')
+        rows = [(raw, f"{path.name} item {i}") for i, raw in enumerate(data["items"], 1)]
+    return [parse_item(raw, where) for raw, where in rows]

@@ -1,0 +1,79 @@
+"""Task: judge pairs for the judge seam (relation: does newer end older; support: does a
+sentence settle a question). A short reason comes before each verdict in the schema."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+NAME = "judge_pairs"
+VERSION = "1"
+
+
+class RelationOut(BaseModel):
+    item: int = Field(description="The number of the pair judged.")
+    reason: str = Field(description="One short sentence: what the newer statement does.")
+    verdict: Literal["ends", "continues", "unrelated"]
+    confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class SupportOut(BaseModel):
+    item: int = Field(description="The number of the pair judged.")
+    reason: str = Field(description="One short sentence: what the sentence says of the question.")
+    verdict: Literal["yes", "no", "answers", "neither"]
+    confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class RelationsOut(BaseModel):
+    judgements: list[RelationOut] = Field(default_factory=list)
+
+
+class SupportsOut(BaseModel):
+    judgements: list[SupportOut] = Field(default_factory=list)
+
+
+RELATION_SYSTEM = """You keep a person's long-term memory. Each item is an OLDER and a NEWER
+statement by the same speaker. Decide what the newer one does to the state the older one
+describes:
+- ends: the older state no longer holds (replaced, ended, reversed, or over by implication:
+  a broken leg ends cycling to work, a new job ends the old one);
+- continues: the older state still holds (progress, restated, an addition to it, a
+  temporary pause, or a word that only looks like an ending: "finished my shift");
+- unrelated: the newer statement says nothing about it (another topic, or another
+  person's state: "my sister went vegan").
+Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
+
+SUPPORT_SYSTEM = """You answer from a person's long-term memory. Each item is a QUESTION about
+a named person and one SENTENCE someone said (the speaker is named). Decide:
+- yes / no: the sentence settles the yes/no question, also by implication ("Dry January,
+  not a drop till Feb" answers "Is Gil drinking?" with no);
+- answers: the sentence answers the wh-question (what, where, who, when, how...);
+- neither: it does not settle it (off topic, only a wish or plan, or the speaker talks
+  about themselves when the question is about someone else).
+Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
+
+
+def build_relations(pairs: Sequence[tuple[str, str, str, str, str]]) -> list[dict]:
+    """Messages for (speaker, older, older date, newer, newer date) pairs, numbered from 1."""
+    blocks = [
+        f"Item {i}: speaker {who}\n  OLDER ({was}): {older}\n  NEWER ({now}): {newer}"
+        for i, (who, older, was, newer, now) in enumerate(pairs, start=1)
+    ]
+    return [
+        {"role": "system", "content": RELATION_SYSTEM},
+        {"role": "user", "content": "\n\n".join(blocks)},
+    ]
+
+
+def build_supports(pairs: Sequence[tuple[str, str, str, str]]) -> list[dict]:
+    """Messages for (question, speaker, sentence, date) pairs, numbered from 1."""
+    blocks = [
+        f"Item {i}: QUESTION: {question}\n  {who} said ({when}): {sentence}"
+        for i, (question, who, sentence, when) in enumerate(pairs, start=1)
+    ]
+    return [
+        {"role": "system", "content": SUPPORT_SYSTEM},
+        {"role": "user", "content": "\n\n".join(blocks)},
+    ]

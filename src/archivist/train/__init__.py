@@ -1,0 +1,1 @@
+"""Training what archivist ships: ``python -m archivist.train judge`` (the ``train`` extra)."""

@@ -1,0 +1,293 @@
+"""The judge seam: its three implementations, how reconciliation and answers use it, and
+``archivist bench judge``. The trained model is the one shipped in the package."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from archivist.cli.main import cli
+from archivist.config import Settings
+from archivist.errors import ConfigError, InputError
+from archivist.judge import (
+    LLMJudge,
+    RelationPair,
+    SupportPair,
+    TrainedJudge,
+    Verdict,
+    judge_for,
+    relation,
+    support,
+)
+from archivist.judge.items import parse_item, read_items
+from archivist.prompts import judge_pairs
+from archivist.service import MemoryService
+from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM
+from archivist.write.archivist import HeuristicArchivist
+from conftest import make_conversation
+
+
+@pytest.fixture(scope="module")
+def model() -> TrainedJudge:
+    return TrainedJudge()
+
+
+def test_the_shipped_model_labels_both_tasks_with_probabilities(model: TrainedJudge) -> None:
+    rel = model.relations(
+        [
+            RelationPair("Priya", "I'm pescatarian, fish is my whole protein", "went fully vegan"),
+            RelationPair("Tom", "I cycle to work every day", "my sister bought a new car"),
+        ]
+    )
+    sup = model.supports([SupportPair("Is Gil drinking?", "Dry January, not a drop", "Gil")])
+    assert [v.label in ("ends", "continues", "unrelated") for v in rel] == [True, True]
+    assert sup[0].label in ("yes", "no", "answers", "neither")
+    assert all(0.0 <= v.p <= 1.0 for v in (*rel, *sup))
+    assert model.relations([]) == [] and model.supports([]) == []
+    card = model.card
+    assert card["labels"]["relation"] == ["ends", "continues", "unrelated"]
+    assert card["offsets"] == {"relation": 0, "support": 3}
+
+
+def test_the_model_is_deterministic_and_batch_order_free(model: TrainedJudge) -> None:
+    pairs = [
+        RelationPair(
+            "Ana", "I work at the bakery on Rua Augusta", "started at the council monday!"
+        ),
+        RelationPair("Ana", "keto since march", "keto is going great, down 4kg"),
+        RelationPair("Ana", "my dog Milo is 12 now", "finished my shift, so tired"),
+    ]
+    one_by_one = [relation(model, p.older, p.newer, p.speaker) for p in pairs]
+    batched = model.relations(pairs)
+    reversed_ = model.relations(pairs[::-1])[::-1]
+    assert (
+        [v.label for v in one_by_one] == [v.label for v in batched] == [v.label for v in reversed_]
+    )
+    for a, b in zip(batched, reversed_, strict=True):
+        assert a.p == pytest.approx(b.p, abs=1e-4)
+
+
+def test_a_missing_model_is_a_config_error_naming_the_way_out(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="ARCHIVIST_JUDGE=rules"):
+        TrainedJudge(tmp_path).relations([RelationPair("A", "x", "y")])
+
+
+def test_settings_choose_the_judge() -> None:
+    assert isinstance(judge_for(Settings()), TrainedJudge)
+    assert judge_for(Settings(judge="rules")) is None
+    calls = []
+    chosen = judge_for(Settings(), lambda *a: calls.append(a))
+    assert isinstance(chosen, LLMJudge)
+    assert isinstance(judge_for(Settings(judge="model"), lambda *a: None), TrainedJudge)
+    with pytest.raises(ConfigError, match="judge must be one of"):
+        Settings(judge="vibes")
+    with pytest.raises(ConfigError, match="needs an LLM"):
+        Settings(judge="llm")
+    assert Settings.from_env({"ARCHIVIST_JUDGE": "rules"}).judge == "rules"
+
+
+def pairs_llm(verdicts: dict[str, str]) -> FakeLLM:
+    """Answers judge_pairs: each item's verdict is the first key found in its text."""
+
+    def respond(messages: list[dict], schema: dict | None) -> dict:
+        title = (schema or {}).get("title")
+        assert title in ("RelationsOut", "SupportsOut"), title
+        items = messages[1]["content"].split("\n\nItem ")
+        out = []
+        for n, block in enumerate(items, start=1):
+            label = next((v for k, v in verdicts.items() if k in block), None)
+            if label is not None:
+                out.append({"item": n, "reason": f"because {label}", "verdict": label})
+        return {"judgements": out}
+
+    return FakeLLM(responder=respond)
+
+
+def test_the_llm_judge_batches_puts_reason_first_and_falls_back(model: TrainedJudge) -> None:
+    llm = pairs_llm({"vegan": "ends", "steak": "continues"})
+    calls: list = []
+
+    def call(prompt, messages, out):
+        calls.append(messages)
+        raw = llm.complete(messages, schema=out.model_json_schema())
+        return out.model_validate_json(raw.text)
+
+    judge = LLMJudge(call, fallback=model)
+    pairs = [RelationPair("Li", "pescatarian", "went vegan")] * 12
+    pairs.append(RelationPair("Li", "vegetarian", "cheat day, had a steak"))
+    pairs.append(RelationPair("Li", "I run", "nothing the model names"))
+    verdicts = judge.relations(pairs)
+    assert len(calls) == 2  # BATCH = 10 pairs a call
+    assert [v.label for v in verdicts[:13]] == ["ends"] * 12 + ["continues"]
+    assert verdicts[0].reason == "because ends"
+    assert verdicts[13].reason == ""  # left out by the LLM: the trained model's verdict
+    props = list(judge_pairs.RelationOut.model_json_schema()["properties"])
+    assert props.index("reason") < props.index("verdict")
+    props = list(judge_pairs.SupportOut.model_json_schema()["properties"])
+    assert props.index("reason") < props.index("verdict")
+
+
+def memory(path: Path, **kw) -> MemoryService:
+    settings = Settings(consolidate_mode="manual", reconcile_on_write=False)
+    return MemoryService(
+        path, settings=settings, embedder=FakeEmbedder(), archivist=HeuristicArchivist(), **kw
+    )
+
+
+def diet_change() -> object:
+    return make_conversation(
+        "diet",
+        [
+            [("Ana", "I'm pescatarian, fish is basically my whole protein situation.")],
+            [("Ana", "Big news: I went fully vegan last month.")],
+        ],
+    )
+
+
+def ends_when(word: str):
+    return lambda p: Verdict("ends", 0.95) if word in p.newer.casefold() else None
+
+
+def test_reconciliation_asks_the_judge_and_logs_its_verdict(tmp_path: Path) -> None:
+    judge = FakeJudge(relation=ends_when("vegan"))
+    with memory(tmp_path / "m.db", judge=judge) as mem:
+        mem.add(diet_change())
+        report = mem.reconcile()
+        assert report["judged"] == 1
+        (c,) = mem.conflicts()
+        assert c.method == "fake-judge" and "pescatarian" in c.old_value
+        old = next(x for x in mem.claims(limit=10) if "pescatarian" in x.text)
+        assert old.status == "superseded"
+        asked = [p for p in judge.asked if isinstance(p, RelationPair)]
+        assert asked and all(p.speaker == "Ana" for p in asked)
+        assert all("pescatarian" in p.older and "vegan" in p.newer for p in asked)
+
+
+def test_an_unsure_or_continuing_verdict_closes_nothing(tmp_path: Path) -> None:
+    unsure = FakeJudge(relation=lambda p: Verdict("ends", 0.55))
+    with memory(tmp_path / "a.db", judge=unsure) as mem:
+        mem.add(diet_change())
+        mem.reconcile()
+        assert mem.conflicts() == []
+    goes_on = FakeJudge(relation=lambda p: Verdict("continues", 0.99))
+    with memory(tmp_path / "b.db", judge=goes_on) as mem:
+        mem.add(diet_change())
+        mem.reconcile()
+        assert mem.conflicts() == []
+        assert {c.status for c in mem.claims(limit=10)} == {"current"}
+
+
+def test_another_speakers_claims_never_reach_the_judge(tmp_path: Path) -> None:
+    judge = FakeJudge(relation=ends_when("vegan"))
+    conv = make_conversation(
+        "two",
+        [[("Ana", "I'm pescatarian these days.")], [("Lee", "I went fully vegan last month.")]],
+    )
+    with memory(tmp_path / "m.db", judge=judge) as mem:
+        mem.add(conv)
+        mem.reconcile()
+        assert mem.conflicts() == []
+        assert not any(isinstance(p, RelationPair) and p.speaker != "Lee" for p in judge.asked)
+
+
+def test_with_an_llm_reconciliation_and_answers_use_it(tmp_path: Path) -> None:
+    llm = pairs_llm({"vegan": "ends"})
+    with memory(tmp_path / "m.db", llm=llm) as mem:
+        mem.add(diet_change())
+        mem.reconcile()
+        (c,) = mem.conflicts()
+        assert c.method == "llm"
+        assert mem.llm_summary()["tasks"]["judge_pairs"]["calls"] >= 1
+
+
+def test_the_answer_is_read_from_the_sentence_the_judge_says_settles_it(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "gil",
+        [
+            [("Gil", "Work was mad today, the whole team stayed late.")],
+            [("Gil", "Dry January for me, not a drop till February.")],
+        ],
+        people=("Gil", "Ana"),
+    )
+
+    def settles(p: SupportPair):
+        return Verdict("no", 0.97) if "Dry January" in p.sentence else Verdict("neither", 0.9)
+
+    with memory(tmp_path / "m.db", judge=FakeJudge(support=settles)) as mem:
+        mem.add(conv)
+        mem.consolidate()
+        answer = mem.ask("Is Gil drinking?", person="Gil")
+        assert answer.answer.startswith("No: ") and "Dry January" in answer.answer
+        assert answer.reason.startswith("judge fake-judge: no")
+
+
+def item(**kw) -> dict:
+    base = {"id": "x", "task": "relation", "speaker": "A", "older": "a", "newer": "b"}
+    return {**base, "label": "ends", **kw}
+
+
+def test_items_are_checked_with_one_line_errors(tmp_path: Path) -> None:
+    assert parse_item(item(), "f").pair.older == "a"
+    for bad, says in (
+        (item(task="vibes"), "'task' must be"),
+        (item(label="maybe"), "a relation label is one of"),
+        (item(older=""), "'older' must be a non-empty string"),
+        (item(older_at="soon"), "not an ISO date"),
+        ([1], "must be a JSON object"),
+    ):
+        with pytest.raises(InputError, match=says):
+            parse_item(bad, "f")
+    path = tmp_path / "bad.json"
+    path.write_text('{"items": 3}')
+    with pytest.raises(InputError, match="expected"):
+        read_items(path)
+
+
+def test_bench_judge_prints_per_task_figures(tmp_path: Path) -> None:
+    items = [
+        item(id="r1", older="I'm pescatarian", newer="went fully vegan in June"),
+        item(id="r2", older="keto since March", newer="keto is going great", label="continues"),
+        {
+            "id": "s1",
+            "task": "support",
+            "speaker": "Gil",
+            "question": "Is Gil drinking?",
+            "sentence": "Dry January, not a drop till Feb",
+            "said_at": "2024-01-03",
+            "label": "no",
+        },
+    ]
+    path = tmp_path / "pairs.json"
+    path.write_text(json.dumps({"items": items}))
+    out = CliRunner().invoke(cli, ["bench", "judge", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    result = json.loads(out.output)
+    assert result["judge"] == "model"
+    assert set(result["tasks"]) == {"relation", "support"}
+    rel = result["tasks"]["relation"]
+    assert rel["n"] == 2 and 0.0 <= rel["accuracy"] <= 1.0 and "macro_f1" in rel
+    assert set(rel["by_label"]) == {"ends", "continues", "unrelated"}
+    text = CliRunner().invoke(cli, ["bench", "judge", str(path)])
+    assert "relation: accuracy" in text.output and "said→" in text.output
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"items": [{"task": "relation"}]}')
+    out = CliRunner().invoke(cli, ["bench", "judge", str(bad)])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+
+
+def test_bench_judge_runs_the_rules_baseline(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.json"
+    path.write_text(
+        json.dumps({"items": [item(older="I live in Lisbon", newer="moved to Berlin")]})
+    )
+    out = CliRunner().invoke(cli, ["bench", "judge", str(path), "--judge", "rules", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["tasks"]["relation"]["n"] == 1
+
+
+def test_support_convenience(model: TrainedJudge) -> None:
+    v = support(model, "Where does Ines work now?", "First week at the council done!", "Ines")
+    assert v.label in ("yes", "no", "answers", "neither")
