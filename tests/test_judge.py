@@ -137,12 +137,13 @@ def memory(path: Path, **kw) -> MemoryService:
     )
 
 
-def diet_change() -> object:
+def leg_break() -> object:
+    """An ending no phrase rule sees: a broken leg ends cycling to work."""
     return make_conversation(
-        "diet",
+        "leg",
         [
-            [("Ana", "I'm pescatarian, fish is basically my whole protein situation.")],
-            [("Ana", "Big news: I went fully vegan last month.")],
+            [("Ana", "I cycle to the office every day, forty minutes along the canal.")],
+            [("Ana", "Broke my leg skiing, out for three months at least.")],
         ],
     )
 
@@ -152,39 +153,39 @@ def ends_when(word: str):
 
 
 def test_reconciliation_asks_the_judge_and_logs_its_verdict(tmp_path: Path) -> None:
-    judge = FakeJudge(relation=ends_when("vegan"))
+    judge = FakeJudge(relation=ends_when("broke"))
     with memory(tmp_path / "m.db", judge=judge) as mem:
-        mem.add(diet_change())
+        mem.add(leg_break())
         report = mem.reconcile()
         assert report["judged"] == 1
         (c,) = mem.conflicts()
-        assert c.method == "fake-judge" and "pescatarian" in c.old_value
-        old = next(x for x in mem.claims(limit=10) if "pescatarian" in x.text)
+        assert c.method == "fake-judge" and "cycle" in c.old_value
+        old = next(x for x in mem.claims(limit=10) if "cycle" in x.text)
         assert old.status == "superseded"
         asked = [p for p in judge.asked if isinstance(p, RelationPair)]
         assert asked and all(p.speaker == "Ana" for p in asked)
-        assert all("pescatarian" in p.older and "vegan" in p.newer for p in asked)
+        assert all("cycle" in p.older and "Broke" in p.newer for p in asked)
 
 
 def test_an_unsure_or_continuing_verdict_closes_nothing(tmp_path: Path) -> None:
     unsure = FakeJudge(relation=lambda p: Verdict("ends", 0.55))
     with memory(tmp_path / "a.db", judge=unsure) as mem:
-        mem.add(diet_change())
+        mem.add(leg_break())
         mem.reconcile()
         assert mem.conflicts() == []
     goes_on = FakeJudge(relation=lambda p: Verdict("continues", 0.99))
     with memory(tmp_path / "b.db", judge=goes_on) as mem:
-        mem.add(diet_change())
+        mem.add(leg_break())
         mem.reconcile()
         assert mem.conflicts() == []
         assert {c.status for c in mem.claims(limit=10)} == {"current"}
 
 
 def test_another_speakers_claims_never_reach_the_judge(tmp_path: Path) -> None:
-    judge = FakeJudge(relation=ends_when("vegan"))
+    judge = FakeJudge(relation=ends_when("broke"))
     conv = make_conversation(
         "two",
-        [[("Ana", "I'm pescatarian these days.")], [("Lee", "I went fully vegan last month.")]],
+        [[("Ana", "I cycle to the office every day.")], [("Lee", "Broke my leg skiing!")]],
     )
     with memory(tmp_path / "m.db", judge=judge) as mem:
         mem.add(conv)
@@ -194,9 +195,9 @@ def test_another_speakers_claims_never_reach_the_judge(tmp_path: Path) -> None:
 
 
 def test_with_an_llm_reconciliation_and_answers_use_it(tmp_path: Path) -> None:
-    llm = pairs_llm({"vegan": "ends"})
+    llm = pairs_llm({"leg skiing": "ends"})
     with memory(tmp_path / "m.db", llm=llm) as mem:
-        mem.add(diet_change())
+        mem.add(leg_break())
         mem.reconcile()
         (c,) = mem.conflicts()
         assert c.method == "llm"
