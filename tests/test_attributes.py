@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from archivist.attributes import attribute_of, compatible_values, same_value
+from archivist.lang.attributes import attribute_of, compatible_values, same_value
 from archivist.model import Claim, Person
 from archivist.write.people_tools import Side, side_facts
 

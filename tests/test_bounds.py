@@ -36,7 +36,7 @@ def test_a_stored_far_future_message_breaks_nothing(mem: MemoryService, embedder
 
 
 def test_timeground_skips_out_of_range_times() -> None:
-    from archivist.timeground import find_times, ground
+    from archivist.lang.timeground import find_times, ground
 
     at = datetime(9999, 12, 31, 10, tzinfo=UTC)
     assert find_times("see you tomorrow, next year", at) == []

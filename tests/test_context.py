@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from archivist.cli.main import cli
 from archivist.config import Settings
 from archivist.errors import InputError
+from archivist.lang.text import stem
 from archivist.model import Message
 from archivist.read.context import (
     DEFAULT_CONTEXT,
@@ -27,7 +28,6 @@ from archivist.read.context import (
 from archivist.read.context_lines import days_once, excerpt, message_line
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
-from archivist.text import stem
 from conftest import make_conversation
 
 SESSIONS = (

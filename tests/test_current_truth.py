@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from archivist.config import Settings
+from archivist.lang.text import ended_objects
 from archivist.model import Claim
 from archivist.read.context import DEFAULT_CONTEXT, assemble_context
 from archivist.read.history import HISTORY_MARK, Bygones
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
-from archivist.text import ended_objects
 from archivist.write.archivist import HeuristicArchivist
 from archivist.write.reconcile import changed_aspect
 from conftest import make_conversation
@@ -445,7 +445,7 @@ def test_a_line_is_history_by_its_own_claims_not_by_a_later_claim_in_the_same_wo
 def test_a_reply_denying_a_still_question_ends_what_it_asked_about(tmp_path: Path) -> None:
     """ "Are you still singing with the choir?" - "Not since October": the older line
     about the choir reads as history in the history shown whole; pottery does not."""
-    from archivist.text import denied_still
+    from archivist.lang.text import denied_still
 
     assert denied_still("Do you still have the Golf?", "Nope, sold it.") == "Golf"
     assert denied_still("Do you still play tennis?", "Not any more, my knee.") == "tennis"

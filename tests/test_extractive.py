@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from archivist.read.attributes_asked import asked_kinds
+from archivist.lang.attributes_asked import asked_kinds
+from archivist.lang.text import stem
 from archivist.read.extractive import asked_stems, compose, denies, rank_sentences, shape_of
 from archivist.read.replies import reply_prompt
 from archivist.read.sentences import Sentence, split_sentences
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
-from archivist.text import stem
 from conftest import T0, make_conversation
 
 DIET = (
@@ -418,7 +418,7 @@ def test_how_long_is_answered_by_a_sentence_that_names_a_length() -> None:
 def test_a_yes_no_question_names_one_stage_of_a_life_the_evidence_another(
     question: str, sentence: str, other: bool
 ) -> None:
-    from archivist.read.attributes_asked import other_stage
+    from archivist.lang.attributes_asked import other_stage
 
     assert other_stage(question, sentence) is other
 

@@ -446,7 +446,7 @@ def test_an_assistant_echo_adds_no_claim() -> None:
 
 def test_what_a_sentence_says_ended_in_other_words() -> None:
     """A pet put down, a membership cancelled (and so the gym), a home moved out of."""
-    from archivist.text import ended_objects
+    from archivist.lang.text import ended_objects
 
     assert ended_objects("We had to put Biscuit down on Monday.") == ["Biscuit"]
     assert ended_objects("Cancelled my gym membership.") == ["gym membership", "gym"]
@@ -455,7 +455,7 @@ def test_what_a_sentence_says_ended_in_other_words() -> None:
 
 
 def test_lay_offs_and_things_that_are_over_end_what_they_name() -> None:
-    from archivist.text import ended_objects
+    from archivist.lang.text import ended_objects
 
     assert ended_objects("Fernway laid off half the design team today, including me.") == [
         "Fernway"
@@ -467,7 +467,7 @@ def test_lay_offs_and_things_that_are_over_end_what_they_name() -> None:
 def test_off_and_over_end_something_only_where_the_clause_ends() -> None:
     """ "Caroline is off to go do some research", "over the moon", "got off to a bad start"
     end nothing (on LoCoMo they logged 265 false conflicts closing true claims)."""
-    from archivist.text import ENDING, ended_objects
+    from archivist.lang.text import ENDING, ended_objects
 
     for said in (
         "Caroline is off to go do some research.",

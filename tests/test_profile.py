@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from archivist.attributes import attribute_of
 from archivist.errors import InputError, NotFound
+from archivist.lang.attributes import attribute_of
 from archivist.model import Claim, ClaimEvent
 from archivist.profile import GROUPS, Profile, claim_as_of, group_of, source_of
 from archivist.service import MemoryService

@@ -19,13 +19,13 @@ openai = pytest.importorskip("openai")
 
 from archivist.bench.load import FakeUpstream  # noqa: E402
 from archivist.config import Settings  # noqa: E402
+from archivist.lang.text import query_terms  # noqa: E402
 from archivist.read.context import estimate_tokens  # noqa: E402
 from archivist.read.history import HISTORY_MARK  # noqa: E402
 from archivist.server import proxy  # noqa: E402
 from archivist.server.app import ServerSettings, create_app  # noqa: E402
 from archivist.service import MemoryService  # noqa: E402
 from archivist.testing import FakeEmbedder  # noqa: E402
-from archivist.text import query_terms  # noqa: E402
 
 httpx = proxy.httpx
 KEY = "key-alpha-000001"

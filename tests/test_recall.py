@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from archivist.config import Settings
+from archivist.lang.temporal import TimeIntent
 from archivist.llm.base import LLMError
 from archivist.read.rerank import Features, RerankConfig, recency, rerank
-from archivist.read.temporal import TimeIntent
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeLLM
 from archivist.write.archivist import HeuristicArchivist

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from archivist.attributes import attribute_of
 from archivist.config import Settings
+from archivist.lang.attributes import attribute_of
 from archivist.llm.base import LLMTimeout
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeLLM

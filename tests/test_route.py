@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from archivist.lang.temporal import time_intent
 from archivist.read.route import route
-from archivist.read.temporal import time_intent
 from archivist.service import MemoryService
 from archivist.store.sql import Filters
 from archivist.testing import FakeEmbedder

@@ -10,8 +10,8 @@ import pytest
 
 from archivist.bench.metrics import by_category, evidence_recall, mean, percentile
 from archivist.errors import ConfigError
+from archivist.lang.query import asks_when, names_in
 from archivist.read.fusion import rrf
-from archivist.read.query import asks_when, names_in
 from archivist.read.search import (
     PRESETS,
     SearchConfig,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from archivist.attributes import attribute_values
 from archivist.config import Settings
+from archivist.lang.attributes import attribute_values
+from archivist.lang.text import ENDING, WENT_BACK, ended_objects, names_thing
 from archivist.read.history import HISTORY_MARK
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
-from archivist.text import ENDING, WENT_BACK, ended_objects, names_thing
 from archivist.write.archivist import HeuristicArchivist
 from conftest import T0, make_conversation
 
@@ -293,8 +293,8 @@ def test_a_short_announcement_is_a_claim_a_birth_ends(tmp_path: Path) -> None:
 
 
 def test_rather_than_denies_what_follows_it_and_resisting_affirms() -> None:
-    from archivist.read.denial import denies
-    from archivist.text import stem
+    from archivist.lang.denial import denies
+    from archivist.lang.text import stem
 
     said = "Couldn't resist the cheese board, I'm veggie now rather than vegan."
     assert denies(said, [stem("vegan")])
@@ -320,7 +320,7 @@ def test_a_move_in_with_someone_next_month_is_the_home_from_then_on(tmp_path: Pa
 
 
 def test_a_kind_named_at_the_start_and_a_partner_named_by_dates() -> None:
-    from archivist.read.phrasing import other_kind
+    from archivist.lang.phrasing import other_kind
 
     assert other_kind("Is Anu on a student visa?", "Graduate visa approved!")
     assert not other_kind("Is Anu on a student visa?", "Student visa approved!")
@@ -393,8 +393,8 @@ def test_an_employer_left_is_not_kept(tmp_path: Path) -> None:
 
 
 def test_im_off_it_denies_it() -> None:
-    from archivist.read.denial import denies
-    from archivist.text import stem
+    from archivist.lang.denial import denies
+    from archivist.lang.text import stem
 
     assert denies("It made me foggy so I'm off the topiramate.", [stem("topiramate")])
     assert not denies("I'm off to Japan on Friday.", [stem("japan")])
@@ -464,8 +464,8 @@ def test_a_state_spoken_of_again_is_not_denied_by_a_word_that_looks_like_an_endi
 ) -> None:
     """Getting used to lenses, leaving work late and not being able to wait for choir
     all say the state holds."""
-    from archivist.read.denial import denies
-    from archivist.text import stem
+    from archivist.lang.denial import denies
+    from archivist.lang.text import stem
 
     assert not denies(sentence, [stem(asked.lower())])
     assert denies("I used to wear lenses.", [stem("lenses")])
@@ -490,8 +490,8 @@ def test_a_state_spoken_of_again_is_not_denied_by_a_word_that_looks_like_an_endi
 def test_a_thing_said_to_be_over(sentence: str, asked: str, denied: bool) -> None:
     """The copula's forms of an ending ("'s done", "are history"), said of the thing
     itself: not of something it owns, and not for a while or somewhere else."""
-    from archivist.read.denial import denies
-    from archivist.text import stem
+    from archivist.lang.denial import denies
+    from archivist.lang.text import stem
 
     assert denies(sentence, [stem(asked)]) is denied
 
@@ -562,7 +562,7 @@ def test_one_manager_and_one_subject_at_a_time(
 ) -> None:
     """A line manager and a degree subject are single-valued: a new one replaces the
     old. "Sandra retired" is Sandra's retirement, not the speaker's job."""
-    from archivist.attributes import attribute_of
+    from archivist.lang.attributes import attribute_of
 
     found = attribute_of(sentence, subject)
     assert found is not None and (found.attribute, found.value) == (attribute, value)
@@ -591,7 +591,7 @@ def test_the_clause_naming_a_replaced_value_reads_as_history(tmp_path: Path) -> 
 
 
 def test_a_value_named_only_as_what_was_is_another_value() -> None:
-    from archivist.read.attributes_asked import asked_attributes, states_other_value
+    from archivist.lang.attributes_asked import asked_attributes, states_other_value
 
     pescatarian = asked_attributes("Is Ash pescatarian?")
     said = "I eat meat again, the pescatarian thing lasted eight months."
@@ -648,8 +648,8 @@ def test_a_yes_reads_what_the_holder_later_said_of_whom_or_what_it_named(tmp_pat
 
 
 def test_a_workplace_named_by_its_kind_and_smoke_free() -> None:
-    from archivist.read.denial import denies
-    from archivist.text import stem
+    from archivist.lang.denial import denies
+    from archivist.lang.text import stem
 
     ((job, _),) = attribute_values("I got the apprenticeship at the garage!")
     assert (job.attribute, job.value) == ("employer", "garage")

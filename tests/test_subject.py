@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from archivist.lang.subject import clause_subject, kin_names, mentions_kin
 from archivist.read.answer import sentence_owner
-from archivist.subject import clause_subject, kin_names, mentions_kin
 
 PEOPLE = ("Amara", "Lars", "Sofia")
 

@@ -1,4 +1,4 @@
-"""archivist.text: tokens, stopwords, stems, name folding and FTS quoting."""
+"""archivist.lang.text: tokens, stopwords, stems, name folding and FTS quoting."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from archivist import text
-from archivist.text import (
+from archivist.lang import text
+from archivist.lang.text import (
     CALENDAR_WORDS,
     FILLER_WORDS,
     STOPWORDS,
@@ -132,7 +132,7 @@ def test_content_words_leave_out_chat_filler_and_the_calendar() -> None:
 
 
 def test_calling_off_and_stepping_down_end_what_they_name() -> None:
-    from archivist.text import ENDING, ended_objects
+    from archivist.lang.text import ENDING, ended_objects
 
     assert ended_objects("Leo and I called off the engagement.") == ["engagement"]
     assert ended_objects("I stepped down as treasurer at last night's meeting.") == ["treasurer"]
@@ -158,7 +158,7 @@ def test_calling_off_and_stepping_down_end_what_they_name() -> None:
 
 
 def test_endings_of_someone_else_leaving_or_of_a_thing_given_back() -> None:
-    from archivist.text import ENDING, ended_objects
+    from archivist.lang.text import ENDING, ended_objects
 
     assert ended_objects("Marta and I called it quits last week.") == ["Marta"]
     assert ended_objects("Car's gone. Got a cargo bike instead.") == ["Car"]
@@ -188,13 +188,13 @@ def test_endings_of_someone_else_leaving_or_of_a_thing_given_back() -> None:
 
 
 def test_sober_denies_drinking() -> None:
-    from archivist.text import NEGATION
+    from archivist.lang.text import NEGATION
 
     assert NEGATION.search("One year sober today.") and NEGATION.search("I'm teetotal.")
 
 
 def test_giving_away_ones_own_thing_ends_it_giving_a_talk_does_not() -> None:
-    from archivist.text import ENDING, ended_objects
+    from archivist.lang.text import ENDING, ended_objects
 
     assert ended_objects("Worked perfectly. Gave the old iPhone to my dad.") == ["iPhone"]
     assert ended_objects("I gave my old bike to my nephew.") == ["bike"]

@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from archivist.timeground import TimeRef, durations, find_times, ground, tense
+from archivist.lang.timeground import TimeRef, durations, find_times, ground, tense
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
 
@@ -280,7 +280,7 @@ def test_past_event_keeps_its_span() -> None:
 
 
 def test_relative_times_are_resolved_where_they_stand() -> None:
-    from archivist.timeground import dated
+    from archivist.lang.timeground import dated
 
     at = datetime(2023, 5, 25, 14, tzinfo=UTC)  # a Thursday
     assert dated("Ran a charity race last Saturday!", at) == (

@@ -24,6 +24,7 @@ from .embed import check_embedder, get_embedder
 from .embed.base import Embedder
 from .errors import EmbeddingError, EmbeddingMismatch, InputError
 from .judge import Judge, judge_for
+from .lang.text import person_key
 from .llm import check_llm, get_chat_model
 from .llm.accounting import Accounting
 from .llm.base import ChatModel
@@ -31,7 +32,6 @@ from .llm.cache import StoreResponseCache
 from .llm.structured import call_structured
 from .store.base import Store
 from .store.registry import open_store
-from .text import person_key
 
 Progress = Callable[[int], None]
 EMBED_STEP = 512  # texts per embed_batch call: the embedder sorts each by length, so fewer pad

@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from .lang.text import KIN_WORDS, person_key
 from .model import Claim, ClaimEvent, Conflict
 from .store.sql import Filters
-from .text import KIN_WORDS, person_key
 
 if TYPE_CHECKING:
     from .store.base import Store

@@ -205,7 +205,7 @@ class MemoryEdits(Checked):
         Automatic resolution does not merge the two again (write/people.py), and a
         declaration of that identity is dropped with the split.
         """
-        from .text import person_key
+        from .lang.text import person_key
         from .write.people import KIND
         from .write.people_tools import identity_label, person_label
 

@@ -166,9 +166,9 @@ class MemoryViews(Checked):
         evidence and the values it replaced (profile.py). NotFound when
         nobody of that name sent or received a message and no claim is about them.
         """
-        from .attributes import attribute_of
+        from .lang.attributes import attribute_of
+        from .lang.text import person_key
         from .profile import build_profile
-        from .text import person_key
 
         if not isinstance(person, str) or not person.strip():
             raise InputError("profile() needs a person's name")
@@ -198,7 +198,7 @@ class MemoryViews(Checked):
         for p in found:
             if p.id == id_or_name:
                 return p
-        from .text import person_key
+        from .lang.text import person_key
 
         key = person_key(id_or_name)
         named = [

@@ -95,9 +95,9 @@ def context_checks(messages: list[dict]) -> dict[str, int] | None:
     """
     import json
 
+    from ..lang.text import query_terms
     from ..read.context_lines import same_text
     from ..server.proxy import MEMORY_HEADER
-    from ..text import query_terms
 
     messages = [m for m in messages if isinstance(m, dict)]  # a client may send anything
     memory = next(

@@ -9,7 +9,7 @@ from .common import Context, emit_json, pass_ctx
 
 
 def _person_dict(p, counts: dict[tuple[str, str], int]) -> dict:
-    from ..text import person_key
+    from ..lang.text import person_key
 
     identities = [
         {"conversation": c, "name": n, "messages": counts.get((c, person_key(n)), 0)}

@@ -23,10 +23,11 @@ from ..core import Core
 from ..embed.base import Embedder
 from ..errors import InputError
 from ..judge import Judge
+from ..lang.query import SPEECH_WHO, asks_when, asks_who, names_in, said_by_named
+from ..lang.subject import clause_subject, kin_names, mentions_kin
+from ..lang.text import fold, is_stopword, person_key, stem, words
+from ..lang.timeground import find_times
 from ..model import Claim, Hit, Message, text_problem
-from ..subject import clause_subject, kin_names, mentions_kin
-from ..text import fold, is_stopword, person_key, stem, words
-from ..timeground import find_times
 from .extractive import (
     Shape,
     asked_stems,
@@ -41,7 +42,6 @@ from .extractive import (
 )
 from .judged import judged, reordered
 from .links import as_known_by
-from .query import SPEECH_WHO, asks_when, asks_who, names_in, said_by_named
 from .recall import search_memory
 from .replies import reply_prompt
 from .search import SearchTrace, get_preset

@@ -36,10 +36,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..lang.text import person_key, query_terms, share_in, stem
+from ..lang.timeground import spoken_day
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
 from ..store.sql import Filters
-from ..text import person_key, query_terms, share_in, stem
-from ..timeground import spoken_day
 from .context_lines import (
     Candidate,
     bearing_on,

@@ -13,9 +13,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from ..lang.text import person_key, query_terms, share_in, stem
+from ..lang.timeground import dated, last_day, spoken_day
 from ..model import Claim, Message
-from ..text import person_key, query_terms, share_in, stem
-from ..timeground import dated, last_day, spoken_day
 from .sentences import SENTENCE_BREAK
 
 

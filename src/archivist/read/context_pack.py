@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from ..text import ECHO_SHARE, query_terms, share_in
+from ..lang.text import ECHO_SHARE, query_terms, share_in
 from .context_lines import Candidate, day_of, days_once, same_text
 
 SECTIONS: tuple[tuple[str, str], ...] = (

@@ -27,19 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from ..attributes import AttributeValue
-from ..text import (
-    CALENDAR_WORDS,
-    ENDING,
-    NEGATION,
-    ended_objects,
-    fold,
-    is_stopword,
-    stem,
-    words,
-)
-from ..timeground import find_times, spoken_day
-from .attributes_asked import (
+from ..lang.attributes import AttributeValue
+from ..lang.attributes_asked import (
     asked_attributes,
     asked_kinds,
     on_attribute,
@@ -48,8 +37,8 @@ from .attributes_asked import (
     states_other_value,
     stating_kind,
 )
-from .denial import OLD_STEMS, denies, former
-from .phrasing import (
+from ..lang.denial import OLD_STEMS, denies, former
+from ..lang.phrasing import (
     ASKS_NAME,
     ASKS_STATE,
     CLOCK,
@@ -61,7 +50,18 @@ from .phrasing import (
     names_one,
     other_kind,
 )
-from .query import SPEECH_WHO, asks_who
+from ..lang.query import SPEECH_WHO, asks_who
+from ..lang.text import (
+    CALENDAR_WORDS,
+    ENDING,
+    NEGATION,
+    ended_objects,
+    fold,
+    is_stopword,
+    stem,
+    words,
+)
+from ..lang.timeground import find_times, spoken_day
 from .sentences import (
     Sentence,
     after_in_message,

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ..lang.text import denied_still, ended_objects, endings, names_thing, no_more
+from ..lang.timeground import spoken_day
 from ..model import Claim, Message
-from ..text import denied_still, ended_objects, endings, names_thing, no_more
-from ..timeground import spoken_day
 from .links import as_known
 from .sentences import SENTENCE_BREAK, ended_at, sentence_claims
 

@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from ..lang.text import STOPWORDS
+from ..lang.text import match_words as words
 from ..model import Claim, Entity
 from ..profile import claim_as_of
 from ..store.base import Store
 from ..store.sql import Filters
-from ..text import STOPWORDS
-from ..text import match_words as words
 
 K = TypeVar("K")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from ..lang.text import fold, is_stopword, words
 from ..model import Message
-from ..text import fold, is_stopword, words
 from .sentences import split_sentences
 
 REPLY_WORDS = 8  # a reply this short may mean nothing without the question it answers

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..lang.query import names_in
+from ..lang.temporal import Locate, TimeIntent, time_intent
+from ..lang.text import person_key
 from ..model import Hit
 from ..store.sql import Filters
-from ..text import person_key
-from .query import names_in
-from .temporal import Locate, TimeIntent, time_intent
 
 SCOPES = ("conversation", "person", "people", "all")
 

@@ -15,18 +15,18 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from ..embed.base import Embedder
+from ..lang.query import asks_when, names_in
+from ..lang.temporal import TimeIntent
+from ..lang.text import person_key
+from ..lang.timeground import find_times
 from ..model import Hit, Message
 from ..store.base import Store
 from ..store.sql import Filters
-from ..text import person_key
-from ..timeground import find_times
 from .fusion import rrf
 from .links import LINK_RANKERS, as_known_by, link_rankings, open_claims, vote
-from .query import asks_when, names_in
 from .rerank import RerankConfig, features, rerank
 from .route import Route
 from .search_config import RANKERS, SearchConfig
-from .temporal import TimeIntent
 
 CLAIM_RANKERS = ("claims_bm25", "claims_dense")
 EPISODE_RANKERS = ("episodes_bm25", "episodes_dense")

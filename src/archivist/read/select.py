@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..lang.text import person_key
 from ..llm.base import LLMError
 from ..model import Message
 from ..prompts import select as select_prompt
-from ..text import person_key
 from .recall import search_memory
 
 if TYPE_CHECKING:

@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..lang.denial import TOKEN
+from ..lang.phrasing import INSTEAD, NO_LONGER_LEAD, NO_LONGER_TAIL, SWAPS
+from ..lang.text import is_stopword, stem, words
+from ..lang.timeground import find_times
 from ..model import Claim, Hit, Message
-from ..text import is_stopword, stem, words
-from ..timeground import find_times
-from .denial import TOKEN
-from .phrasing import INSTEAD, NO_LONGER_LEAD, NO_LONGER_TAIL, SWAPS
 
 # Where one sentence ends and the next begins: the one split of answers and context.
 # a stop, then space; not the stop of a title ("my head nurse, Dr. Okafor")

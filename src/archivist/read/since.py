@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ..text import CALENDAR_WORDS, ended_objects, fold, is_stopword, names_thing
-from .denial import denies
-from .phrasing import ADDED, TURN
+from ..lang.denial import denies
+from ..lang.phrasing import ADDED, TURN
+from ..lang.text import CALENDAR_WORDS, ended_objects, fold, is_stopword, names_thing
 from .sentences import Sentence, coverage
 
 # two sentences this close in meaning (cosine, bundled model) speak of one aspect of a

@@ -34,8 +34,8 @@ from ..errors import (
     InputError,
     NotFound,
 )
+from ..lang.text import person_key
 from ..service_views import parse_at
-from ..text import person_key
 from .auth import actor, as_user, caller, own_conversation, own_messages, tenant_id
 from .docs import add_offline_docs
 from .guard import RequestGuard

@@ -16,7 +16,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..errors import Forbidden
-from ..text import person_key
+from ..lang.text import person_key
 from .limits import AuthFailures
 from .tenants import Caller, TenantRegistry
 

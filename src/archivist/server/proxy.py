@@ -57,10 +57,10 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from ..lang.text import content_words
 from ..load._common import MAX_TEXT_BYTES
 from ..model import Attachment, Conversation, Message, content_hash
 from ..read.context import SECTIONS, Context, ContextItem
-from ..text import content_words
 from . import relay
 from .auth import as_user, caller, own_conversation
 from .settings import ServerSettings

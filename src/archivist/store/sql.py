@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import InputError
-from ..model import text_problem
 
-# Text helpers live in archivist.text; re-exported here for the store code.
-from ..text import STOPWORDS, fts_query, person_key, query_terms  # noqa: F401
+# Text helpers live in archivist.lang.text; re-exported here for the store code.
+from ..lang.text import STOPWORDS, fts_query, person_key, query_terms  # noqa: F401
+from ..model import text_problem
 from .dialect import SQLITE, Dialect
 
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from ..lang.text import person_key
 from ..model import CLAIM_KINDS, CLAIM_SOURCES, Claim, Episode, Message
-from ..text import person_key
 
 
 @dataclass

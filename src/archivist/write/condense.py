@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from ..lang.text import normalised
 from ..llm.base import LLMError
 from ..model import Claim, content_hash
-from ..text import normalised
 
 if TYPE_CHECKING:
     from types import ModuleType

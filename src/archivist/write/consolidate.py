@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..attributes import attribute_of
+from ..lang.attributes import attribute_of
+from ..lang.text import normalised, query_terms
+from ..lang.timeground import last_day
 from ..model import Claim, content_hash
 from ..profile import ASSISTANT_SOURCE, FIRST_HAND, GROUPS, Entry, build_profile
 from ..prompts import dossier as dossier_prompt
 from ..prompts import key_info as key_info_prompt
 from ..prompts import usefulness as usefulness_prompt
-from ..text import normalised, query_terms
-from ..timeground import last_day
 from .condense import (
     Asker,
     Counts,
@@ -238,7 +238,7 @@ class UsefulnessConfig:
     """When a reply counts as having used a context item (heuristic), and batch size.
 
     An item is used when the reply shares at least ``min_shared`` of its content
-    words (non-stopwords, archivist.text.query_terms) and those make up at
+    words (non-stopwords, archivist.lang.text.query_terms) and those make up at
     least ``min_share`` of the item's content words.
     """
 

@@ -16,8 +16,8 @@ from datetime import datetime
 
 import numpy as np
 
+from ..lang.text import person_key
 from ..model import Claim, Entity, EntityMention
-from ..text import person_key
 
 # (owner, description A, description B) -> same?  Called once with every ambiguous pair.
 Verifier = Callable[[list[tuple[str, str, str]]], list[bool]]

@@ -19,11 +19,11 @@ from functools import lru_cache
 
 from ..core import Core, Progress
 from ..errors import StaleExtraction
+from ..lang.subject import kin_names
+from ..lang.text import query_terms
 from ..llm.structured import run_parallel
 from ..model import Claim, Message, date_in_range
 from ..store.base import IndexedClaim, IndexedEpisode
-from ..subject import kin_names
-from ..text import query_terms
 from .archivist import Archivist, HeuristicArchivist, SessionResult
 from .extract_plan import ExtractReport, SessionPlan, plan_session, waits
 from .heuristic import echoes

@@ -14,10 +14,9 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
-from ..attributes import LIFE_STAGES, attribute_of, attribute_values
-from ..model import Attachment, Claim, EntityMention, Episode, Message
-from ..subject import kin_names, relative_subject
-from ..text import (
+from ..lang.attributes import LIFE_STAGES, attribute_of, attribute_values
+from ..lang.subject import kin_names, relative_subject
+from ..lang.text import (
     CALENDAR_WORDS,
     ECHO_SHARE,
     ENDING,
@@ -26,7 +25,8 @@ from ..text import (
     query_terms,
     share_in,
 )
-from ..timeground import find_times, ground, is_forward_duration, spans_back, tense
+from ..lang.timeground import find_times, ground, is_forward_duration, spans_back, tense
+from ..model import Attachment, Claim, EntityMention, Episode, Message
 from .index_text import resolve_pronouns
 
 # -- vocabulary ---------------------------------------------------------------------------

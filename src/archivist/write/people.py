@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, NotFound
+from ..lang.text import person_key
 from ..llm.base import ChatModel, LLMError
 from ..model import Decision, Person
 from ..prompts import identity as prompt
-from ..text import person_key
 from .people_tools import (
     Side,
     _name_keys,

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..attributes import JOB_WORDS, PLACE, attribute_values, clean_value, compatible_values
+from ..lang.attributes import JOB_WORDS, PLACE, attribute_values, clean_value, compatible_values
+from ..lang.text import person_key
 from ..model import Claim, Message, Person
 from ..store.sql import Filters
-from ..text import person_key
 
 if TYPE_CHECKING:
     from ..store.base import Store

@@ -27,11 +27,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..attributes import LIFE_STAGES, AttributeValue, attribute_of, same_value
 from ..judge import Judge as MeaningJudge
 from ..judge import RelationPair, Verdict
-from ..model import Claim, ClaimEvent, Conflict
-from ..text import (
+from ..lang.attributes import LIFE_STAGES, AttributeValue, attribute_of, same_value
+from ..lang.text import (
     ENDING,
     KIN_WORDS,
     TOPIC_STOPWORDS,
@@ -44,6 +43,7 @@ from ..text import (
     stem,
     words,
 )
+from ..model import Claim, ClaimEvent, Conflict
 
 # [(new claim, stored candidates)] -> one verdict per item: (verdict, candidate index,
 # attribute, old value, new value); verdict "new" leaves the claim alone.

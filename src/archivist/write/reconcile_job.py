@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import StaleReconciliation
+from ..lang.text import person_key
 from ..llm.base import LLMError
 from ..model import Claim
 from ..prompts import judge_claims as judge_prompt
 from ..prompts import same_entity as entity_prompt
 from ..store.base import ReconcileBatch
 from ..store.records import ReconcileBasis
-from ..text import person_key
 from .entities import EntityWork, Verifier, entity_text, resolve_mentions
 from .index_text import text_hash
 from .reconcile import Judge, ReconcileConfig, reconcile_claims

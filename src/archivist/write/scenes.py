@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..lang.text import CALENDAR_WORDS, query_terms
 from ..model import Episode, Scene, content_hash
 from ..prompts import scene as scene_prompt
-from ..text import CALENDAR_WORDS, query_terms
 from .condense import (
     Asker,
     Counts,

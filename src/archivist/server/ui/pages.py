@@ -12,9 +12,9 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ...errors import NotFound
+from ...lang.text import person_key
 from ...model import MAX_ID, Claim, Person
 from ...service_views import parse_at
-from ...text import person_key
 from .web import COOKIE, PageRoute, UiTenant, render
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)

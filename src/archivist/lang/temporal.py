@@ -1,7 +1,7 @@
 """Temporal intent of a question: the period it asks about, resolved against the query time.
 
 "in May 2023", "last May", "in 2022", "on 9 June" resolve with the write-time
-grounding rules (``archivist.timeground``) against ``now``, the time the question
+grounding rules (``archivist.lang.timeground``) against ``now``, the time the question
 is asked; "before/after <date>" opens the window on one side; "before the
 wedding" needs the date of the event named, which only the caller can look
 up (``locate``). Pure: no store, no clock.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..timeground import find_times
+from .timeground import find_times
 
 _RELATION = re.compile(r"\b(before|after|since|until|prior\s+to|by)\s*$", re.IGNORECASE)
 _EVENT = re.compile(

@@ -16,15 +16,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from ..attributes import (
+from ..model import Message
+from .attributes import (
     LIFE_STAGES,
     AttributeValue,
     attribute_values,
     compatible_values,
     holds_for,
 )
-from ..model import Message
-from ..text import ENDING, KIN_WORDS, ended_objects, fold, names_thing
+from .text import ENDING, KIN_WORDS, ended_objects, fold, names_thing
 
 
 class Stated(Protocol):

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from functools import lru_cache
 
-from .model import date_in_range
+from ..model import date_in_range
 
 GRANULARITIES: tuple[str, ...] = ("day", "week", "month", "year", "season", "instant")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..text import (
+from .text import (
     CEASED_PARTY,
     ENDING,
     HEADLINE_OFF,

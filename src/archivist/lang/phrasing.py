@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import ENDING, is_stopword, stem
+from .text import ENDING, is_stopword, stem
 
 # "Is Nik off alcohol?" asks whether he went without it, as "Did Nik give up…?" does;
 # "off sick", "off work" and "off today" are a state of leave, not something given up

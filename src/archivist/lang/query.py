@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ..text import name_words, person_key
+from .text import name_words, person_key
 
 _WHEN = re.compile(
     r"^\s*(?:(?:since|from|until|till|by)\s+)?"
