@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archivist.config import Settings
 from archivist.model import Conversation, Message, Session
 from archivist.service import MemoryService
 from archivist.store.base import IndexedMessage
@@ -26,6 +27,9 @@ from archivist.testing import FakeEmbedder
 from archivist.write.index_text import index_rows, text_hash
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
+# Tests of the phrase-rule baseline's own outcomes (exact conflict values, the
+# rule families' look-alikes) run with it chosen; the judge's are in test_judge.py
+RULES = Settings(judge="rules")
 
 # Read at import: the autouse _isolated_env fixture removes ARCHIVIST_* variables.
 PG_DSN_ENV = os.environ.get("ARCHIVIST_TEST_PG_DSN", "")

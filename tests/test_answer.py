@@ -21,7 +21,7 @@ from archivist.read.answer import (
 from archivist.read.sentences import format_when
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeLLM
-from conftest import T0, make_conversation
+from conftest import RULES, T0, make_conversation
 
 PEOPLE = ("Caroline", "Melanie")
 SESSIONS = (
@@ -44,7 +44,7 @@ SESSIONS = (
 
 @pytest.fixture
 def memory(tmp_path: Path) -> MemoryService:
-    m = MemoryService(tmp_path / "answer.db", embedder=FakeEmbedder())
+    m = MemoryService(tmp_path / "answer.db", settings=RULES, embedder=FakeEmbedder())
     m.add(make_conversation("c1", SESSIONS, people=PEOPLE))
     yield m
     m.close()
@@ -95,7 +95,7 @@ def test_unsupported_question_abstains(memory: MemoryService) -> None:
 
 def remembered(tmp_path: Path, conv: Conversation) -> MemoryService:
     """A memory on a real SQLite file (FakeEmbedder) that has read ``conv``; close it."""
-    m = MemoryService(tmp_path / "m.db", embedder=FakeEmbedder())
+    m = MemoryService(tmp_path / "m.db", settings=RULES, embedder=FakeEmbedder())
     m.add(conv)
     return m
 
@@ -120,7 +120,7 @@ def test_service_ask_uses_its_llm_and_the_cache(tmp_path: Path, memory: MemorySe
     memory.close()  # reopen the same file with a (scripted) model configured
     path = tmp_path / "answer.db"
     llm = FakeLLM({"answer": "", "evidence": [], "abstain": True, "speaker": None})
-    with MemoryService(path, embedder=FakeEmbedder(), llm=llm) as m:
+    with MemoryService(path, settings=RULES, embedder=FakeEmbedder(), llm=llm) as m:
         first = m.ask("What is Caroline researching?")
         again = m.ask("What is Caroline researching?")
     assert first.abstain and again.abstain
@@ -174,7 +174,7 @@ def test_ask_routes_to_the_conversation_of_the_people_it_names(tmp_path: Path) -
         [[("Caroline", "I went to the pottery fair yesterday."), ("Ben", "Fun!")]],
         people=("Caroline", "Ben"),
     )
-    with MemoryService(tmp_path / "two.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "two.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add([make_conversation("c1", SESSIONS, people=PEOPLE), other])
         a = m.ask("When did Caroline tell Melanie she went to the LGBTQ support group?")
         assert not a.abstain and a.conversation == "c1"
@@ -195,7 +195,7 @@ def test_a_name_used_to_address_someone_does_not_make_it_theirs(tmp_path: Path) 
         ],
         people=("Jon", "Gina"),
     )
-    with MemoryService(tmp_path / "g.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "g.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(conv)
         a = m.ask("Why did Gina shut down her bank account?")
         assert a.abstain and a.speaker == "Jon"
@@ -309,7 +309,7 @@ def test_a_question_about_what_the_speaker_said_of_the_other_abstains(tmp_path: 
             ("Evan", "You will."),
         ),
     )
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("art", chat, people=("Evan", "Sam")))
         got = m.ask("How did Sam get into watercolor painting?")
     assert got.abstain and "Evan" in got.answer

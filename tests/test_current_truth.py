@@ -71,7 +71,7 @@ def test_additions_events_and_unrelated_news_end_nothing(old, new, old_kind) -> 
 def memory(path: Path) -> MemoryService:
     return MemoryService(
         path,
-        settings=Settings(consolidate_mode="manual"),
+        settings=Settings(judge="rules", consolidate_mode="manual"),
         embedder=FakeEmbedder(),
         archivist=HeuristicArchivist(),
     )
@@ -236,7 +236,7 @@ def test_key_info_is_the_profile_and_is_refreshed_when_a_fact_it_shows_is_replac
 ) -> None:
     """Key info is written from the profile (dated facts, grouped), and an add that
     supersedes a fact it shows rewrites it at once, not a round later."""
-    settings = Settings(consolidate_mode="inline", consolidate_every=50)
+    settings = Settings(judge="rules", consolidate_mode="inline", consolidate_every=50)
     first = make_conversation(
         "diet", [[("Priya", "I am pescatarian these days, fish but no meat."), ("Ava", "Ok!")]]
     )
@@ -284,7 +284,7 @@ def test_a_window_in_key_info_is_dated_and_read_as_history_once_it_has_passed(
     )
     with MemoryService(
         tmp_path / "m.db",
-        settings=Settings(consolidate_mode="inline"),
+        settings=Settings(judge="rules", consolidate_mode="inline"),
         embedder=FakeEmbedder(),
         archivist=HeuristicArchivist(),
         clock=FixedClock(said + timedelta(hours=2)),
@@ -371,7 +371,7 @@ def test_the_answer_model_sees_what_no_longer_holds_marked_as_history(tmp_path: 
     llm = FakeLLM({"answer": "vegan", "evidence": [1], "abstain": False})
     with MemoryService(
         tmp_path / "m.db",
-        settings=Settings(consolidate_mode="inline"),
+        settings=Settings(judge="rules", consolidate_mode="inline"),
         embedder=FakeEmbedder(),
         archivist=HeuristicArchivist(),
     ) as mem:

@@ -46,7 +46,7 @@ CHAT = (
 def memory(path: Path, archivist: HeuristicArchivist | None = None) -> MemoryService:
     return MemoryService(
         path,
-        settings=Settings(consolidate_mode="manual", reconcile_on_write=False),
+        settings=Settings(judge="rules", consolidate_mode="manual", reconcile_on_write=False),
         embedder=FakeEmbedder(),
         archivist=archivist or HeuristicArchivist(),
     )

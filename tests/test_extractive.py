@@ -14,7 +14,7 @@ from archivist.read.replies import reply_prompt
 from archivist.read.sentences import Sentence, split_sentences
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
-from conftest import T0, make_conversation
+from conftest import RULES, T0, make_conversation
 
 DIET = (
     (("Priya", "I eat everything, steak is my favourite dinner."), ("Ava", "Noted!")),
@@ -25,7 +25,7 @@ DIET = (
 
 @pytest.fixture
 def memory(tmp_path: Path) -> MemoryService:
-    m = MemoryService(tmp_path / "x.db", embedder=FakeEmbedder())
+    m = MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder())
     m.add(make_conversation("diet", DIET, people=("Priya", "Ava")))
     yield m
     m.close()
@@ -97,7 +97,7 @@ def test_a_window_that_closed_still_answers_whether_it_holds(tmp_path: Path) -> 
             ("Mateo", "Nope. August I'm back on days and all yours."),
         ),
     )
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("shifts", chat, people=("Mateo", "Vale"), start=T0))
         got = m.ask("Is Mateo still on night shifts?", person="Mateo", at=T0 + timedelta(days=120))
     assert not got.abstain and got.answer.startswith("No:") and "night shifts" in got.answer
@@ -108,7 +108,7 @@ def test_where_is_answered_by_a_sentence_naming_a_place(tmp_path: Path) -> None:
         (("Esteban", "Everyone cycles everywhere here."), ("Nadia", "Lucky you.")),
         (("Esteban", "First week in Berlin done."), ("Nadia", "Come back soon.")),
     )
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("move", chat, people=("Esteban", "Nadia")))
         got = m.ask("Where is Esteban now?", person="Esteban")
     assert "Berlin" in got.answer
@@ -148,7 +148,7 @@ def test_where_someone_lives_is_what_they_last_said_of_their_home(tmp_path: Path
             ("Rosa", "And my sister lives in Braga now, so we meet on Sundays."),
         ),
     )
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("home", chat, people=("Rosa", "Ines")))
         got = m.ask("Which city does Rosa live in?", person="Rosa")
     assert "Porto" in got.answer and "Lyon" not in got.answer and "Braga" not in got.answer
@@ -164,7 +164,7 @@ def test_what_holds_now_is_answered_without_what_stopped(tmp_path: Path) -> None
             ("Gabi", "Not even a little. My old team got a new manager, he's great."),
         ),
     )
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("team", chat, people=("Gabi", "Rafa")))
         got = m.ask("What team is Gabi on?", person="Gabi")
     assert got.answer == "I moved over to the data team."
@@ -179,7 +179,7 @@ def test_a_leading_clause_of_what_stopped_is_cut_from_an_answer_about_now(
             ("Tom", "Olé!"),
         ),
     )
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("thu", chat, people=("Zara", "Tom")))
         got = m.ask("What does Zara do on Thursdays?", person="Zara")
     assert got.answer == "Swapped them for Spanish classes on Thursdays."
@@ -194,7 +194,7 @@ def test_a_short_reply_is_read_and_quoted_with_its_question(tmp_path: Path) -> N
             ("Andres", "About time."),
         ),
     )
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("news", chat, people=("Andres", "Diego")))
         got = m.ask("Is Marisol Diego's girlfriend?", person="Diego")
     assert got.answer.startswith("Yes: My girlfriend! (in reply to Andres: So who's this Marisol")
@@ -224,7 +224,7 @@ def test_what_stopped_stays_in_the_answer_when_it_is_what_was_asked(tmp_path: Pa
             ("Rafa", "Nice."),
         ),
     )
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("team", chat, people=("Gabi", "Rafa")))
         got = m.ask("Which team does Gabi manage now?", person="Gabi")
     assert "no longer managing the support team" in got.answer
@@ -241,7 +241,7 @@ def test_when_reads_the_time_said_beside_the_event(tmp_path: Path) -> None:
         ),
     )
     start = T0.replace(month=10, day=3)
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(make_conversation("news", chat, people=("Kofi", "Efua"), start=start))
         promoted = m.ask("From when is Kofi's promotion effective?", person="Kofi")
         since = m.ask("Since when has Kofi's mum been in the care home?", person="Kofi")
@@ -586,7 +586,7 @@ def test_off_something_ended_is_no(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
     chat = ((("Nik", "Dry January starts tomorrow, no beer for a month."), ("Ava", "Good luck.")),)
-    with MemoryService(tmp_path / "x.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "x.db", settings=RULES, embedder=FakeEmbedder()) as m:
         conv = make_conversation("dry", chat, people=("Nik", "Ava"))
         m.add(conv)
         got = m.ask("Is Nik off beer?", person="Nik", at=datetime(2030, 3, 1, tzinfo=UTC))

@@ -27,7 +27,7 @@ from archivist.model import Claim, Conversation, Message
 from archivist.service import ExtractReport, MemoryService
 from archivist.store.sql import Filters
 from archivist.testing import FakeEmbedder, FakeLLM
-from conftest import make_conversation
+from conftest import RULES, make_conversation
 
 PEOPLE = ("Ana", "Lee")
 CID = "ana-lee-llm"
@@ -192,7 +192,7 @@ def _close_services():
 def service(path: Path, responder: Callable | None = None) -> tuple[MemoryService, FakeLLM]:
     llm = FakeLLM(responder=responder or Responder())
     # Extraction alone: consolidation rounds (their own LLM calls) are tested elsewhere.
-    settings = Settings(consolidate_mode="manual")
+    settings = Settings(judge="rules", consolidate_mode="manual")
     mem = MemoryService(path, settings=settings, embedder=FakeEmbedder(), llm=llm)
     _OPEN.append(mem)
     return mem, llm
@@ -730,7 +730,7 @@ def test_a_call_that_ends_in_a_bug_is_still_counted(tmp_path: Path) -> None:
 
 
 def test_without_an_llm_the_heuristic_archivist_attributes_speakers(tmp_path: Path) -> None:
-    mem = MemoryService(tmp_path / "m.db", embedder=FakeEmbedder())
+    mem = MemoryService(tmp_path / "m.db", settings=RULES, embedder=FakeEmbedder())
     mem.add(conversation())
     assert mem.archivist.name == "heuristic"
     assert mem.llm_summary()["model"] is None and mem.llm_summary()["tasks"] == {}
@@ -775,7 +775,11 @@ def test_a_live_chats_short_tail_waits_for_more_turns_or_for_quiet(tmp_path: Pat
     llm = FakeLLM(responder=Responder())
     # 2023 messages are "recent" under a window this long: the tail is held
     settings = Settings(
-        consolidate_mode="manual", consolidate_every=1000, extract_min_tail=3, extract_idle_s=1e12
+        judge="rules",
+        consolidate_mode="manual",
+        consolidate_every=1000,
+        extract_min_tail=3,
+        extract_idle_s=1e12,
     )
     mem = MemoryService(tmp_path / "m.db", settings=settings, embedder=FakeEmbedder(), llm=llm)
     _OPEN.append(mem)
@@ -798,7 +802,9 @@ def test_a_live_chats_short_tail_waits_for_more_turns_or_for_quiet(tmp_path: Pat
 
 
 def test_without_an_llm_tails_are_never_held(tmp_path: Path) -> None:
-    settings = Settings(consolidate_mode="manual", extract_min_tail=50, extract_idle_s=1e12)
+    settings = Settings(
+        judge="rules", consolidate_mode="manual", extract_min_tail=50, extract_idle_s=1e12
+    )
     mem = MemoryService(tmp_path / "m.db", settings=settings, embedder=FakeEmbedder())
     _OPEN.append(mem)
     mem.add(conversation())

@@ -30,7 +30,7 @@ from archivist.testing import FakeEmbedder, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
 from archivist.write.people import run_people
 from archivist.write.people_tools import Side, compare, contradictions, shown_aliases
-from conftest import T0, jsonl_records, make_conversation, write_jsonl
+from conftest import RULES, T0, jsonl_records, make_conversation, write_jsonl
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -82,7 +82,9 @@ def conversation(cid: str):
 
 def service(path: Path, llm: FakeLLM | None = None) -> MemoryService:
     """Heuristic claims at ingestion; the LLM (if any) serves the people step alone."""
-    return MemoryService(path, embedder=FakeEmbedder(), archivist=HeuristicArchivist(), llm=llm)
+    return MemoryService(
+        path, settings=RULES, embedder=FakeEmbedder(), archivist=HeuristicArchivist(), llm=llm
+    )
 
 
 def loaded(path: Path, cids, llm: FakeLLM | None = None) -> MemoryService:

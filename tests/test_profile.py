@@ -19,7 +19,7 @@ from archivist.model import Claim, ClaimEvent
 from archivist.profile import GROUPS, Profile, claim_as_of, group_of, source_of
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FixedClock
-from conftest import jsonl_records, make_conversation, write_jsonl
+from conftest import RULES, jsonl_records, make_conversation, write_jsonl
 
 START = datetime(2023, 5, 8, 9, 0, tzinfo=UTC)  # session 1; session 2 a week later
 BOB_DAY = datetime(2023, 5, 20, 9, 0, tzinfo=UTC)
@@ -67,7 +67,9 @@ def ana_bob():
 
 @pytest.fixture
 def mem(tmp_path: Path):
-    m = MemoryService(tmp_path / "p.db", embedder=FakeEmbedder(), clock=FixedClock(NOW))
+    m = MemoryService(
+        tmp_path / "p.db", settings=RULES, embedder=FakeEmbedder(), clock=FixedClock(NOW)
+    )
     m.add([ana_lee(), ana_bob()])
     yield m
     m.close()
@@ -238,7 +240,7 @@ def test_profile_as_of_a_move_told_later(tmp_path: Path) -> None:
         ((("Ana", "I live in Lisbon."),), (("Ana", "Big news: I moved to Porto last week."),)),
         start=START,
     )
-    with MemoryService(tmp_path / "m.db", embedder=FakeEmbedder()) as m:
+    with MemoryService(tmp_path / "m.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(conv)
         (moved,) = [c for c in m.claims() if "Porto" in c.text]
         assert moved.valid_from is not None and moved.valid_from < moved.said_at
@@ -291,7 +293,7 @@ def test_rest_profile(tmp_path: Path) -> None:
     ana = {"X-API-Key": "key-ana-00000001"}
 
     def memory(name: str, path: Path) -> MemoryService:
-        settings = Settings(consolidate_mode="background")
+        settings = Settings(judge="rules", consolidate_mode="background")
         return MemoryService(path, embedder=FakeEmbedder(), settings=settings)
 
     app = create_app(

@@ -42,7 +42,7 @@ def upstream():
 
 
 def _settings(tmp_path: Path, url: str, **kw) -> ServerSettings:
-    memory = Settings(embedder="fake", consolidate_mode="inline", llm_timeout=10)
+    memory = Settings(judge="rules", embedder="fake", consolidate_mode="inline", llm_timeout=10)
     return ServerSettings(
         data_dir=tmp_path,
         keys=((KEY, "alpha"),),

@@ -20,7 +20,9 @@ from conftest import make_conversation
 
 
 def memory(path: Path, policy: str = "newest_wins", llm: FakeLLM | None = None) -> MemoryService:
-    settings = Settings(consolidate_mode="manual", conflict_policy=policy, reconcile_on_write=False)
+    settings = Settings(
+        judge="rules", consolidate_mode="manual", conflict_policy=policy, reconcile_on_write=False
+    )
     return MemoryService(
         path, settings=settings, embedder=FakeEmbedder(), llm=llm, archivist=HeuristicArchivist()
     )
@@ -341,7 +343,9 @@ def test_deleting_one_conversation_keeps_the_others_episode_and_entity_vectors(
 
 def test_add_reconciles_what_it_extracts_before_any_consolidation(tmp_path: Path) -> None:
     """Issue 13: a read right after add() sees the new truth; no round has run."""
-    settings = Settings(consolidate_mode="manual")  # reconcile_on_write is the default
+    settings = Settings(
+        judge="rules", consolidate_mode="manual"
+    )  # reconcile_on_write is the default
     embedder, archivist = FakeEmbedder(), HeuristicArchivist()
     with MemoryService(
         tmp_path / "m.db", settings=settings, embedder=embedder, archivist=archivist

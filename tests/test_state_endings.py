@@ -20,7 +20,7 @@ from conftest import T0, make_conversation
 def memory(path: Path) -> MemoryService:
     return MemoryService(
         path,
-        settings=Settings(consolidate_mode="manual"),
+        settings=Settings(judge="rules", consolidate_mode="manual"),
         embedder=FakeEmbedder(),
         archivist=HeuristicArchivist(),
     )

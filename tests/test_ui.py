@@ -25,7 +25,7 @@ KEYS = ((KEY, "alpha"), ("key-bound-000001", "alpha", "Lee"))
 
 
 def fake_memory(tenant: str, path: Path) -> MemoryService:
-    settings = Settings(consolidate_mode="inline")
+    settings = Settings(judge="rules", consolidate_mode="inline")
     return MemoryService(path, embedder=FakeEmbedder(), settings=settings)
 
 

@@ -50,7 +50,7 @@ SHOTS = SHOTS / "ui"
 
 
 def fake_memory(tenant: str, path: Path) -> MemoryService:
-    settings = Settings(consolidate_mode="inline")
+    settings = Settings(judge="rules", consolidate_mode="inline")
     return MemoryService(path, embedder=FakeEmbedder(), settings=settings)
 
 

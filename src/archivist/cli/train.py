@@ -7,7 +7,10 @@ import click
 
 @click.group()
 def train() -> None:
-    """Train what archivist ships (needs pip install 'archivist[train]')."""
+    """Train what archivist ships.
+
+    Needs the train extra: pip install 'archivist[train]' (a clone: pip install '.[train]').
+    """
 
 
 @train.command("judge", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import InputError
@@ -33,9 +33,10 @@ def _when(value: object, where: str) -> datetime | None:
     if value in (None, ""):
         return None
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise InputError(f"{where}: not an ISO date or time: {value!r}") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)  # a bare date is a UTC day
 
 
 def _text(raw: dict, key: str, where: str, required: bool = True) -> str:

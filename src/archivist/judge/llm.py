@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from ..llm.base import LLMError
-from ..prompts import judge_pairs as prompt
 from .base import Judge, RelationPair, SupportPair, Verdict
 
 BATCH = 10  # pairs per call
@@ -35,6 +34,8 @@ class LLMJudge:
 
     def relations(self, pairs: Sequence[RelationPair]) -> list[Verdict]:
         """Verdicts for relation pairs, BATCH per call."""
+        from ..prompts import judge_pairs as prompt  # pydantic, only when an LLM judges
+
         rows = [(p.speaker, p.older, _day(p.older_at), p.newer, _day(p.newer_at)) for p in pairs]
         return self._batched(
             pairs, rows, prompt.build_relations, prompt.RelationsOut, self._fallback_relations
@@ -42,6 +43,8 @@ class LLMJudge:
 
     def supports(self, pairs: Sequence[SupportPair]) -> list[Verdict]:
         """Verdicts for support pairs, BATCH per call."""
+        from ..prompts import judge_pairs as prompt
+
         rows = [(p.question, p.speaker, p.sentence, _day(p.said_at)) for p in pairs]
         return self._batched(
             pairs, rows, prompt.build_supports, prompt.SupportsOut, self._fallback_supports
@@ -58,6 +61,8 @@ class LLMJudge:
         return self.fallback.supports(pairs)
 
     def _batched(self, pairs, rows, build, out_type, fallback) -> list[Verdict]:
+        from ..prompts import judge_pairs as prompt
+
         verdicts: list[Verdict | None] = [None] * len(pairs)
         for at in range(0, len(rows), BATCH):
             chunk = rows[at : at + BATCH]
