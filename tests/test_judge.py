@@ -78,7 +78,8 @@ def test_a_missing_model_is_a_config_error_naming_the_way_out(tmp_path: Path) ->
 
 
 def test_settings_choose_the_judge() -> None:
-    assert isinstance(judge_for(Settings()), TrainedJudge)
+    assert judge_for(Settings()) is None  # auto without an LLM: the rules, for now
+    assert isinstance(judge_for(Settings(judge="model")), TrainedJudge)
     assert judge_for(Settings(judge="rules")) is None
     calls = []
     chosen = judge_for(Settings(), lambda *a: calls.append(a))
@@ -284,7 +285,7 @@ def test_bench_judge_prints_per_task_figures(tmp_path: Path) -> None:
     ]
     path = tmp_path / "pairs.json"
     path.write_text(json.dumps({"items": items}))
-    out = CliRunner().invoke(cli, ["bench", "judge", str(path), "--json"])
+    out = CliRunner().invoke(cli, ["bench", "judge", str(path), "--json"])  # the model
     assert out.exit_code == 0, out.output
     result = json.loads(out.output)
     assert result["judge"] == "model"

@@ -53,8 +53,8 @@ class Settings:
     llm_concurrency: int = 4  # parallel LLM calls (extraction batches across episodes)
     conflict_policy: str = "newest_wins"  # how a contradiction between two claims resolves
     # Who judges meaning (does a statement end an older one, does a sentence answer a
-    # question): "auto" = the configured LLM when there is one, else the trained model;
-    # "model", "llm" or "rules" (the old phrase rules, kept as a baseline)
+    # question): "auto" = the configured LLM when there is one, else the phrase rules;
+    # "model" (the trained judge shipped in the package), "llm" or "rules"
     judge: str = "auto"
     # Reconcile new claims (duplicates, refinements, conflicts, entity filing) as soon as
     # they are extracted, so reads right after add() see the new truth; off: only the

@@ -91,8 +91,8 @@ class Core:
 
     @cached_property
     def judge(self) -> Judge | None:
-        """Who judges meaning (archivist.judge): the LLM when one is configured, else the
-        trained model; None when the settings choose the old rules."""
+        """Who judges meaning (archivist.judge): the LLM when one is configured, the
+        trained model when the settings choose it; None for the phrase rules."""
         if self.given_judge is not None:
             return self.given_judge
         call = None
