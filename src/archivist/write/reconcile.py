@@ -4,7 +4,9 @@ Verdicts: duplicate (its evidence counts for the older claim), refinement (the
 more precise claim replaces the vaguer one, history kept), contradiction /
 evolution / correction (the older claim's validity closes where the newer
 one starts, and a Conflict is logged), or new. Nothing is deleted: a claim's
-status and ``replaced_by`` change, and every step is a ClaimEvent.
+status and ``replaced_by`` change, and every step is a ClaimEvent. With a
+judge (archivist.judge, ``meaning``), a claim is also put beside its nearest
+current states and closes those the judge is sure it ends.
 
 Candidates are claims by the same speaker about the same subject. Without an
 LLM, duplicates and refinements are found by wording (vectors and shared
@@ -239,19 +241,12 @@ def reconcile_claims(
     for c in ordered:
         out.counts["claims"] += 1
         near = state.nearest(c, config.candidates)
-        if meaning is not None and config.rules_beside_judge:
-            decided, same = _by_attribute(state, out, c, config)
-            decided = decided or _by_wording(state, out, c, near, config)
+        decided, same = _by_attribute(state, out, c, config)
+        decided = decided or _by_wording(state, out, c, near, config)
+        if meaning is None or config.rules_beside_judge:
             decided = decided or _by_change(state, out, c, config)
+        if meaning is not None:
             decided = _by_verdicts(state, out, c, verdicts, config, meaning.name) or decided
-        elif meaning is not None:
-            decided, same = _by_attribute(state, out, c, config)
-            decided = decided or _by_wording(state, out, c, near, config)
-            decided = _by_verdicts(state, out, c, verdicts, config, meaning.name) or decided
-        else:
-            decided, same = _by_attribute(state, out, c, config)
-            decided = decided or _by_wording(state, out, c, near, config)
-            decided = decided or _by_change(state, out, c, config)
         if not decided and same is not None:  # same value, other words: a restatement
             _duplicate_of(out, c, same)
         elif not decided:
