@@ -13,11 +13,17 @@ def train() -> None:
     """
 
 
-@train.command("judge", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@train.command(
+    "judge",
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_extra_args": True,
+        "help_option_names": [],  # --help reaches the trainer, which lists its options
+    },
+)
 @click.pass_context
 def judge(ctx: click.Context) -> None:
-    """Fine-tune the judge on training/judge/*.jsonl and export it (see --help of
-    python -m archivist.train judge for the options)."""
+    """Fine-tune the judge on training/judge/*.jsonl and export it (--help: its options)."""
     from ..train.judge import main
 
     raise SystemExit(main(list(ctx.args)))
