@@ -67,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             api_key=args.api_key,
         )
     except Exception as e:  # noqa: BLE001 - xllamacpp missing, a bad file, a port in use: one line
-        parser.exit(1, f"error: could not serve {args.model}: {e}\n")
+        # llama.cpp logs from C without always ending its line: start the error on a line of its own
+        parser.exit(1, f"\nerror: could not serve {args.model}: {e}\n")
     print(
         f"serving {args.model.name} at http://127.0.0.1:{args.port}/v1 "
         f"(loaded in {time.monotonic() - started:.1f} s); Ctrl-C stops",
