@@ -264,7 +264,11 @@ def _old_sqlite(path: Path) -> None:
 
 
 def _check_old_store_migrated(store) -> None:
-    assert store.migrations()[-2:] == ["0010_ids_never_reused", "0011_deletion_audit"]
+    assert store.migrations()[-3:] == [
+        "0010_ids_never_reused",
+        "0011_deletion_audit",
+        "0012_message_metadata",
+    ]
     assert sorted(rowids(store, "c").items()) == [("m1", 1), ("m2", 2)]
     assert sorted(store.claims_by_id([1, 2, 3])) == [1, 2]
     assert store.claim_evidence_rowids([1, 2]) == {1: [1], 2: [2]}  # children kept

@@ -19,12 +19,17 @@ async def test_add_list_update_history_delete_and_context(client) -> None:  # no
     assert [r["id"] for r in listed["results"]] == [rex["id"]]
     found = await call(client, "get_memories", user_id="alice", query="dog")
     assert found["results"][0]["id"] == rex["id"]
-    assert (await call(client, "get_memory", memory_id=rex["id"]))["text"] == rex["memory"]
+    one = await call(client, "get_memory", memory_id=rex["id"])
+    assert one == listed["results"][0]  # one shape: the item get_memories lists
     fixed = await call(client, "update_memory", memory_id=rex["id"], text="alice has a dog, Max.")
+    assert fixed["id"] == rex["id"] and fixed["memory"] == "alice has a dog, Max."
     history = await call(client, "memory_history", memory_id=rex["id"])
-    assert [e["action"] for e in history["events"]] == ["corrected"]
+    assert [e["event"] for e in history["results"]] == ["ADD", "UPDATE"]
     ctx = await call(client, "context", turn="What is my dog called?", person="alice")
     assert "Rex" in ctx["text"] and ctx["items"]  # the words were said; the claim is history
-    assert (await call(client, "delete_memory", memory_id=str(fixed["id"])))["deleted"] == 2
+    gone = await call(client, "delete_memory", memory_id=rex["id"])
+    assert gone == {"message": "Memory deleted successfully!"}
+    history = await call(client, "memory_history", memory_id=rex["id"])
+    assert [e["event"] for e in history["results"]] == ["ADD", "UPDATE", "DELETE"]
     assert "no memory" in await error(client, "get_memory", memory_id=rex["id"])
     assert "integer" in await error(client, "get_memory", memory_id="abc")

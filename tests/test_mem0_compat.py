@@ -26,10 +26,16 @@ messages = [
     {"role": "user", "content": "I have a dog called Rex."},
 ]
 added = m.add(messages, user_id="alice", metadata={"category": "life"})
-m.add("My favourite food is sushi.", user_id="alice")
+m.add("My favourite food is sushi.", user_id="alice", metadata={"category": "food", "stars": 5})
 m.add("I play the cello in an orchestra.", user_id="bob")
 
 related = m.search("what is her dog called?", user_id="alice", limit=3)
+food = m.search("food", user_id="alice", filters={"category": "food"})
+starred = m.get_all(user_id="alice", filters={"stars": {"gte": 4}})
+either = m.get_all(
+    filters={"OR": [{"category": "food"}, {"category": {"in": ["life"]}}], "user_id": "alice"}
+)
+strict = m.search("dog", user_id="alice", threshold=0.99)
 everything = m.get_all(user_id="alice")
 home = next(r for r in everything["results"] if "Paris" in r["memory"])
 updated = m.update(home["id"], "alice lives in Lyon and works as a nurse.")
@@ -37,9 +43,12 @@ after = m.get(home["id"])
 changes = m.history(home["id"])
 deleted = m.delete(home["id"])
 gone = m.get(home["id"])
+gone_history = m.history(home["id"])
 left = m.get_all(user_id="alice")
 m.delete_all(user_id="bob")
 bob_left = m.get_all(user_id="bob")
+m.reset()
+nothing = m.get_all(user_id="alice")
 """
 
 
@@ -60,22 +69,36 @@ def test_a_mem0_script_runs_unchanged_but_for_the_import(tmp_path, monkeypatch) 
     assert added and all(r["event"] == "ADD" and r["id"].isdigit() for r in added)
     assert any("Paris" in r["memory"] for r in added)
     assert any("Rex" in r["memory"] for r in added)
+    assert all(r["metadata"] == {"category": "life"} for r in added)
     top = s["related"]["results"]
     assert 0 < len(top) <= 3 and "Rex" in top[0]["memory"]
-    assert {"id", "memory", "score", "user_id", "created_at"} <= set(top[0])
+    assert {"id", "memory", "hash", "metadata", "score", "user_id", "created_at"} <= set(top[0])
+    assert [r["score"] for r in top] == sorted((r["score"] for r in top), reverse=True)
     assert all(r["user_id"] == "alice" for r in top)
+    assert [r["memory"] for r in s["food"]["results"]] == ["alice's favourite food is sushi."]
+    assert s["food"]["results"][0]["metadata"] == {"category": "food", "stars": 5}
+    assert [r["metadata"]["stars"] for r in s["starred"]["results"]] == [5]
+    either = {r["metadata"]["category"] for r in s["either"]["results"]}
+    assert either == {"food", "life"}
+    assert s["strict"] == {"results": []}
     memories = [r["memory"] for r in s["everything"]["results"]]
     assert any("sushi" in t for t in memories) and not any("cello" in t for t in memories)
+    assert not any("How do you like" in t for t in memories)
     assert s["updated"] == {"message": "Memory updated successfully!"}
+    home = s["home"]
     assert s["after"]["memory"] == "alice lives in Lyon and works as a nurse."
-    events = [(h["event"], h["old_memory"], h["new_memory"]) for h in s["changes"]]
-    assert [e for e, _, _ in events] == ["ADD", "UPDATE"]
-    assert "Paris" in events[1][1] and "Lyon" in events[1][2]
+    assert s["after"]["id"] == home["id"] and s["after"]["updated_at"]  # the id it was added with
+    events = [(h["event"], h["memory_id"], h["old_memory"], h["new_memory"]) for h in s["changes"]]
+    assert [(e, i) for e, i, _, _ in events] == [("ADD", home["id"]), ("UPDATE", home["id"])]
+    assert "Paris" in events[1][2] and "Lyon" in events[1][3]
     assert s["deleted"] == {"message": "Memory deleted successfully!"}
     assert s["gone"] is None
+    assert [h["event"] for h in s["gone_history"]] == ["ADD", "UPDATE", "DELETE"]
+    assert s["gone_history"][-1]["is_deleted"] and s["gone_history"][-1]["memory_id"] == home["id"]
     left = [r["memory"] for r in s["left"]["results"]]
     assert not any("Paris" in t or "Lyon" in t for t in left) and any("Rex" in t for t in left)
     assert s["bob_left"] == {"results": []}
+    assert s["nothing"] == {"results": []}
 
 
 def test_from_config_and_bad_input(tmp_path) -> None:
@@ -89,6 +112,15 @@ def test_from_config_and_bad_input(tmp_path) -> None:
             m.add([{"role": "robot", "content": "beep"}], user_id="ana")
         with pytest.raises(InputError, match="delete_all needs"):
             m.delete_all()
+        with pytest.raises(InputError, match="unknown operator 'like'"):
+            m.get_all(user_id="ana", filters={"x": {"like": "y"}})
+        with pytest.raises(InputError, match="filters must be a dict"):
+            m.search("tomatoes", user_id="ana", filters=["x"])
+        with pytest.raises(InputError, match="infer=False"):
+            m.add("I grow basil.", user_id="ana", infer=False)
+        with pytest.raises(InputError, match="metadata must be JSON"):
+            m.add("I grow basil.", user_id="ana", metadata={"when": object()})
+        assert m.get_all(user_id="ana", filters={"nothing": "*"}) == {"results": []}
         m.reset()
         assert m.get_all(user_id="ana") == {"results": []}
     finally:

@@ -16,26 +16,53 @@ def test_memories_add_list_search_get_update_history_delete(client) -> None:  # 
             {"role": "user", "content": "I have a dog called Rex."},
         ],
         "user_id": "alice",
+        "metadata": {"source": "onboarding"},
     }
     added = client.post("/v1/memories", json=body, headers=ALPHA)
     assert added.status_code == 200, added.text
     assert {r["event"] for r in added.json()["results"]} == {"ADD"}
+    client.post(
+        "/v1/memories", json={"messages": "I drive a blue Fiat.", "user_id": "alice"}, headers=ALPHA
+    )
     listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=ALPHA).json()
     home = next(r for r in listed["results"] if "Paris" in r["memory"])
+    assert home["metadata"] == {"source": "onboarding"}
+    only = client.get(
+        "/v1/memories",
+        params={"user_id": "alice", "filters": '{"source": "onboarding"}'},
+        headers=ALPHA,
+    ).json()["results"]
+    assert only and not any("Fiat" in r["memory"] for r in only)
     found = client.get("/v1/memories", params={"user_id": "alice", "q": "dog"}, headers=ALPHA)
-    assert "Rex" in found.json()["results"][0]["memory"]
+    top = found.json()["results"]
+    assert "Rex" in top[0]["memory"]
+    assert [r["score"] for r in top] == sorted((r["score"] for r in top), reverse=True)
+    posted = client.post(
+        "/v1/memories/search",
+        json={"query": "dog", "user_id": "alice", "limit": 1},
+        headers=ALPHA,
+    ).json()["results"]
+    assert [r["id"] for r in posted] == [top[0]["id"]]
     one = client.get(f"/v1/memories/{home['id']}", headers=ALPHA).json()
-    assert one["text"] == home["memory"]
+    assert one == home  # one shape: the item get_all lists
     fixed = client.put(
         f"/v1/memories/{home['id']}", json={"text": "alice lives in Lyon."}, headers=ALPHA
     )
-    assert fixed.status_code == 200 and fixed.json()["text"] == "alice lives in Lyon."
+    assert fixed.status_code == 200
+    assert fixed.json()["memory"] == "alice lives in Lyon." and fixed.json()["id"] == home["id"]
     history = client.get(f"/v1/memories/{home['id']}/history", headers=ALPHA).json()
-    assert [e["action"] for e in history] == ["corrected"] and history[0]["by"] == "user"
-    gone = client.delete(f"/v1/memories/{fixed.json()['id']}", headers=ALPHA)
-    assert gone.json() == {"deleted": 2}
+    assert [(e["event"], e["memory_id"]) for e in history] == [
+        ("ADD", home["id"]),
+        ("UPDATE", home["id"]),
+    ]
+    gone = client.delete(f"/v1/memories/{home['id']}", headers=ALPHA)
+    assert gone.json() == {"message": "Memory deleted successfully!"}
     missing = client.get(f"/v1/memories/{home['id']}", headers=ALPHA)
     assert missing.status_code == 404 and "no memory" in missing.json()["error"]["message"]
+    after = client.get(f"/v1/memories/{home['id']}/history", headers=ALPHA).json()
+    assert [e["event"] for e in after] == ["ADD", "UPDATE", "DELETE"]
+    bad = client.get("/v1/memories", params={"filters": "[1]"}, headers=ALPHA)
+    assert bad.status_code == 400 and "JSON object" in bad.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(

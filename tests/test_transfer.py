@@ -88,3 +88,21 @@ def test_an_export_ingests_as_plain_jsonl_and_bad_identity_lines_are_refused(
         bad = lines[:-1] + [json.dumps({"record": "identity", "user_id": "", "name": "Lee"})]
         with pytest.raises(LoadError, match="user_id"):
             dst.import_jsonl(bad)
+
+
+def test_message_metadata_travels_with_the_export(tmp_path: Path) -> None:
+    with MemoryService(tmp_path / "a.db", embedder=FakeEmbedder()) as a:
+        a.add("I keep bees on the allotment.", user_id="ana", metadata={"app": "web", "n": 2})
+        a.add("I also grow leeks there.", user_id="ana")
+        lines = list(a.export_jsonl())
+    records = [json.loads(line) for line in lines]
+    assert [r.get("metadata") for r in records] == [{"app": "web", "n": 2}, None]
+    with MemoryService(tmp_path / "b.db", embedder=FakeEmbedder()) as b:
+        b.import_jsonl(lines)
+        again = [m for _, m in b.store.conversation_messages("user:ana")]
+        assert [m.metadata for m in again] == [{"app": "web", "n": 2}, {}]
+        assert list(b.export_jsonl()) == lines
+    bad = records[0] | {"metadata": ["not", "an", "object"]}
+    with MemoryService(tmp_path / "c.db", embedder=FakeEmbedder()) as c:
+        with pytest.raises(LoadError, match="metadata"):
+            c.import_jsonl([json.dumps(bad) + "\n"])

@@ -23,6 +23,7 @@ ROLES: tuple[str, ...] = ("user", "assistant", "system")
 MIN_YEAR, MAX_YEAR = 1900, 2200
 MAX_SESSION = 2**31 - 1
 MAX_SEQ = 2**63 - 1
+MAX_METADATA = 16_000  # characters of a message's metadata as JSON
 
 
 def date_in_range(d: datetime) -> bool:
@@ -57,6 +58,9 @@ def message_problem(m: Message) -> tuple[str, str] | None:
         for part in ("kind", "caption", "url"):
             if problem := text_problem(getattr(a, part)):
                 return f"attachments[{i}].{part}", problem
+    if m.metadata:
+        if problem := metadata_problem(m.metadata):
+            return "metadata", problem
     for name in ("timestamp", "session_start"):
         d = getattr(m, name)
         if d is not None and not date_in_range(d):
@@ -66,6 +70,24 @@ def message_problem(m: Message) -> tuple[str, str] | None:
     if not 0 <= m.seq <= MAX_SEQ:
         return "seq", f"{m.seq} is outside 0..{MAX_SEQ}"
     return None
+
+
+def metadata_json(metadata: dict) -> str:
+    """Metadata as stored: canonical JSON (keys sorted), "{}" when empty."""
+    return json.dumps(metadata, sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+def metadata_problem(metadata: object) -> str | None:
+    """Why ``metadata`` cannot be stored (not a JSON object of string keys, too big), or None."""
+    if not isinstance(metadata, dict):
+        return f"must be a JSON object (a dict); got {type(metadata).__name__}"
+    try:
+        text = metadata_json(metadata)
+    except (TypeError, ValueError) as e:
+        return f"must be JSON (strings, numbers, booleans, lists, objects): {e}"
+    if len(text) > MAX_METADATA:
+        return f"is {len(text)} characters as JSON; at most {MAX_METADATA}"
+    return text_problem(text)
 
 
 def content_hash(*parts: str) -> str:
@@ -108,11 +130,14 @@ class Message:
     attachments: tuple[Attachment, ...] = ()
     session_start: datetime | None = None
     seq: int = 0  # position within the conversation, used for neighbour expansion
+    # the caller's own labels (mem0's ``metadata``): stored, returned, filtered on
+    metadata: dict = field(default_factory=dict, hash=False)
 
     @property
     def hash(self) -> str:
-        """Content hash over everything that makes this message what it is."""
-        return content_hash(
+        """Content hash over everything that makes this message what it is (metadata only
+        when there is some, so messages stored before it existed keep their hash)."""
+        parts = [
             self.conversation,
             self.id,
             self.speaker,
@@ -120,7 +145,10 @@ class Message:
             self.text,
             self.timestamp.isoformat(),
             json.dumps([a.to_dict() for a in self.attachments], sort_keys=True),
-        )
+        ]
+        if self.metadata:
+            parts.append(metadata_json(self.metadata))
+        return content_hash(*parts)
 
     def same_as_stored(self, stored_hash: str, stored_at: datetime) -> bool:
         """Is this the stored message, its time perhaps written with another UTC offset?

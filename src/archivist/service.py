@@ -34,6 +34,7 @@ from .model import (
     Message,
     checked_text,
     message_problem,
+    metadata_problem,
 )
 from .read.recall import recall as routed_recall
 from .read.recall import route_question, search_memory
@@ -135,7 +136,8 @@ class MemoryService(MemoryViews, MemoryEdits):
         ``conversation`` (default ``user:<user_id>``, else ``agent:<agent_id>``)
         with ids ``m<n>`` continuing it, at ``timestamp`` (default: the clock);
         each call stores its turns again, since saying something twice is two
-        messages. ``metadata`` is checked but not stored (messages have no such field).
+        messages. ``metadata`` (a JSON object) is stored with each of the turns; the
+        memories drawn from them carry it (``archivist.mem0``).
 
         A ``Path`` is always a file. A ``str`` with any mem0 keyword is a message;
         without one it must name an existing file (else InputError saying to pass
@@ -193,8 +195,8 @@ class MemoryService(MemoryViews, MemoryEdits):
             turns_conversation,
         )
 
-        if metadata is not None and not isinstance(metadata, dict):
-            raise InputError(f"metadata must be a dict; got {metadata!r}")
+        if metadata is not None and (problem := metadata_problem(metadata)):
+            raise InputError(f"metadata {problem}")
         for name, value in ids.items():
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise InputError(f"{name} must be a non-empty string; got {value!r}")
@@ -203,7 +205,13 @@ class MemoryService(MemoryViews, MemoryEdits):
         stored = [m for _, m in self.store.conversation_messages(cid)]
         at = read_timestamp(timestamp, self.core.clock())
         return turns_conversation(
-            turns, stored, conversation=cid, at=at, user_id=ids["user_id"], agent_id=ids["agent_id"]
+            turns,
+            stored,
+            conversation=cid,
+            at=at,
+            user_id=ids["user_id"],
+            agent_id=ids["agent_id"],
+            metadata=metadata,
         )
 
     def check_new(self, convs: Sequence[Conversation]) -> None:

@@ -35,8 +35,11 @@ class MemoryEdits(Checked):
     core: Core
     store: Store
 
-    def get_all(self, user_id: str | None = None, *, limit: int = 100) -> list[Claim]:
-        """The current memories (claims) said by or about ``user_id`` (all, when None).
+    def get_all(
+        self, user_id: str | None = None, *, limit: int = 100, conversation: str | None = None
+    ) -> list[Claim]:
+        """The current memories (claims) said by or about ``user_id`` (all, when None), in
+        ``conversation`` when given.
 
         Only what holds now: superseded, duplicate and corrected claims are
         history, read with ``history(id)``; oldest first, at most ``limit``.
@@ -45,8 +48,9 @@ class MemoryEdits(Checked):
             raise InputError(f"limit must be a positive integer; got {limit!r}")
         out: list[Claim] = []
         offset, page = 0, max(limit, 200)
+        where = Filters(person=user_id, conversation=conversation)
         while len(out) < limit:
-            batch = self.store.list_claims(Filters(person=user_id), limit=page, offset=offset)
+            batch = self.store.list_claims(where, limit=page, offset=offset)
             out += [c for c in batch if c.status == "current"]
             if len(batch) < page:
                 break
@@ -54,15 +58,22 @@ class MemoryEdits(Checked):
         return out[:limit]
 
     def search_memories(
-        self, query: str, *, user_id: str | None = None, limit: SearchLimit = 10
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: SearchLimit = 10,
+        conversation: str | None = None,
     ) -> list[tuple[Claim, float]]:
-        """Current memories (claims) best matching ``query``, by BM25 and cosine fused with
-        RRF, each with its cosine similarity to the query (0.0 when only words matched)."""
+        """Current memories (claims) best matching ``query``: BM25 and cosine fused with RRF
+        choose them, and they come back by their cosine similarity to the query, highest
+        first (each memory's own, also when only its words matched)."""
         from .read.fusion import rrf
 
         if not isinstance(query, str) or not query.strip():
             raise InputError("search needs a non-empty query")
-        where, wide = Filters(person=user_id), max(50, limit * 5)
+        where = Filters(person=user_id, conversation=conversation)
+        wide = max(50, limit * 5)
         words = self.store.claim_keyword_search(query, where, wide)
         vec = self.core.embedder.embed_batch([query])[0]
         near = self.store.claim_vector_search(self.core.embedder.name, vec, where, wide)
@@ -70,8 +81,14 @@ class MemoryEdits(Checked):
         cosine = dict(near)
         claims = self.store.claims_by_id(fused)
         ranked = sorted(fused, key=lambda i: -fused[i])
-        found = [(claims[i], float(cosine.get(i, 0.0))) for i in ranked if i in claims]
-        return [(c, s) for c, s in found if c.status == "current"][:limit]
+        found = [claims[i] for i in ranked if i in claims and claims[i].status == "current"]
+        found = found[:limit]
+        unscored = [c for c in found if c.id not in cosine]
+        if unscored:  # found by its words alone: its own similarity, not 0
+            vecs = self.core.embedder.embed_batch([c.text for c in unscored])
+            cosine.update({c.id: float(vecs[i] @ vec) for i, c in enumerate(unscored)})
+        scored = [(c, float(cosine[c.id])) for c in found]
+        return sorted(scored, key=lambda cs: -cs[1])
 
     def memory(self, memory_id: MemoryId) -> Claim:
         """One memory (claim) by id, whatever its status; NotFound if it is not stored

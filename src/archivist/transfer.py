@@ -35,7 +35,7 @@ IDENTITY = "identity"
 
 def message_record(m: Message) -> dict:
     """One stored message as a line of the jsonl input format (round trips exactly)."""
-    return {
+    record = {
         "conversation": m.conversation,
         "id": m.id,
         "session": m.session,
@@ -47,6 +47,9 @@ def message_record(m: Message) -> dict:
         "text": m.text,
         "timestamp": m.timestamp.isoformat(),
     }
+    if m.metadata:
+        record["metadata"] = m.metadata
+    return record
 
 
 def export_records(store: Store, conversation: str | None = None) -> Iterator[dict]:

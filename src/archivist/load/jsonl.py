@@ -20,6 +20,7 @@ attachments    list of {"kind": str, "caption": str,    []
                "url": str} (caption and url optional)
 session_start  ISO 8601 string                          the session's earliest
                                                         timestamp
+metadata       JSON object (at most 16,000 characters)  {}
 ============== ======================================== =========================
 
 Timestamps must fall in the years 1900..2200, and text fields must hold
@@ -104,7 +105,20 @@ def _line(line: str, number: int, source: str, default_tz: tzinfo) -> Message:
             if obj.get("session_start") is not None
             else None
         ),
+        metadata=_metadata(obj, source, number),
     )
+
+
+def _metadata(obj: dict, source: str, number: int) -> dict:
+    """The caller's own labels of the message (a JSON object), stored as given."""
+    from ..model import metadata_problem
+
+    value = obj.get("metadata")
+    if value is None:
+        return {}
+    if problem := metadata_problem(value):
+        raise LoadError(source, number, "metadata", problem)
+    return value
 
 
 def _timestamp(obj: dict, source: str, number: int, default_tz: tzinfo) -> datetime:

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from ..errors import NotFound
 from ..mem0 import Memory as Mem0
 from ..service import MemoryService
 
@@ -50,40 +51,50 @@ def add_memory_tools(
     def get_memories(
         user_id: UserId = None,
         query: Annotated[str | None, Field(description="Search instead of listing.")] = None,
+        filters: Annotated[
+            dict[str, Any] | None, Field(description="Match the metadata given to add.")
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
-        """A user's current memories (history stays out), or those best matching ``query``."""
+        """A user's current memories (history stays out), or those best matching ``query``
+        (highest score first), as REST /v1/memories lists them."""
         with errors():
             if query is not None:
-                return mem0.search(query, user_id=user_id, limit=limit)
-            return mem0.get_all(user_id=user_id, limit=limit)
+                return mem0.search(query, user_id=user_id, filters=filters, limit=limit)
+            return mem0.get_all(user_id=user_id, filters=filters, limit=limit)
 
     @tool(server, read_only_hint=True)
     def get_memory(memory_id: MemoryId) -> dict[str, Any]:
-        """One memory as stored: text, speaker, subject, evidence, status, replaced_by."""
+        """One memory, as get_memories lists it (its latest wording under its first id)."""
         with errors():
-            return memory.get(memory_id).to_dict()
+            found = mem0.get(memory_id)
+            if found is None:
+                raise NotFound(f"no memory {memory_id}")
+            return found
 
     @tool(server, idempotent_hint=False, destructive_hint=False)
     def update_memory(
         memory_id: MemoryId,
         text: Annotated[str, Field(description="The corrected memory.")],
     ) -> dict[str, Any]:
-        """Correct a memory: a new one supersedes it, the old wording stays as history."""
+        """Correct a memory: it keeps its id and the old wording stays as history; answers
+        the memory as it now reads."""
         with errors(), writing:
-            return memory.update(memory_id, text).to_dict()
+            mem0.update(memory_id, text)
+            return mem0.get(memory_id) or {}
 
     @tool(server, destructive_hint=True, idempotent_hint=False)
     def delete_memory(memory_id: MemoryId) -> dict[str, Any]:
         """Forget a memory for good (with its corrections); its messages stay."""
         with errors(), writing:
-            return {"deleted": memory.forget_claim(memory_id, actor="mcp")}
+            memory.forget_claim(mem0._head(memory_id).id, actor="mcp")  # type: ignore[arg-type]
+            return {"message": "Memory deleted successfully!"}
 
     @tool(server, read_only_hint=True)
     def memory_history(memory_id: MemoryId) -> dict[str, Any]:
-        """What happened to a memory: reconciliation steps and the user's corrections."""
+        """mem0's history of a memory: ADD, each UPDATE, and DELETE once it is forgotten."""
         with errors():
-            return {"events": [e.to_dict() for e in memory.history(memory_id)]}
+            return {"results": mem0.history(memory_id)}
 
     @tool(server, read_only_hint=True)
     def context(

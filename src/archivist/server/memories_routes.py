@@ -11,12 +11,13 @@ queued background work first, as ``Tenant.delete`` does.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from ..errors import InputError
+from ..errors import InputError, NotFound
 from ..mem0 import Memory as Mem0
 from ..write.turns import default_conversation
 from .auth import actor, tenant_id
@@ -47,6 +48,18 @@ class MemoriesIn(BaseModel):
     run_id: str | None = Field(None, description="The conversation (default: user:<user_id>).")
     metadata: dict[str, Any] | None = None
     timestamp: str | float | None = None
+
+
+class SearchIn(BaseModel):
+    """mem0's search body."""
+
+    query: str
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    filters: dict[str, Any] | None = None
+    limit: int = Field(100, ge=1, le=10000)
+    threshold: float | None = None
 
 
 class UpdateIn(BaseModel):
@@ -81,34 +94,62 @@ def memories_router() -> APIRouter:
     def list_memories(
         tenant: TenantDep,
         user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
         q: str | None = Query(None, description="Search the memories instead of listing them."),
+        filters: str | None = Query(None, description='mem0 filters as JSON: {"category": "x"}'),
         limit: Annotated[int, Query(ge=1, le=10000)] = 100,
     ) -> dict:
-        """A user's current memories (history stays out), or those best matching ``q``."""
+        """A user's current memories (history stays out), or those best matching ``q``
+        (highest score first); ``filters`` match the metadata given to add."""
+        where = _filters(filters)
+        ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
         if q is not None:
-            return _facade(tenant).search(q, user_id=user_id, limit=limit)
-        return _facade(tenant).get_all(user_id=user_id, limit=limit)
+            return _facade(tenant).search(q, **ids, filters=where, limit=limit)
+        return _facade(tenant).get_all(**ids, filters=where, limit=limit)
+
+    @r.post("/v1/memories/search")
+    def search_memories(tenant: TenantDep, body: SearchIn) -> dict:
+        """mem0's search body: ``query`` with ``user_id``/``agent_id``/``run_id``,
+        ``filters``, ``limit`` and ``threshold``; highest score first."""
+        return _facade(tenant).search(
+            body.query,
+            user_id=body.user_id,
+            agent_id=body.agent_id,
+            run_id=body.run_id,
+            filters=body.filters,
+            limit=body.limit,
+            threshold=body.threshold,
+        )
 
     @r.get("/v1/memories/{memory_id}")
     def get_memory(tenant: TenantDep, memory_id: str) -> dict:
-        """One memory as stored (any status), with its claim fields."""
-        return tenant.memory.get(_id(memory_id)).to_dict()
+        """One memory, as get_all lists it (its latest wording under its first id)."""
+        found = _facade(tenant).get(str(_id(memory_id)))
+        if found is None:
+            raise NotFound(f"no memory {memory_id}")
+        return found
 
     @r.put("/v1/memories/{memory_id}")
     def update_memory(tenant: TenantDep, memory_id: str, body: UpdateIn) -> dict:
-        """Correct a memory: a new claim supersedes it (survives re-extraction)."""
-        return tenant.memory.update(_id(memory_id), body.text).to_dict()
+        """Correct a memory: it keeps its id, the old wording stays as history (survives
+        re-extraction); answers the memory as it now reads."""
+        mem0 = _facade(tenant)
+        mem0.update(str(_id(memory_id)), body.text)
+        return mem0.get(str(_id(memory_id))) or {}
 
     @r.delete("/v1/memories/{memory_id}")
     def delete_memory(request: Request, tenant: TenantDep, memory_id: str) -> dict:
         """Forget a memory for good (with its corrections)."""
         tenant.drain(DRAIN_S)
-        return {"deleted": tenant.memory.forget_claim(_id(memory_id), actor=actor(request))}
+        mem0 = _facade(tenant)
+        mem0.memory.forget_claim(mem0._head(str(_id(memory_id))).id, actor=actor(request))  # type: ignore[arg-type]
+        return {"message": "Memory deleted successfully!"}
 
     @r.get("/v1/memories/{memory_id}/history")
     def memory_history(tenant: TenantDep, memory_id: str) -> list[dict]:
-        """What happened to a memory: reconciliation steps and the user's corrections."""
-        return [e.to_dict() for e in tenant.memory.history(_id(memory_id))]
+        """mem0's history of a memory: ADD, each UPDATE, and DELETE once it is forgotten."""
+        return _facade(tenant).history(str(_id(memory_id)))
 
     _delete_routes(r)
     return r
@@ -165,6 +206,19 @@ class SplitIn(BaseModel):
 
 def _person(p: Any) -> dict:
     return {"id": p.id, "name": p.name, "identities": [list(i) for i in p.identities]}
+
+
+def _filters(raw: str | None) -> dict | None:
+    """The ``filters`` query parameter: a JSON object, else one InputError line (400)."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise InputError("filters must be a JSON object") from None
+    if not isinstance(value, dict):
+        raise InputError("filters must be a JSON object")
+    return value
 
 
 def _id(memory_id: str) -> int:

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import EmbeddingMismatch, InputError
-from ..model import MAX_YEAR, MIN_YEAR, Attachment, Conversation, Message
+from ..model import MAX_YEAR, MIN_YEAR, Attachment, Conversation, Message, metadata_json
 from . import sql as q
 from .audit import Audit
 from .common import FILLS_KEPT, Connection
@@ -30,12 +30,12 @@ _EPOCH_MIN = int(datetime(MIN_YEAR, 1, 1, tzinfo=UTC).timestamp())
 _EPOCH_MAX = int(datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC).timestamp())
 MSG_COLS = (
     "rowid, conversation, msg_id, session, seq, speaker, addressees, role, text, "
-    "attachments, ts, session_start"
+    "attachments, ts, session_start, metadata"
 )
 
 
 def row_to_message(r: Sequence) -> tuple[int, Message]:
-    (rowid, conv, mid, session, seq, speaker, addr, role, text, att, ts, sstart) = r
+    (rowid, conv, mid, session, seq, speaker, addr, role, text, att, ts, sstart, meta) = r
     return rowid, Message(
         id=mid,
         conversation=conv,
@@ -48,6 +48,7 @@ def row_to_message(r: Sequence) -> tuple[int, Message]:
         attachments=tuple(Attachment(**a) for a in json.loads(att)),
         timestamp=datetime.fromisoformat(ts),
         session_start=datetime.fromisoformat(sstart) if sstart else None,
+        metadata=json.loads(meta) if meta and meta != "{}" else {},
     )
 
 
@@ -282,8 +283,8 @@ class MessageLog(Audit):
         rowids = db.insert_ids(
             "INSERT INTO messages(conversation, msg_id, session, seq, speaker, speaker_key, "
             "addressees, role, text, attachments, ts, ts_epoch, session_start, hash, "
-            "search_text, scope, embed_hash, vec_id) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rowid",
+            "search_text, scope, embed_hash, vec_id, metadata) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rowid",
             [
                 (
                     m.conversation,
@@ -304,6 +305,7 @@ class MessageLog(Audit):
                     q.scope_text(m.conversation, (m.speaker, *m.addressees)),
                     r.embed_hash,
                     vec_ids.get(r.embed_hash),
+                    metadata_json(m.metadata),
                 )
                 for r in rows
                 for m in (r.message,)

@@ -730,6 +730,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        "0012_message_metadata",
+        (
+            # The caller's own labels of a message (mem0's ``metadata``), canonical JSON:
+            # part of the log, exported with it, and what a memory's metadata is read from.
+            "ALTER TABLE messages ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'",
+        ),
+    ),
 )
 
 

@@ -94,8 +94,10 @@ def turns_conversation(
     user_id: str | None,
     agent_id: str | None,
     at: datetime,
+    metadata: dict | None = None,
 ) -> Conversation:
-    """The turns as new messages of ``conversation`` after its ``stored`` messages."""
+    """The turns as new messages of ``conversation`` after its ``stored`` messages, each
+    carrying ``metadata`` (the caller's labels)."""
     user, agent = user_id or USER, agent_id or ASSISTANT
     first = 1 + max((_number(m.id) for m in stored), default=0)
     top = max((m.seq for m in stored), default=-1)
@@ -116,6 +118,7 @@ def turns_conversation(
                 role=t.role,  # type: ignore[arg-type]
                 addressees=tuple(a for a in to if a != speaker),
                 session_start=started,
+                metadata=dict(metadata or {}),
             )
         )
     people = tuple(dict.fromkeys(p for m in messages for p in (m.speaker, *m.addressees)))
