@@ -125,3 +125,19 @@ def test_from_config_and_bad_input(tmp_path) -> None:
         assert m.get_all(user_id="ana") == {"results": []}
     finally:
         m.memory.close()
+
+
+def test_one_user_id_is_one_person_across_runs(tmp_path) -> None:
+    m = Memory.from_config({"path": str(tmp_path / "p.db"), "embedder": FakeEmbedder()})
+    try:
+        m.add("I live in Paris.", user_id="alice", run_id="chat-1")
+        m.add("I have a dog called Rex.", user_id="alice", run_id="chat-2", agent_id="helper")
+        persons = {p.id: sorted(p.identities) for p in m.memory.persons()}
+        assert persons["alice"] == [("chat-1", "alice"), ("chat-2", "alice")]
+        m.delete_all(user_id="alice")
+        m.add("I moved to Lyon.", user_id="alice", run_id="chat-3")
+        assert [p.identities for p in m.memory.persons() if p.id == "alice"] == [
+            (("chat-3", "alice"),)
+        ]
+    finally:
+        m.memory.close()

@@ -278,3 +278,22 @@ def test_a_long_pause_in_a_chat_opens_a_new_session(tmp_path: Path) -> None:
     assert [m.session for m in log] == [1, 1, 1, 2, 2]  # re-sent turns stored once
     assert log[-1].session_start == log[-2].timestamp >= later  # the pause opened it
     tenant.close()
+
+
+def test_one_user_in_two_chats_is_one_person_and_the_assistant_one_more(app, upstream) -> None:
+    async def chat() -> None:
+        for cid, said in (("c1", "I bought a red kayak."), ("c2", "My sister lives in Porto.")):
+            c = client(app, **{"X-Archivist-Conversation": cid})
+            await c.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": said}], user="maria"
+            )
+
+    asyncio.run(chat())
+    t = app.state.registry.tenant("alpha")
+    assert t.drain(30)
+    people = {p.id: sorted(p.identities) for p in t.memory.persons()}
+    assert people["maria"] == [("c1", "maria"), ("c2", "maria")]
+    assert people["assistant:m"] == [("c1", "assistant"), ("c2", "assistant")]
+    assert len(people) == 2
+    sessions = {c["id"]: c for c in t.memory.conversations()}
+    assert [sessions[cid]["sessions"] for cid in ("c1", "c2")] == [1, 1]

@@ -80,6 +80,7 @@ class MemoryService(MemoryViews, MemoryEdits):
         )
         self.index_options = index_options
         self._archivist: Archivist | None = archivist
+        self._declared: set[tuple[str, str]] = set()  # (conversation, name) declared by add
         self.jobs = JobRunner(self.core, handlers={"extract": self._run_extract})
 
     @property
@@ -154,7 +155,8 @@ class MemoryService(MemoryViews, MemoryEdits):
         them at once); the next ``extract`` of their conversation embeds them.
         """
         mem0 = {"user_id": user_id, "agent_id": agent_id, "conversation": conversation}
-        if any(v is not None for v in (*mem0.values(), timestamp, metadata)) or _turns(data):
+        turns = any(v is not None for v in (*mem0.values(), timestamp, metadata)) or _turns(data)
+        if turns:
             data = self._turns_conversation(data, timestamp, metadata, **mem0)
         if isinstance(data, str) and not _names_file(data):
             shown = data if len(data) <= 60 else data[:57] + "..."
@@ -181,10 +183,27 @@ class MemoryService(MemoryViews, MemoryEdits):
         self.core.forget_people()
         if written := [r.conversation for r in results if r.added]:
             self.store.ensure_identities(written)  # new speakers are persons at once
+            if turns:  # a user_id (an agent_id) is one person in every conversation
+                self._declare_turn_speakers(convs[0], user_id, agent_id)
         if extract:
             self.extract([c.id for c in convs])
             self.schedule_consolidation([c.id for c in convs])
         return results
+
+    def ensure_declared(self, user_id: str, conversation: str, name: str) -> None:
+        """``declare_identity``, once per process for each (conversation, name) unless a
+        deletion since may have undone it: what a chat front end calls on every turn."""
+        if (conversation, name) not in self._declared:
+            self.declare_identity(user_id, conversation, name)
+            self._declared.add((conversation, name))
+
+    def _declare_turn_speakers(
+        self, conv: Conversation, user_id: str | None, agent_id: str | None
+    ) -> None:
+        said = {m.speaker for m in conv.messages}
+        for name in (user_id, agent_id):
+            if name and name in said:
+                self.ensure_declared(name, conv.id, name)
 
     def _turns_conversation(self, data, timestamp, metadata, **ids) -> Conversation:
         """mem0-style turns as the next messages of their conversation (write/turns.py)."""
@@ -325,6 +344,7 @@ class MemoryService(MemoryViews, MemoryEdits):
         )
         self.store.ensure_identities()  # identities whose speaker is gone go too
         self.core.forget_people()
+        self._declared.clear()  # a forgotten person is declared again
         return n
 
     # -- consolidation rounds on the durable job queue ---------------------------------

@@ -34,6 +34,7 @@ class MemoryEdits(Checked):
 
     core: Core
     store: Store
+    _declared: set[tuple[str, str]]
 
     def get_all(
         self, user_id: str | None = None, *, limit: int = 100, conversation: str | None = None
@@ -170,6 +171,7 @@ class MemoryEdits(Checked):
             raise NotFound(f"no message {message_id!r} in conversation {conversation!r}")
         self.store.ensure_identities([conversation])
         self.core.forget_people()
+        self._declared.clear()  # a forgotten person is declared again
         if conversation in {c["id"] for c in self.store.conversations()}:
             self.extract([conversation])  # type: ignore[attr-defined]
         return 1
@@ -183,6 +185,7 @@ class MemoryEdits(Checked):
         check_actor(actor)
         self.store.reset(actor=actor)
         self.core.forget_people()
+        self._declared.clear()  # a forgotten person is declared again
 
     def audit_log(self, limit: int = 100) -> list[AuditEntry]:
         """The newest ``limit`` deletions, newest first: who, when, what kind, how many
@@ -252,6 +255,7 @@ class MemoryEdits(Checked):
             )
         )
         self.core.forget_people()
+        self._declared.clear()  # a forgotten person is declared again
         return self.person(new_id)  # type: ignore[attr-defined]
 
 

@@ -353,6 +353,7 @@ class Turn:
     payload: dict  # the request as forwarded (context injected)
     chat_text: str  # every message's text, for the drift guard
     log: Conversation  # the request's messages, to store while the upstream answers
+    agent: str = ASSISTANT  # the model asked: the assistant's person is "assistant:<model>"
 
 
 def check_caller(registry: TenantRegistry, who: Caller, body: Any, headers: Any) -> None:
@@ -411,6 +412,7 @@ def prepare(
         payload=inject(body, memory_message(ctx.items) if ctx else ""),
         chat_text="\n".join(m.text for m in conv.messages),
         log=conv,
+        agent=clean_text(str(body.get("model") or ASSISTANT))[:200],
     )
 
 
@@ -420,7 +422,18 @@ def store_turn(turn: Turn) -> None:
         return
     started = time.perf_counter()
     turn.tenant.add([turn.log], only_new=True)
+    declare_speakers(turn)
     turn.tenant.store_ms.append((time.perf_counter() - started) * 1000)
+
+
+def declare_speakers(turn: Turn) -> None:
+    """The user is one person in all their chats (declared under their own name), and
+    the assistant answering as one model one more (``assistant:<model>``)."""
+    speakers = {m.speaker for m in turn.log.messages}
+    if turn.user in speakers:
+        turn.tenant.declare_once(turn.conversation, turn.user, turn.user)
+    if ASSISTANT in speakers:
+        turn.tenant.declare_once(turn.conversation, ASSISTANT, f"{ASSISTANT}:{turn.agent}")
 
 
 _LAST_FAILURE: weakref.WeakKeyDictionary[Tenant, dict] = weakref.WeakKeyDictionary()
@@ -461,6 +474,7 @@ def store_reply(turn: Turn, text: str, at: datetime) -> None:
             conversation=turn.conversation,
         )
     turn.tenant.add([reply_conversation(turn, text, at)], only_new=True)
+    turn.tenant.declare_once(turn.conversation, ASSISTANT, f"{ASSISTANT}:{turn.agent}")
 
 
 # -- drift -------------------------------------------------------------------------------

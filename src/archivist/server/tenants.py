@@ -209,6 +209,12 @@ class Tenant:
         self.schedule([r.conversation for r in results if r.added], sizes)
         return results
 
+    def declare_once(self, conversation: str, name: str, user_id: str) -> None:
+        """Declare (conversation, name) the person ``user_id`` (once: MemoryService.
+        ensure_declared): the same user in many chats is one person."""
+        with self.lock(conversation):
+            self.memory.ensure_declared(user_id, conversation, name)
+
     def _sessioned(
         self, conversation: str, fresh: tuple[Message, ...], has_log: bool
     ) -> tuple[Message, ...]:

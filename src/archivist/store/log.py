@@ -52,6 +52,17 @@ def row_to_message(r: Sequence) -> tuple[int, Message]:
     )
 
 
+def _sessions_of(conv: Conversation) -> dict[int, datetime | None]:
+    """Every session the conversation's messages sit in, with its start: the declared
+    sessions', else the first message's own ``session_start`` or time (a client that
+    sends bare messages, as the proxy does, still gets its sessions counted)."""
+    out: dict[int, datetime | None] = {s.number: s.started_at for s in conv.sessions}
+    for m in conv.messages:
+        if out.get(m.session) is None:
+            out[m.session] = m.session_start or out.get(m.session) or m.timestamp
+    return out
+
+
 @lru_cache(maxsize=1 << 14)
 def _cached_message(r: tuple) -> tuple[int, Message]:
     return row_to_message(r)
@@ -259,8 +270,8 @@ class MessageLog(Audit):
             "ON CONFLICT (conversation, number) DO UPDATE SET started_at = "
             "COALESCE(sessions.started_at, excluded.started_at)",
             [
-                (conv.id, s.number, s.started_at.isoformat() if s.started_at else None)
-                for s in conv.sessions
+                (conv.id, n, when.isoformat() if when else None)
+                for n, when in _sessions_of(conv).items()
             ],
         )
 
