@@ -560,3 +560,21 @@ def test_the_cli_names_itself_and_audit_lists_the_lines(capsys, tmp_path: Path) 
     assert code == 0 and len(out.strip().splitlines()) == 1 and "cli: reset" in out
     code, _, err = run_main(capsys, *base, "audit", "--limit", "0")
     assert code == 2 and "--limit" in err
+
+
+def test_browse_claims_filters_counts_and_pages_on_both_backends(store) -> None:
+    conv = make_conversation(
+        "b", [[("Ana", "I drink 100% oat milk."), ("Lee", "Oat milk is fine."), ("Ana", "Bye.")]]
+    )
+    put(store, conv)
+    extract(store, conv, 1)
+    page, total = store.browse_claims(Filters(), limit=2)
+    assert total == 3 and len(page) == 2
+    assert page[0].said_at >= page[1].said_at  # newest first
+    oat, n = store.browse_claims(Filters(person="Ana"), text="OAT")
+    assert n == 1 and "oat milk" in oat[0].text
+    assert store.browse_claims(Filters(), text="100%")[1] == 1  # % is a character, not a wildcard
+    assert store.browse_claims(Filters(), text="1_0")[1] == 0
+    assert store.browse_claims(Filters(), kind="event")[1] == 0
+    assert store.browse_claims(Filters(), current=False)[1] == 0
+    assert store.browse_claims(Filters(), current=True, limit=1, offset=2)[0][0].speaker == "Ana"

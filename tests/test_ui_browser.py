@@ -32,6 +32,7 @@ from archivist.cli.demo import sample_path  # noqa: E402
 from archivist.config import Settings  # noqa: E402
 from archivist.server.app import ServerSettings, create_app  # noqa: E402
 from archivist.service import MemoryService  # noqa: E402
+from archivist.store.sql import Filters  # noqa: E402
 from archivist.testing import FakeEmbedder  # noqa: E402
 
 KEY = "key-browser-0001"
@@ -196,4 +197,35 @@ def test_every_other_page_renders_with_the_sample(site, browser) -> None:
     assert width <= 390, f"the person page scrolls sideways on a phone ({width}px)"
     shot(small, "12-person-phone")
     phone.close()
+    context.close()
+
+
+def test_the_memories_list_filters_pages_and_forgets_in_bulk(site, browser) -> None:
+    base, memory = site
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies([{"name": "archivist_key", "value": KEY, "url": base}])
+    page = context.new_page()
+    page.goto(base + "/memories")
+    total = memory.store.browse_claims(Filters())[1]
+    assert page.get_by_role("heading", level=2).inner_text().startswith(f"{total} memories")
+    shot(page, "13-memories")
+    page.get_by_label("Words").fill("coffee")
+    page.get_by_label("About").select_option("Lee")
+    page.get_by_role("button", name="Filter").click()
+    rows = page.locator("ol.items > li")
+    assert rows.count() > 0
+    assert all("coffee" in t.lower() for t in rows.all_inner_texts())
+    picked = rows.count()
+    shot(page, "14-memories-filtered")
+    for box in page.get_by_role("checkbox").all():
+        box.check()
+    page.get_by_role("button", name="Forget the selected memories…").click()
+    assert page.get_by_role("heading", level=1).inner_text().startswith(f"Forget {picked} memor")
+    shot(page, "15-memories-confirm")
+    page.get_by_role("button", name=f"Yes, forget {picked} memor", exact=False).click()
+    assert page.get_by_role("status").inner_text().startswith(f"forgot {picked} memor")
+    assert "coffee" in page.get_by_label("Words").input_value()  # back on the same filter
+    assert page.locator("ol.items > li").count() == 0
+    audit = memory.audit_log(5)
+    assert audit[0].actor == "browser" and audit[0].kind == "claim"
     context.close()

@@ -9,6 +9,7 @@ so an interrupted extraction resumes at the first unfinished session.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
@@ -540,6 +541,37 @@ class DerivedMemory(Audit):
             (*params, int(limit), int(offset)),
         )
         return [row_to_claim(r) for r in rows]
+
+    def browse_claims(
+        self,
+        filters: q.Filters,
+        *,
+        kind: str | None = None,
+        current: bool | None = None,
+        text: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[Claim], int]:
+        """A page of claims, newest first, and how many match in all: ``filters`` (person:
+        speaker or subject; conversation), a ``kind``, what holds now (``current``) or
+        history (``current=False``), and words in the text (case-insensitive)."""
+        where, params = q.claim_filter_clause(filters, dialect=self._d)
+        if kind:
+            where, params = f"{where} AND c.kind = ?", [*params, kind]
+        if current is not None:
+            where += " AND c.status = 'current'" if current else " AND c.status <> 'current'"
+        if text and text.strip():
+            like = "%" + re.sub(r"([\\%_])", r"\\\1", text.strip().lower()) + "%"
+            where, params = f"{where} AND lower(c.text) LIKE ? ESCAPE '\\'", [*params, like]
+        (total,) = self._db.execute(
+            f"SELECT count(*) FROM claims c WHERE {where}", params
+        ).fetchone()
+        rows = self._db.execute(
+            f"SELECT {CLAIM_COLS} FROM claims c WHERE {where} "
+            "ORDER BY c.said_epoch DESC, c.id DESC LIMIT ? OFFSET ?",
+            (*params, int(limit), int(offset)),
+        )
+        return [row_to_claim(r) for r in rows], int(total)
 
     def ending_claims(self, conversation: str) -> list[Claim]:
         """The conversation's claims that can stop holding (``Claim.holds_at``): those a

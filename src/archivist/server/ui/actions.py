@@ -17,7 +17,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi import Path as PathParam
 from fastapi.responses import RedirectResponse, Response
 
-from ...errors import NotFound
+from ...errors import InputError, NotFound
 from ...model import MAX_ID
 from .web import COOKIE, PageRoute, UiTenant, back, check_token, need, render
 
@@ -107,6 +107,53 @@ def forget_claim(
     tenant.memory.forget_claim(claim_id, **ACTOR)
     where = f"/conversations/{quote(claim.conversation, safe='')}" if claim else "/"
     return back(where, f"forgot claim {claim_id}")
+
+
+MAX_BULK = 500  # memories one bulk forget takes
+
+
+@router.post("/memories/forget")
+def forget_memories(
+    request: Request,
+    tenant: UiTenant,
+    token: Token,
+    ids: Annotated[list[int], Form()] = [],  # noqa: B006 - FastAPI reads the default
+    confirm: Confirm = "",
+    back_to: Annotated[str, Form(alias="back")] = "/memories",
+) -> Response:
+    """Forget the memories selected on the memories list: first a page naming them, then,
+    on ``confirm=yes``, each claim with every wording it had (its messages stay)."""
+    check_token(request, token)
+    chosen = sorted({i for i in ids if 1 <= i <= MAX_ID})
+    target = back_to if back_to.startswith("/memories") else "/memories"
+    if not chosen:
+        return back(target, "nothing selected")
+    if len(chosen) > MAX_BULK:
+        raise InputError(f"at most {MAX_BULK} memories at once; {len(chosen)} were selected")
+    found = tenant.memory.store.claims_by_id(chosen)
+    if confirm != "yes":
+        goes = [f"claim {i}: {found[i].text}" for i in chosen if i in found]
+        goes.append("with every wording each had; their evidence messages stay")
+        what = f"{len(found)} memor{'ies' if len(found) != 1 else 'y'}"
+        hidden = [("ids", str(i)) for i in chosen] + [("back", target)]
+        return render(
+            request,
+            "confirm.html",
+            what=what,
+            action="/memories/forget",
+            cancel=target,
+            goes=goes,
+            quote="",
+            hidden=hidden,
+        )
+    tenant.drain(30.0)
+    gone = 0
+    for i in chosen:
+        try:
+            gone += bool(tenant.memory.forget_claim(i, **ACTOR))
+        except NotFound:
+            continue  # forgotten meanwhile, or a correction of one forgotten just before
+    return back(target, f"forgot {gone} memor{'ies' if gone != 1 else 'y'}")
 
 
 def _message_goes(tenant, conversation: str, message_id: str) -> tuple:

@@ -155,6 +155,56 @@ def claim_page(
     )
 
 
+MEMORIES_PAGE = 50  # claims per page of the memories list
+
+
+@router.get("/memories")
+def memories_page(
+    request: Request,
+    tenant: UiTenant,
+    text: str = "",
+    person: str = "",
+    conversation: str = "",
+    kind: str = "",
+    status: str = "",
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+) -> HTMLResponse:
+    """Every memory (claim), newest first, filtered by words, person, conversation, kind
+    and status, a page at a time; the selected ones can be forgotten together."""
+    from urllib.parse import urlencode
+
+    from ...model import CLAIM_KINDS
+    from ...store.sql import Filters
+
+    memory = tenant.memory
+    current = {"current": True, "history": False}.get(status)
+    claims, total = memory.store.browse_claims(
+        Filters(person=person or None, conversation=conversation or None),
+        kind=kind if kind in CLAIM_KINDS else None,
+        current=current,
+        text=text,
+        limit=MEMORIES_PAGE,
+        offset=(page - 1) * MEMORIES_PAGE,
+    )
+    query = {"text": text, "person": person, "conversation": conversation}
+    query |= {"kind": kind, "status": status}
+    link = "/memories?" + urlencode(query)
+    return render(
+        request,
+        "memories.html",
+        claims=claims,
+        total=total,
+        page=page,
+        pages=max(1, -(-total // MEMORIES_PAGE)),
+        link=link,
+        here=f"{link}&page={page}",
+        people=sorted({p.name for p in memory.persons()}),
+        conversations=[c["id"] for c in memory.conversations()],
+        kinds=CLAIM_KINDS,
+        **query,
+    )
+
+
 @router.get("/search")
 def search_page(
     request: Request, tenant: UiTenant, q: str = "", person: str = "", at: str = ""
