@@ -8,7 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from archivist.model import CLAIM_KINDS, CLAIM_SOURCES, Attachment, Claim, Message
-from archivist.write.heuristic import heuristic_claims, heuristic_episode, split_sentences
+from archivist.write.heuristic import (
+    heuristic_claims,
+    heuristic_episode,
+    split_clauses,
+    split_sentences,
+)
 from archivist.write.segment_fallback import segment_fixed, should_use_llm_boundaries
 
 T = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
@@ -478,3 +483,15 @@ def test_off_and_over_end_something_only_where_the_clause_ends() -> None:
     assert ended_objects("The cast is off!") == ["cast"]
     # an owner is not who died: "Maria's grandma passed away" ends no claim naming Maria
     assert ended_objects("Last week, Maria's grandma passed away.") == ["grandma"]
+
+
+def test_a_sentence_of_two_facts_becomes_two_claims_with_one_evidence() -> None:
+    said = "Still a software tester at Northgate Bank, and I still live in Leeds."
+    msg = Message("D1:1", "c", 1, "Tom", said, datetime(2025, 1, 14, 9, tzinfo=UTC))
+    claims = heuristic_claims([msg])
+    assert [c.text for c in claims] == [
+        "Still a software tester at Northgate Bank",
+        "Tom still lives in Leeds.",
+    ]
+    assert {c.evidence for c in claims} == {("D1:1",)} and {c.subject for c in claims} == {"Tom"}
+    assert split_clauses("I like it, I think") == ["I like it, I think"]  # too short to stand

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,12 +15,15 @@ from archivist.cli.main import cli
 from archivist.config import Settings
 from archivist.errors import ConfigError, InputError
 from archivist.judge import (
+    KIND_LABELS,
     LLMJudge,
     RelationPair,
+    Statement,
     SupportPair,
     TrainedJudge,
     Verdict,
     judge_for,
+    kind,
     relation,
     support,
 )
@@ -29,6 +33,7 @@ from archivist.prompts import judge_pairs
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
+from archivist.write.heuristic import heuristic_claims
 from conftest import make_conversation
 
 
@@ -37,7 +42,7 @@ def model() -> TrainedJudge:
     return TrainedJudge()
 
 
-def test_the_shipped_model_labels_both_tasks_with_probabilities(model: TrainedJudge) -> None:
+def test_the_shipped_model_labels_every_task_with_probabilities(model: TrainedJudge) -> None:
     rel = model.relations(
         [
             RelationPair("Priya", "I'm pescatarian, fish is my whole protein", "went fully vegan"),
@@ -51,7 +56,8 @@ def test_the_shipped_model_labels_both_tasks_with_probabilities(model: TrainedJu
     assert model.relations([]) == [] and model.supports([]) == []
     card = model.card
     assert card["labels"]["relation"] == ["ends", "continues", "unrelated"]
-    assert card["offsets"] == {"relation": 0, "support": 3}
+    assert card["offsets"] == {"relation": 0, "support": 3, "kind": 7}
+    assert card["labels"]["kind"] == list(KIND_LABELS)
 
 
 def test_the_model_is_deterministic_and_batch_order_free(model: TrainedJudge) -> None:
@@ -314,3 +320,179 @@ def test_bench_judge_runs_the_rules_baseline(tmp_path: Path) -> None:
 def test_support_convenience(model: TrainedJudge) -> None:
     v = support(model, "Where does Ines work now?", "First week at the council done!", "Ines")
     assert v.label in ("yes", "no", "answers", "neither")
+
+
+# -- kind: what kind of memory a sentence is, and which are none --------------------------
+
+
+def chit_chat_or(label: str):
+    """A kind rule: what the user says is ``label``; the assistant's filler is chit-chat."""
+    return lambda s: Verdict("chit-chat" if s.role == "assistant" else label, 0.9)
+
+
+def test_the_judge_decides_which_sentences_become_memories(tmp_path: Path) -> None:
+    judge = FakeJudge(kind=chit_chat_or("preference"))
+    conv = make_conversation(
+        "jazz",
+        [[("alice", "I love jazz."), ("assistant", "Sounds lovely, tell me more.")]],
+        people=("alice", "assistant"),
+    )
+    msgs = [m if m.speaker != "assistant" else replace(m, role="assistant") for m in conv.messages]
+    conv = replace(conv, messages=tuple(msgs))
+    mem = MemoryService(
+        tmp_path / "k.db",
+        settings=Settings().with_(consolidate_mode="manual"),
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(judge=judge),
+    )
+    with mem:
+        mem.add(conv)
+        claims = mem.claims(limit=10)
+        assert [(c.text, c.kind) for c in claims] == [("alice loves jazz.", "preference")]
+    asked = [s for s in judge.asked if isinstance(s, Statement)]
+    assert [s.sentence for s in asked] == ["I love jazz.", "Sounds lovely, tell me more."]
+    assert [s.role for s in asked] == ["user", "assistant"]
+    # the rules keep neither: three words are too few for them, and the filler is long enough
+    with MemoryService(
+        tmp_path / "r.db",
+        settings=Settings().with_(consolidate_mode="manual"),
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(),
+    ) as ruled:
+        ruled.add(conv)
+        assert [c.text for c in ruled.claims(limit=10)] != ["alice loves jazz."]
+
+
+def test_a_judged_plan_bounded_in_time_stays_foresight() -> None:
+    judge = FakeJudge(kind=lambda s: Verdict("state", 0.9))
+    when = datetime(2025, 1, 14, 9, tzinfo=UTC)
+    msg = Message("1", "c", 1, "Tom", "I'm on antibiotics for 10 days.", when)
+    (claim,) = heuristic_claims([msg], judge=judge)
+    assert claim.kind == "foresight" and claim.valid_to is not None
+
+
+def test_the_llm_and_the_model_judge_kinds(model: TrainedJudge) -> None:
+    def respond(messages, schema):
+        title = schema.get("title")
+        assert title == "KindsOut", title
+        blocks = messages[1]["content"].split("\n\nItem ")
+        return {
+            "judgements": [
+                {"item": n, "reason": "a taste", "verdict": "preference"}
+                for n, b in enumerate(blocks, start=1)
+                if "jazz" in b
+            ]
+        }
+
+    llm = FakeLLM(responder=respond)
+
+    def call(prompt, messages, out):
+        return out.model_validate_json(llm.complete(messages, schema=out.model_json_schema()).text)
+
+    judge = LLMJudge(call, fallback=model)
+    said = [Statement("I love jazz.", "alice"), Statement("Great question!", "", "assistant")]
+    verdicts = judge.kinds(said)
+    assert verdicts[0] == Verdict("preference", 0.8, "a taste")
+    assert verdicts[1].label in KIND_LABELS and verdicts[1].reason == ""  # the model's
+    props = list(judge_pairs.KindOut.model_json_schema()["properties"])
+    assert props.index("reason") < props.index("verdict")
+    v = kind(model, "I run every morning before work", "Ana")
+    assert v.label in KIND_LABELS and 0.0 < v.p <= 1.0
+
+
+def test_kind_items_parse_and_bench(tmp_path: Path) -> None:
+    raw = {
+        "id": "k1",
+        "task": "kind",
+        "speaker": "assistant",
+        "role": "assistant",
+        "sentence": "Sounds lovely, tell me more.",
+        "said_at": "2025-05-01",
+        "label": "chit-chat",
+    }
+    it = parse_item(raw, "f")
+    assert isinstance(it.pair, Statement) and it.pair.role == "assistant"
+    with pytest.raises(InputError, match="'role' is user or assistant"):
+        parse_item({**raw, "role": "bot"}, "f")
+    with pytest.raises(InputError, match="a kind label is one of"):
+        parse_item({**raw, "label": "fact"}, "f")
+    path = tmp_path / "kinds.json"
+    path.write_text(
+        json.dumps(
+            {
+                "items": [
+                    raw,
+                    {
+                        **raw,
+                        "id": "k2",
+                        "role": "user",
+                        "speaker": "Ana",
+                        "sentence": "I love jazz.",
+                        "label": "preference",
+                    },
+                ]
+            }
+        )
+    )
+    out = CliRunner().invoke(cli, ["bench", "judge", str(path), "--judge", "rules", "--json"])
+    assert out.exit_code == 0, out.output
+    kinds = json.loads(out.output)["tasks"]["kind"]
+    assert kinds["n"] == 2 and set(kinds["by_label"]) == set(KIND_LABELS)
+
+
+@pytest.mark.parametrize(
+    "said, label, at, start",
+    [
+        ("I signed up for the Sheffield 10k in May.", "plan", (2025, 3, 2), (2025, 5, 1)),
+        ("I ran the 10k in May.", "event", (2025, 1, 14), (2024, 5, 1)),
+        ("I'm flying home on Friday.", "plan", (2025, 1, 14), (2025, 1, 17)),
+    ],
+)
+def test_the_judged_kind_says_whether_a_yearless_date_lies_ahead_or_behind(
+    said: str, label: str, at: tuple, start: tuple
+) -> None:
+    judge = FakeJudge(kind=lambda s: Verdict(label, 0.9))
+    msg = Message("1", "c", 1, "Tom", said, datetime(*at, 9, tzinfo=UTC))
+    (claim,) = heuristic_claims([msg], judge=judge)
+    assert claim.valid_from is not None
+    assert claim.valid_from.date() == datetime(*start, tzinfo=UTC).date()
+
+
+def test_one_new_claim_ends_one_thing_unless_the_judge_is_very_sure(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "band",
+        [
+            [("Nell", "I play keys in a covers band called The Tuesdays, weddings mostly.")],
+            [("Nell", "Also started teaching piano to two kids on my street.")],
+            [("Nell", "Left The Tuesdays after five years, the wedding circuit burned me out.")],
+        ],
+        people=("Nell", "Gus"),
+    )
+
+    def ends(p: RelationPair) -> Verdict | None:
+        if "Left" not in p.newer:
+            return None
+        return Verdict("ends", 0.93 if "Tuesdays" in p.older else 0.88)
+
+    with memory(tmp_path / "m.db", settings=Settings(judge="model"), judge=FakeJudge(ends)) as mem:
+        mem.add(conv)
+        mem.reconcile()
+        status = {c.text.split()[1]: c.status for c in mem.claims(limit=10)}
+        assert status["plays"] == "superseded"  # the likeliest ending
+        assert status["started"] == "current"  # a second one at 0.88 < ends_p_more
+
+
+def test_a_second_ending_at_ends_p_more_is_taken(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "moves",
+        [
+            [("Ana", "I live in Porto and I work at the Porto city library.")],
+            [("Ana", "I drive a blue Fiat to the library every day.")],
+            [("Ana", "Emigrated to Canada: left the Porto library, sold the blue Fiat.")],
+        ],
+    )
+    sure = FakeJudge(lambda p: Verdict("ends", 0.99) if "Canada" in p.newer else None)
+    with memory(tmp_path / "m.db", judge=sure) as mem:
+        mem.add(conv)
+        mem.reconcile()
+        assert sum(c.status == "superseded" for c in mem.claims(limit=10)) == 2

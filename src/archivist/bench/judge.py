@@ -7,7 +7,9 @@ pair becomes two claims of the same speaker put through claim reconciliation
 (a logged conflict: ``ends``; a duplicate or shared aspect word: ``continues``;
 else ``unrelated``), and a support pair becomes a one-message memory asked
 the question with no LLM (a "Yes"/"No" answer, an answer, or an abstention).
-Timing is the median wall time per pair of the judge's batched calls.
+A kind item becomes a one-message chat read by the rule extractor (no claim:
+``chit-chat``; else its claim's kind). Timing is the median wall time per pair
+of the judge's batched calls.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..embed.base import Embedder
-from ..judge import Judge, RelationPair, SupportPair, Verdict
+from ..judge import Judge, RelationPair, Statement, SupportPair, Verdict
 from ..judge.items import Item
 from ..judge.metrics import score_task
 from ..model import Claim, Conversation, Message
@@ -28,7 +30,17 @@ from ..service import MemoryService
 from ..write.reconcile import aspect_stems, reconcile_claims
 from .metrics import percentile
 
-TASKS = ("relation", "support")
+TASKS = ("relation", "support", "kind")
+# the claim kinds of the rule-based extractor, as the kind task names them
+RULE_KINDS = {
+    "fact": "state",
+    "preference": "preference",
+    "plan": "plan",
+    "foresight": "plan",
+    "event": "event",
+    "theory": "value",
+    "question": "chit-chat",
+}
 CHUNK = 16  # pairs per timed call
 
 
@@ -46,6 +58,21 @@ class RulesJudge:
 
     def supports(self, pairs: Sequence[SupportPair]) -> list[Verdict]:
         return [self._support(p) for p in pairs]
+
+    def kinds(self, statements: Sequence[Statement]) -> list[Verdict]:
+        return [self._kind(s) for s in statements]
+
+    def _kind(self, s: Statement) -> Verdict:
+        """The rule extractor on a one-message chat: no claim is chit-chat."""
+        from ..write.heuristic import heuristic_claims
+
+        who = s.speaker or "Sam"
+        when = s.said_at or datetime(2024, 1, 1, tzinfo=UTC)
+        msg = Message("S1:1", "bench", 1, who, s.sentence, when, role=s.role)
+        claims = heuristic_claims([msg])
+        if not claims:
+            return Verdict("chit-chat", 0.5)
+        return Verdict(RULE_KINDS.get(claims[0].kind, "state"), 0.5)
 
     def _relation(self, p: RelationPair) -> Verdict:
         was = p.older_at or datetime(2024, 1, 1, tzinfo=UTC)
@@ -97,7 +124,8 @@ def run_judge(judge: Judge, items: Sequence[Item], name: str, source: str = "") 
         for at in range(0, len(chosen), CHUNK):
             chunk = [it.pair for it in chosen[at : at + CHUNK]]
             t0 = time.perf_counter()
-            verdicts = judge.relations(chunk) if task == "relation" else judge.supports(chunk)
+            ask = {"relation": judge.relations, "support": judge.supports, "kind": judge.kinds}
+            verdicts = ask[task](chunk)  # type: ignore[operator]
             per_pair.append((time.perf_counter() - t0) * 1000 / len(chunk))
             said += [v.label for v in verdicts]
         result = score_task(task, [it.label for it in chosen], said)

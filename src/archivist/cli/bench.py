@@ -189,8 +189,10 @@ def judge(ctx: Context, path: Path, which: str, as_json: bool) -> None:
     """How well a judge labels pairs: accuracy, macro-F1, per label, confusion matrix.
 
     PATH: {"items": [...]} (or JSON lines) of relation items (speaker, older,
-    newer, older_at, newer_at, label ends|continues|unrelated) and support items
-    (speaker, question, sentence, said_at, label yes|no|answers|neither).
+    newer, older_at, newer_at, label ends|continues|unrelated), support items
+    (speaker, question, sentence, said_at, label yes|no|answers|neither) and
+    kind items (speaker, role, sentence, said_at, label state|preference|habit|
+    goal|value|lesson|plan|event|chit-chat).
     """
     from ..bench.judge import RulesJudge, judge_table, run_judge
     from ..judge import LLMJudge, TrainedJudge

@@ -14,13 +14,16 @@ from functools import lru_cache
 
 from ..config import Settings
 from .base import (
+    KIND_LABELS,
     LABELS,
     RELATION_LABELS,
     SUPPORT_LABELS,
     Judge,
     RelationPair,
+    Statement,
     SupportPair,
     Verdict,
+    kind,
     relation,
     support,
 )
@@ -28,17 +31,20 @@ from .llm import Caller, LLMJudge
 from .trained import TrainedJudge
 
 __all__ = [
+    "KIND_LABELS",
     "LABELS",
     "RELATION_LABELS",
     "SUPPORT_LABELS",
     "Judge",
     "LLMJudge",
     "RelationPair",
+    "Statement",
     "SupportPair",
     "TrainedJudge",
     "Verdict",
     "judge_for",
     "judge_name",
+    "kind",
     "relation",
     "support",
 ]

@@ -1,12 +1,16 @@
 """The judge seam: what a judge is asked, what it answers, and the labels.
 
-Two tasks. ``relation``: does a newer statement by a person end an older state of
+Three tasks. ``relation``: does a newer statement by a person end an older state of
 theirs (``ends``), leave it holding (``continues``: progress, an addition, a
 pause, a word that only looks like an ending) or say nothing of it
 (``unrelated``)? ``support``: does a sentence someone said settle a question
 about a person: ``yes`` or ``no`` for a yes/no question, ``answers`` for a
-wh-question, else ``neither``? Every implementation (the trained model, an
-LLM, the old rules) answers both, in batches, with a probability.
+wh-question, else ``neither``? ``kind``: what kind of memory is one thing a
+person (or the assistant) said: a standing ``state``, a ``preference``, a
+``habit``, a ``goal``, a ``value``, a ``lesson``, a ``plan``, a one-off
+``event``, or ``chit-chat`` that is no memory at all? Every implementation (the
+trained model, an LLM, the old rules) answers all three, in batches, with a
+probability.
 """
 
 from __future__ import annotations
@@ -18,7 +22,18 @@ from typing import Protocol
 
 RELATION_LABELS = ("ends", "continues", "unrelated")
 SUPPORT_LABELS = ("yes", "no", "answers", "neither")
-LABELS = {"relation": RELATION_LABELS, "support": SUPPORT_LABELS}
+KIND_LABELS = (
+    "state",
+    "preference",
+    "habit",
+    "goal",
+    "value",
+    "lesson",
+    "plan",
+    "event",
+    "chit-chat",
+)
+LABELS = {"relation": RELATION_LABELS, "support": SUPPORT_LABELS, "kind": KIND_LABELS}
 
 
 @dataclass(frozen=True)
@@ -39,6 +54,16 @@ class SupportPair:
     question: str
     sentence: str
     speaker: str
+    said_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One sentence ``speaker`` said (``role``: user or assistant): what kind of memory?"""
+
+    sentence: str
+    speaker: str
+    role: str = "user"
     said_at: datetime | None = None
 
 
@@ -64,6 +89,10 @@ class Judge(Protocol):
         """One verdict per pair, in order (labels from SUPPORT_LABELS)."""
         ...
 
+    def kinds(self, statements: Sequence[Statement]) -> list[Verdict]:
+        """One verdict per statement, in order (labels from KIND_LABELS)."""
+        ...
+
 
 def relation(judge: Judge, older: str, newer: str, speaker: str = "") -> Verdict:
     """One relation verdict (a convenience over ``Judge.relations``)."""
@@ -73,6 +102,11 @@ def relation(judge: Judge, older: str, newer: str, speaker: str = "") -> Verdict
 def support(judge: Judge, question: str, sentence: str, speaker: str = "") -> Verdict:
     """One support verdict (a convenience over ``Judge.supports``)."""
     return judge.supports([SupportPair(question, sentence, speaker)])[0]
+
+
+def kind(judge: Judge, sentence: str, speaker: str = "", role: str = "user") -> Verdict:
+    """One kind verdict (a convenience over ``Judge.kinds``)."""
+    return judge.kinds([Statement(sentence, speaker, role)])[0]
 
 
 def encode_relation(pair: RelationPair) -> tuple[str, str]:
@@ -85,3 +119,10 @@ def encode_support(pair: SupportPair) -> tuple[str, str]:
     """The two segments the cross-encoder reads for a support pair (training uses this too)."""
     who = pair.speaker.strip() or "someone"
     return f"support. {pair.question}", f"{who} said: {pair.sentence}"
+
+
+def encode_kind(statement: Statement) -> tuple[str, str]:
+    """The two segments the cross-encoder reads for a statement (training uses this too)."""
+    who = statement.speaker.strip() or "someone"
+    role = "the assistant" if statement.role == "assistant" else who
+    return f"kind. {role} said:", statement.sentence

@@ -4,26 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .base import RelationPair, SupportPair, Verdict
+from .base import RelationPair, Statement, SupportPair, Verdict
 
 RelationRule = Callable[[RelationPair], Verdict | None]
 SupportRule = Callable[[SupportPair], Verdict | None]
+KindRule = Callable[[Statement], Verdict | None]
 
 
 class FakeJudge:
-    """Answers from ``relation``/``support`` functions (None: the default verdict) and
-    keeps every pair it was asked, so tests can read what reached the judge."""
+    """Answers from ``relation``/``support``/``kind`` functions (None: the default verdict:
+    unrelated, neither, state) and keeps everything it was asked, so tests can read what
+    reached the judge."""
 
     def __init__(
         self,
         relation: RelationRule | None = None,
         support: SupportRule | None = None,
+        kind: KindRule | None = None,
         name: str = "fake-judge",
     ) -> None:
         self.relation = relation
         self.support = support
+        self.kind = kind
         self.name = name
-        self.asked: list[RelationPair | SupportPair] = []
+        self.asked: list[RelationPair | SupportPair | Statement] = []
 
     def relations(self, pairs: Sequence[RelationPair]) -> list[Verdict]:
         self.asked += pairs
@@ -34,3 +38,8 @@ class FakeJudge:
         self.asked += pairs
         rule = self.support or (lambda p: None)
         return [rule(p) or Verdict("neither", 0.9) for p in pairs]
+
+    def kinds(self, statements: Sequence[Statement]) -> list[Verdict]:
+        self.asked += statements
+        rule = self.kind or (lambda s: None)
+        return [rule(s) or Verdict("state", 0.9) for s in statements]

@@ -3,7 +3,9 @@
 A bench file is ``{"items": [...]}``; a training file is JSON lines of the same
 items. Relation items: ``{"id", "task": "relation", "speaker", "older",
 "newer", "older_at", "newer_at", "label"}``; support items: ``{"id", "task":
-"support", "speaker", "question", "sentence", "said_at", "label"}``. Extra
+"support", "speaker", "question", "sentence", "said_at", "label"}``; kind
+items: ``{"id", "task": "kind", "speaker", "role", "sentence", "said_at",
+"label"}``. Extra
 fields (``area``, ``group``, ``hard``, ``family``) are kept for reports.
 """
 
@@ -15,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import InputError
-from .base import LABELS, RelationPair, SupportPair
+from .base import LABELS, RelationPair, Statement, SupportPair
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class Item:
 
     id: str
     task: str
-    pair: RelationPair | SupportPair
+    pair: RelationPair | SupportPair | Statement
     label: str
     extra: dict = field(default_factory=dict)
 
@@ -52,18 +54,25 @@ def parse_item(raw: object, where: str) -> Item:
         raise InputError(f"{where}: an item must be a JSON object")
     task = raw.get("task")
     if task not in LABELS:
-        raise InputError(f"{where}: 'task' must be 'relation' or 'support', got {task!r}")
+        raise InputError(f"{where}: 'task' must be one of {', '.join(LABELS)}, got {task!r}")
     label = raw.get("label")
     if label not in LABELS[task]:
         raise InputError(f"{where}: a {task} label is one of {', '.join(LABELS[task])}")
     speaker = _text(raw, "speaker", where, required=False)
     if task == "relation":
-        pair: RelationPair | SupportPair = RelationPair(
+        pair: RelationPair | SupportPair | Statement = RelationPair(
             speaker,
             _text(raw, "older", where),
             _text(raw, "newer", where),
             _when(raw.get("older_at"), where),
             _when(raw.get("newer_at"), where),
+        )
+    elif task == "kind":
+        role = raw.get("role") or "user"
+        if role not in ("user", "assistant"):
+            raise InputError(f"{where}: 'role' is user or assistant, got {role!r}")
+        pair = Statement(
+            _text(raw, "sentence", where), speaker, role, _when(raw.get("said_at"), where)
         )
     else:
         pair = SupportPair(
@@ -73,7 +82,7 @@ def parse_item(raw: object, where: str) -> Item:
             _when(raw.get("said_at"), where),
         )
     known = {"id", "task", "label", "speaker", "older", "newer", "older_at", "newer_at"}
-    known |= {"question", "sentence", "said_at"}
+    known |= {"question", "sentence", "said_at", "role"}
     extra = {k: v for k, v in raw.items() if k not in known}
     return Item(str(raw.get("id", where)), task, pair, label, extra)
 

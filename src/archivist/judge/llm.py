@@ -1,4 +1,4 @@
-"""The LLM judge: the configured chat model judges pairs in batches (prompt judge_pairs).
+"""The LLM judge: the configured chat model judges in batches (prompt judge_pairs).
 
 Its schema puts a one-sentence reason before each verdict (a small model
 judges contradictions far better so). An item the model leaves out or a batch
@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..llm.base import LLMError
-from .base import Judge, RelationPair, SupportPair, Verdict
+from .base import Judge, RelationPair, Statement, SupportPair, Verdict
 
 BATCH = 10  # pairs per call
 # (prompt module, messages, output type) -> validated output; Core.llm_call fits
@@ -49,6 +49,23 @@ class LLMJudge:
         return self._batched(
             pairs, rows, prompt.build_supports, prompt.SupportsOut, self._fallback_supports
         )
+
+    def kinds(self, statements: Sequence[Statement]) -> list[Verdict]:
+        """Verdicts for statements, BATCH per call."""
+        from ..prompts import judge_pairs as prompt
+
+        rows = [
+            ("assistant" if s.role == "assistant" else s.speaker, s.sentence, _day(s.said_at))
+            for s in statements
+        ]
+        return self._batched(
+            statements, rows, prompt.build_kinds, prompt.KindsOut, self._fallback_kinds
+        )
+
+    def _fallback_kinds(self, statements: Sequence[Any]) -> list[Verdict]:
+        if self.fallback is None:
+            return [Verdict("state", 0.0, "not judged") for _ in statements]
+        return self.fallback.kinds(statements)
 
     def _fallback_relations(self, pairs: Sequence[Any]) -> list[Verdict]:
         if self.fallback is None:

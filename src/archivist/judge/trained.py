@@ -1,8 +1,9 @@
 """The trained judge: a MiniLM cross-encoder (int8 ONNX) shipped inside the package.
 
 Trained by ``archivist train judge`` (archivist/train/) on the team's written
-pairs (training/judge/), one network with a head of seven logits: three for
-``relation`` and four for ``support``; each task reads only its own. The
+pairs (training/judge/), one network with one head for all tasks (three logits
+for ``relation``, four for ``support``, nine for ``kind``); each task reads
+only its own. The
 tokenizer is the embedder's (same vocabulary). onnxruntime and tokenizers load
 on the first judgement, so constructing costs nothing.
 """
@@ -19,7 +20,15 @@ import numpy as np
 
 from ..embed.local import TOKENIZER_PATH, padded
 from ..errors import ConfigError
-from .base import RelationPair, SupportPair, Verdict, encode_relation, encode_support
+from .base import (
+    RelationPair,
+    Statement,
+    SupportPair,
+    Verdict,
+    encode_kind,
+    encode_relation,
+    encode_support,
+)
 
 MODEL_DIR = Path(__file__).with_name("data")
 MODEL_FILE = "judge.onnx"
@@ -69,9 +78,18 @@ class TrainedJudge:
         """One verdict per pair: yes, no, answers or neither."""
         return self._judge("support", [encode_support(p) for p in pairs])
 
+    def kinds(self, statements: Sequence[Statement]) -> list[Verdict]:
+        """One verdict per statement: state, preference, ... or chit-chat."""
+        return self._judge("kind", [encode_kind(s) for s in statements])
+
     def probabilities(self, task: str, segments: Sequence[tuple[str, str]]) -> np.ndarray:
         """The task's label probabilities, one row per pair (columns: the card's labels)."""
         session, tokenizer = self._load()
+        if task not in self._card["labels"]:
+            raise ConfigError(
+                f"the trained judge in {self.folder} has no {task!r} task; train it again "
+                "(archivist train judge) or set ARCHIVIST_JUDGE=rules"
+            )
         labels = self._card["labels"][task]
         start = self._card["offsets"][task]
         out = np.zeros((len(segments), len(labels)), dtype=np.float32)

@@ -161,17 +161,19 @@ def _season(text: str, name: str, year: int, tz: tzinfo | None) -> TimeRef:
 
 # -- handlers: (match, at, text) -> TimeRef | None ------------------------------------------
 
-Handler = Callable[[re.Match, datetime, str], "TimeRef | None"]
+# (match, when said, the sentence, its mood when known: "future", "past" or "" to read
+# it off the sentence's tense) -> the time it names
+Handler = Callable[[re.Match, datetime, str, str], "TimeRef | None"]
 
 
 def _h_offset_day(offset: int) -> Handler:
-    def handle(m: re.Match, at: datetime, _text: str) -> TimeRef:
+    def handle(m: re.Match, at: datetime, _text: str, _mood: str = "") -> TimeRef:
         return _days(m[0], at.date() + timedelta(days=offset), 1, at.tzinfo)
 
     return handle
 
 
-def _h_relative_period(m: re.Match, at: datetime, _text: str) -> TimeRef:
+def _h_relative_period(m: re.Match, at: datetime, _text: str, _mood: str = "") -> TimeRef:
     """last/this/next week, weekend, month, year."""
     which = m[1].lower().split()[-1]  # "this past" -> "past"
     k = {"last": -1, "past": -1, "this": 0, "the": 0, "next": 1}[which]
@@ -191,11 +193,11 @@ def _weekday(name: str) -> int:
     return next(i for i, d in enumerate(_WEEKDAYS) if d.startswith(name.lower()[:3]))
 
 
-def _h_weekday(m: re.Match, at: datetime, text: str) -> TimeRef:
+def _h_weekday(m: re.Match, at: datetime, text: str, mood: str = "") -> TimeRef:
     """last/next/this/on <weekday>, and until/by/from/since <weekday>."""
     which, target, d = " ".join(m[1].lower().split()), _weekday(m[2]), at.date()
     if which == "on":
-        which = {"future": "next", "past": "last"}.get(tense(text), "this")
+        which = {"future": "next", "past": "last"}.get(mood or tense(text), "this")
     if which in ("last", "this past"):
         back = (d.weekday() - target) % 7 or 7
         return _days(m[0], d - timedelta(days=back), 1, at.tzinfo)
@@ -221,7 +223,7 @@ _DENIED_SINCE = re.compile(
 def _h_count(sign: int) -> Handler:
     """ "N units ago" (sign -1) and "in N units" (sign +1; -1 after a past denial)."""
 
-    def handle(m: re.Match, at: datetime, text: str) -> TimeRef:
+    def handle(m: re.Match, at: datetime, text: str, _mood: str = "") -> TimeRef:
         step = -1 if sign > 0 and _DENIED_SINCE.search(text[: m.start()]) else sign
         n, unit, d, tz = step * _number(m[1]), m[2].lower(), at.date(), at.tzinfo
         if unit == "day":
@@ -235,7 +237,7 @@ def _h_count(sign: int) -> Handler:
     return handle
 
 
-def _h_recent(m: re.Match, at: datetime, _text: str) -> TimeRef:
+def _h_recent(m: re.Match, at: datetime, _text: str, _mood: str = "") -> TimeRef:
     """Rolling windows up to today: "the past week/month/year", "the other day" (a week)."""
     unit = (m[1] or "week").lower()
     days = {"week": 7, "month": 30, "year": 365}[unit]
@@ -244,12 +246,12 @@ def _h_recent(m: re.Match, at: datetime, _text: str) -> TimeRef:
                    _at_day(d + timedelta(days=1), at.tzinfo), unit)  # fmt: skip
 
 
-def _h_weekends_ago(m: re.Match, at: datetime, _text: str) -> TimeRef:
+def _h_weekends_ago(m: re.Match, at: datetime, _text: str, _mood: str = "") -> TimeRef:
     d = at.date() - timedelta(weeks=_number(m[1]))
     return _days(m[0], d - timedelta(days=d.weekday()) + timedelta(days=5), 2, at.tzinfo, "week")
 
 
-def _h_season(m: re.Match, at: datetime, _text: str) -> TimeRef:
+def _h_season(m: re.Match, at: datetime, _text: str, _mood: str = "") -> TimeRef:
     """last/this/next summer (northern hemisphere)."""
     which, name = m[1].lower().split()[-1], m[2].lower()
     candidates = [_season(m[0], name, y, at.tzinfo) for y in range(at.year - 2, at.year + 2)]
@@ -261,10 +263,11 @@ def _h_season(m: re.Match, at: datetime, _text: str) -> TimeRef:
     return current[0] if current else next(s for s in candidates if s.start > at)
 
 
-def _yearless(month: int, day: int, at: datetime, text: str) -> date:
-    """The date in ``at``'s year, moved a year back or on when tense says it is far off."""
+def _yearless(month: int, day: int, at: datetime, text: str, mood: str = "") -> date:
+    """The date in ``at``'s year, moved a year back or on when the mood (else the tense)
+    says it is far off."""
     when = date(at.year, month, day)
-    mood = tense(text)
+    mood = mood or tense(text)
     if mood == "past" and (when - at.date()).days > 31:
         when = date(at.year - 1, month, day)
     elif mood == "future" and (at.date() - when).days > 31:
@@ -287,13 +290,13 @@ _HOLIDAYS = {
 }
 
 
-def _h_holiday(m: re.Match, at: datetime, text: str) -> TimeRef | None:
+def _h_holiday(m: re.Match, at: datetime, text: str, mood: str = "") -> TimeRef | None:
     """ "over Christmas", "last Halloween": the holiday's day, placed by the word before
     it or, as a yearless date, by the sentence's tense ("broke up over Christmas", said
     on 10 January, is last December's)."""
     name = " ".join(m[2].lower().replace("’", "'").split())
     month, day = _HOLIDAYS[name]
-    which, mood = m[1].lower(), tense(text)
+    which, mood = m[1].lower(), mood or tense(text)
     around = [date(y, month, day) for y in (at.year - 1, at.year, at.year + 1)]
     if which in ("last", "since", "after") or (
         which not in ("next", "until", "till", "by") and mood == "past"
@@ -309,14 +312,14 @@ def _h_holiday(m: re.Match, at: datetime, text: str) -> TimeRef | None:
 def _h_date(day_group: int, month_group: int, year_group: int) -> Handler:
     """Day-month(-year) in either order; None for impossible dates such as 31 June."""
 
-    def handle(m: re.Match, at: datetime, text: str) -> TimeRef | None:
+    def handle(m: re.Match, at: datetime, text: str, mood: str = "") -> TimeRef | None:
         month = _MONTHS[m[month_group].lower().rstrip(".")]
         day = int(m[day_group])
         try:
             if m[year_group]:
                 when = date(int(m[year_group]), month, day)
             else:
-                when = _yearless(month, day, at, text)
+                when = _yearless(month, day, at, text, mood)
         except ValueError:
             return None
         return _days(m[0], when, 1, at.tzinfo)
@@ -324,7 +327,7 @@ def _h_date(day_group: int, month_group: int, year_group: int) -> Handler:
     return handle
 
 
-def _h_month_year(m: re.Match, at: datetime, _text: str) -> TimeRef:
+def _h_month_year(m: re.Match, at: datetime, _text: str, _mood: str = "") -> TimeRef:
     return _month(m[0], int(m[2]), _MONTHS[m[1].lower().rstrip(".")], at.tzinfo)
 
 
@@ -332,10 +335,10 @@ _AHEAD = frozenset("in during early late mid".split())  # not "since March", "of
 _BACK = re.compile(r"\bback\s*$", re.IGNORECASE)  # "back in March" looks back
 
 
-def _h_month_alone(m: re.Match, at: datetime, text: str) -> TimeRef:
+def _h_month_alone(m: re.Match, at: datetime, text: str, mood: str = "") -> TimeRef:
     """in/last/next <Month>, placed by the word before it or by the sentence's tense."""
     which, month = m[1].lower(), _MONTHS[m[2].lower()]
-    year, mood = at.year, tense(text)
+    year, mood = at.year, mood or tense(text)
     if which == "last":
         year -= month >= at.month
     elif which == "next":
@@ -357,14 +360,14 @@ def _h_month_alone(m: re.Match, at: datetime, text: str) -> TimeRef:
 _CLAUSE_BREAK = re.compile(r"[,;:!?]|\.(?!\d)")
 
 
-def _h_day_of_month(m: re.Match, at: datetime, text: str) -> TimeRef | None:
+def _h_day_of_month(m: re.Match, at: datetime, text: str, mood: str = "") -> TimeRef | None:
     """ "on the 24th": the 24th of the month it is said in; of the next month when that
     day has passed and the sentence looks ahead, of the last when it looks back. The
     clause holding it decides: "Discharged this morning, still on antibiotics till the
     21st" looks ahead."""
     start = max((b.end() for b in _CLAUSE_BREAK.finditer(text, 0, m.start())), default=0)
     end = _CLAUSE_BREAK.search(text, m.end())
-    day, mood = int(m[2]), tense(text[start : end.start() if end else len(text)])
+    day, mood = int(m[2]), mood or tense(text[start : end.start() if end else len(text)])
     year, month = at.year, at.month
     if day < at.day and mood != "past" and m[1].lower() != "since":
         year, month = _shift_month(year, month, 1)
@@ -376,7 +379,7 @@ def _h_day_of_month(m: re.Match, at: datetime, text: str) -> TimeRef | None:
         return None
 
 
-def _h_iso(m: re.Match, at: datetime, _text: str) -> TimeRef | None:
+def _h_iso(m: re.Match, at: datetime, _text: str, _mood: str = "") -> TimeRef | None:
     try:
         if m[4]:
             when = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]), tzinfo=at.tzinfo)
@@ -386,7 +389,7 @@ def _h_iso(m: re.Match, at: datetime, _text: str) -> TimeRef | None:
         return None
 
 
-def _h_year(m: re.Match, at: datetime, _text: str) -> TimeRef:
+def _h_year(m: re.Match, at: datetime, _text: str, _mood: str = "") -> TimeRef:
     return _year(m[0], int(m[1]), at.tzinfo)
 
 
@@ -475,8 +478,11 @@ _QUICK = re.compile(
 
 
 @lru_cache(maxsize=16384)  # a context reads the same stored lines' times every turn
-def _found(text: str, at: datetime) -> tuple[tuple[int, TimeRef], ...]:
+def _found(text: str, at: datetime, mood: str = "") -> tuple[tuple[int, TimeRef], ...]:
     """Non-overlapping (position, TimeRef) pairs, the longest match winning, in text order.
+
+    ``mood`` ("future" or "past", when the judge has said whether the sentence looks
+    ahead or back) places a yearless date or a bare weekday; else the tense does.
 
     Nothing is grounded against a time outside model.MIN_YEAR..MAX_YEAR (a
     message dated 9999 would overflow the arithmetic), and a span that would
@@ -495,7 +501,7 @@ def _found(text: str, at: datetime) -> tuple[tuple[int, TimeRef], ...]:
         if any(start < e and s < end for s, e in taken):
             continue
         try:
-            ref = handler(m, at, text)
+            ref = handler(m, at, text, mood)
         except (OverflowError, ValueError):  # e.g. "next year" in 9999: no such span
             ref = None
         if ref is not None:
@@ -504,9 +510,10 @@ def _found(text: str, at: datetime) -> tuple[tuple[int, TimeRef], ...]:
     return tuple(sorted(out, key=lambda p: p[0]))
 
 
-def find_times(text: str, at: datetime) -> list[TimeRef]:
-    """Every time expression in ``text``, resolved against ``at`` (the message's timestamp)."""
-    return [ref for _, ref in _found(text, at)]
+def find_times(text: str, at: datetime, mood: str = "") -> list[TimeRef]:
+    """Every time expression in ``text``, resolved against ``at`` (the message's timestamp;
+    ``mood``: see ``_found``)."""
+    return [ref for _, ref in _found(text, at, mood)]
 
 
 # -- durations and grounding ----------------------------------------------------------------
@@ -596,15 +603,16 @@ _UNTIL_WORDS = ("until", "till")
 _BACK_BEFORE = re.compile(r"\b(?:back|home|return(?:ing)?|flying\s+back)\s*$", re.I)
 
 
-def ground(text: str, at: datetime) -> tuple[datetime | None, datetime | None]:
+def ground(text: str, at: datetime, mood: str = "") -> tuple[datetime | None, datetime | None]:
     """(valid_from, valid_to) of a claim said at ``at``; (None, None) without a time expression.
 
     A forward duration runs from the first time expression (or ``at``) for its
     length; a backward one ("have been married for 5 years") started that long
     before ``at`` and is still open; "since <time>" is open-ended; "until <time>"
     holds from ``at`` to that time's end; otherwise the first time expression's span.
+    ``mood``: see ``_found``.
     """
-    found = _found(text, at)
+    found = _found(text, at, mood)
     spans = _durations(text) if date_in_range(at) else []
     if spans:
         length, backward = spans[0]

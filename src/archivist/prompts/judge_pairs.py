@@ -1,5 +1,6 @@
-"""Task: judge pairs for the judge seam (relation: does newer end older; support: does a
-sentence settle a question). A short reason comes before each verdict in the schema."""
+"""Task: judge for the judge seam (relation: does newer end older; support: does a
+sentence settle a question; kind: what kind of memory a sentence is). A short reason comes
+before each verdict in the schema."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 NAME = "judge_pairs"
-VERSION = "1"
+VERSION = "2"
 
 
 class RelationOut(BaseModel):
@@ -24,6 +25,19 @@ class SupportOut(BaseModel):
     reason: str = Field(description="One short sentence: what the sentence says of the question.")
     verdict: Literal["yes", "no", "answers", "neither"]
     confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class KindOut(BaseModel):
+    item: int = Field(description="The number of the sentence judged.")
+    reason: str = Field(description="One short sentence: what memory, if any, it gives.")
+    verdict: Literal[
+        "state", "preference", "habit", "goal", "value", "lesson", "plan", "event", "chit-chat"
+    ]
+    confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class KindsOut(BaseModel):
+    judgements: list[KindOut] = Field(default_factory=list)
 
 
 class RelationsOut(BaseModel):
@@ -53,6 +67,32 @@ a named person and one SENTENCE someone said (the speaker is named). Decide:
 - neither: it does not settle it (off topic, only a wish or plan, or the speaker talks
   about themselves when the question is about someone else).
 Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
+
+
+KIND_SYSTEM = """You keep people's long-term memory. Each item is one sentence someone said in
+a chat (or the assistant said). Decide what kind of memory it is:
+- state: a standing fact or circumstance (job, home, family, pets, health, diet, belongings,
+  constraints), or news that changes one ("started at the council monday", "we broke up");
+- preference: a like, dislike or taste; habit: a routine or recurring behaviour;
+- goal: an objective pursued over time; value: a belief or principle;
+- lesson: a past experience and the behaviour it changed;
+- plan: a specific intended future action or event; event: something that happened once;
+- chit-chat: nothing to remember: greetings, thanks, reactions, encouragement, sympathy,
+  questions to the other, an assistant's filler, advice or general knowledge.
+A sentence about another person is judged the same way ("my sister went vegan": state).
+Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
+
+
+def build_kinds(rows: Sequence[tuple[str, str, str]]) -> list[dict]:
+    """Messages for (speaker, sentence, date) rows, numbered from 1."""
+    blocks = [
+        f"Item {i}: {who} said ({when}): {sentence}"
+        for i, (who, sentence, when) in enumerate(rows, start=1)
+    ]
+    return [
+        {"role": "system", "content": KIND_SYSTEM},
+        {"role": "user", "content": "\n\n".join(blocks)},
+    ]
 
 
 def build_relations(pairs: Sequence[tuple[str, str, str, str, str]]) -> list[dict]:

@@ -27,6 +27,7 @@ CANDIDATES = 12  # ranked sentences put to the judge
 # better support model wins there (docs/judge.md)
 SURE_YES_NO = 1.01
 SURE = 1.01
+SURE_ANSWERS = 1.01
 
 
 def _holds(s: Sentence, at: datetime) -> bool:
@@ -39,7 +40,7 @@ def judged(
     ranked: Sequence[Sentence],
     judge: Judge,
     at: datetime,
-    sure: float = SURE_YES_NO,
+    sure: float | None = None,
 ) -> tuple[str, list[Sentence], str] | None:
     """A yes or no from the best ranked sentence the judge says settles the question,
     with the sentence it rests on and why; None when none does with confidence.
@@ -47,6 +48,7 @@ def judged(
     Only yes/no questions about what holds now are taken here, and only with
     ``sure`` confidence; others are read by the extractive composer over
     ``reordered`` evidence."""
+    sure = SURE_YES_NO if sure is None else sure
     if shape.form != "yes_no" or shape.before or shape.past or sure > 1:
         return None
     pool = _pool(ranked, at)
@@ -68,18 +70,32 @@ def reordered(
     ranked: Sequence[Sentence],
     judge: Judge,
     at: datetime,
-    sure: float = SURE,
+    sure: float | None = None,
+    answers_sure: float | None = None,
 ) -> list[Sentence]:
     """The ranked evidence with the sentences the judge is sure answer nothing moved
     last (ranked order kept otherwise), for a question about what holds now that is no
     yes/no question. Putting what it is sure answers first lost answers on the bundled
     state suite: a veto only, until the support model is better (docs/judge.md)."""
-    if shape.form != "open" or shape.before or shape.past or shape.plural or sure > 1:
+    sure = SURE if sure is None else sure
+    answers_sure = SURE_ANSWERS if answers_sure is None else answers_sure
+    if shape.form != "open" or shape.before or shape.past or shape.plural:
+        return list(ranked)
+    if sure > 1 and answers_sure > 1:
         return list(ranked)
     pool = ranked[:CANDIDATES]
     verdicts = _verdicts(question, pool, judge)
     idle = [s for s, v in zip(pool, verdicts, strict=True) if _settles(v, ("neither",), sure)]
-    return [*(s for s in ranked if s not in idle), *idle]
+    sure_answers = [
+        (v.p, i)
+        for i, (s, v) in enumerate(zip(pool, verdicts, strict=True))
+        if _settles(v, ("answers",), answers_sure)
+        and _holds(s, at)
+        and s.message.role != "assistant"
+    ]
+    first = [pool[max(sure_answers)[1]]] if sure_answers else []
+    rest = [s for s in ranked if s not in idle and s not in first]
+    return [*first, *rest, *idle]
 
 
 def _pool(ranked: Sequence[Sentence], at: datetime) -> list[Sentence]:

@@ -3,7 +3,7 @@
 ``archivist train judge`` reads the team's labelled pairs (training/judge/*.jsonl;
 files named ``fresh-*`` are kept out: they are written after training, to see
 whether it generalises), keeps whole scenario groups aside as the dev split,
-fine-tunes one network for both tasks (seven logits; each task reads its own),
+fine-tunes one network for the three tasks (one head; each task reads its own logits),
 exports it to ONNX, quantises it to int8 and writes ``judge.onnx`` and
 ``judge.json`` (labels, metrics, data hashes) where the package loads them.
 With ``--compare`` it also fits the cheaper alternative, a logistic head on the
@@ -31,6 +31,8 @@ from ..errors import ConfigError
 from ..judge.base import (
     LABELS,
     RelationPair,
+    Statement,
+    encode_kind,
     encode_relation,
     encode_support,
 )
@@ -39,9 +41,9 @@ from ..judge.metrics import score_task
 from ..judge.trained import CARD_FILE, MODEL_DIR, MODEL_FILE, TrainedJudge, pair_tokenizer
 from ..write.heuristic import in_third_person
 
-TASKS = ("relation", "support")
-OFFSETS = {"relation": 0, "support": len(LABELS["relation"])}
-N_OUT = len(LABELS["relation"]) + len(LABELS["support"])
+TASKS = ("relation", "support", "kind")
+OFFSETS = {t: sum(len(LABELS[u]) for u in TASKS[: TASKS.index(t)]) for t in TASKS}
+N_OUT = sum(len(LABELS[t]) for t in TASKS)
 NEEDS_EXTRA = (
     "training needs the train extra: pip install 'archivist[train]' "
     "(in a clone: pip install '.[train]')"
@@ -53,6 +55,8 @@ def segments(item: Item) -> tuple[str, str]:
     """The text pair the network reads for an item (the runtime encodes the same way)."""
     if isinstance(item.pair, RelationPair):
         return encode_relation(item.pair)
+    if isinstance(item.pair, Statement):
+        return encode_kind(item.pair)
     return encode_support(item.pair)
 
 
@@ -207,7 +211,7 @@ def _network(base: Path, dropout: float, layers: int):
     from transformers import BertModel
 
     class CrossEncoder(torch.nn.Module):
-        """MiniLM, mean-pooled over real tokens, then one linear head of seven logits."""
+        """MiniLM, mean-pooled over real tokens, then one linear head for every task's logits."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -378,7 +382,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=35)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--limit", type=int, default=0, help="train on this many items only (smoke)")
-    p.add_argument("--strangers", type=int, default=1200, help="unrelated pairs to add")
+    p.add_argument("--strangers", type=int, default=400, help="unrelated pairs to add")
     p.add_argument("--compare", action="store_true", help="also fit the embedding head (a)")
     p.add_argument("--keep-fp32", action="store_true", help="keep judge-fp32.onnx beside it")
     p.add_argument("--all", action="store_true", help="train on the dev split too (final)")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from ..judge import Judge
 from ..lang.text import person_key
 from ..model import CLAIM_KINDS, CLAIM_SOURCES, Claim, Episode, Message
 
@@ -120,8 +121,9 @@ class HeuristicArchivist:
 
     name = "heuristic"
 
-    def __init__(self, max_turns: int = 8) -> None:
+    def __init__(self, max_turns: int = 8, judge: Judge | None = None) -> None:
         self.max_turns = max_turns
+        self.judge = judge  # what kind of memory each sentence is (None: the old rules)
 
     def process_session(
         self,
@@ -141,7 +143,7 @@ class HeuristicArchivist:
         result.episodes = [heuristic_episode(chunk) for chunk in chunks if chunk]
         attach_claims(
             result.episodes,
-            heuristic_claims(list(messages), participants, kin, context),
+            heuristic_claims(list(messages), participants, kin, context, self.judge),
             participants,
             result,
             {m.id: m.speaker for m in messages},

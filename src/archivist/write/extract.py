@@ -42,7 +42,7 @@ from .pending import embed_pending
 def default_archivist(core: Core) -> Archivist:
     """The LLM archivist when a model is configured, else the heuristic one."""
     if core.llm is None:
-        return HeuristicArchivist()
+        return HeuristicArchivist(judge=core.judge)
     from .llm_archivist import LLMArchivist  # pydantic only when used
 
     return LLMArchivist(

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
+from ..judge import Judge, Statement, Verdict
 from ..lang.attributes import LIFE_STAGES, attribute_of, attribute_values
 from ..lang.subject import kin_names, relative_subject
 from ..lang.text import (
@@ -81,7 +82,6 @@ _AUX = frozenset(
     "do does did should would could can will have has had may might must shall to let make "
     "made help see saw watch hear heard".split()
 )
-_AGREE = re.compile(r"(?<![\w'’])(I|you)\s+(do\s+not|[a-z]+(?:['’]t)?)(?![\w'’])", re.IGNORECASE)
 _IRREGULAR_AGREEMENT = {
     "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes",
     "don't": "doesn't", "do not": "does not",
@@ -91,6 +91,13 @@ _PRESENT_VERBS = frozenset(
     "plan try get make take see look find say keep wonder agree remember appreciate prefer "
     "hate play run read write paint cook teach learn study help care adore understand eat "
     "drink".split()
+)
+# "I live", and "I still live" (a word that is no verb between the subject and its verb)
+_VERB_WORDS = "|".join(sorted(_PRESENT_VERBS | _AUX | set(_IRREGULAR_AGREEMENT), key=len)[::-1])
+_AGREE = re.compile(
+    r"(?<![\w'’])(I|you)\s+(?:((?!(?:" + _VERB_WORDS + r")(?![\w'’]))[a-z]+)\s+)?"
+    r"(do\s+not|[a-z]+(?:['’]t)?)(?![\w'’])",
+    re.IGNORECASE,
 )
 _REPORTED = re.compile(
     r"\b((?i:he|she|they|you)|[A-Z][a-z]+|(?i:my|his|her|their|our|your)\s+\w+)\s+"
@@ -182,6 +189,29 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in out if s]
 
 
+# ", and I still live in Leeds", "; my partner eats meat": a clause joined on with its own
+# first-person subject
+_OWN_CLAUSE = re.compile(
+    r"\s*(?:,\s*(?:and|but|plus)|;)\s+"
+    r"(?=(?:I|I'm|I’m|I've|I’ve|I'll|I’ll|I'd|I’d|we|we're|we’re|we've|we’ve|my|our)\s)"
+)
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """A sentence's clauses that each have their own first-person subject ("Still a
+    tester at Northgate Bank, and I still live in Leeds"): one fact each, so a
+    change to one ends only it. Parts of fewer than three words stay joined."""
+    parts: list[str] = []
+    start = 0
+    for m in _OWN_CLAUSE.finditer(sentence):
+        head, tail = sentence[start : m.start()], sentence[m.end() :]
+        if len(head.split()) >= 3 and len(tail.split()) >= 3:
+            parts.append(head.strip(" ,;"))
+            start = m.end()
+    parts.append(sentence[start:].strip())
+    return [p for p in parts if p]
+
+
 def _alias_of(word: str, known: set[str]) -> bool:
     """True for a known name or a short form of one ("Mel" for "Melanie")."""
     return word in known or (len(word) >= 3 and any(k.startswith(word) for k in known))
@@ -228,13 +258,17 @@ def in_third_person(text: str, speaker: str, addressee: str | None) -> str:
     """First and second person to names, with the verb agreeing ("I am" → "Ana is")."""
 
     def agree(m: re.Match) -> str:
-        who, verb = m[1].lower(), " ".join(m[2].lower().replace("’", "'").split())
+        who, verb = m[1].lower(), " ".join(m[3].lower().replace("’", "'").split())
+        between = (m[2] or "").lower()
         before = re.findall(r"[\w'’]+", m.string[: m.start()])
         name = speaker if who == "i" else addressee
         form = _third_person(verb, who)
+        if between and (who != "i" or resolve_pronouns(between, speaker, addressee) != between):
+            form = None  # "you guys are", "I myself": no adverb, left as said
         if not name or not form or (before and before[-1].lower() in _AUX):
             return m[0]
-        return f"{name} {form}"
+        # "I still live in Leeds": a word between the subject and its verb stays
+        return f"{name} {between + ' ' if between else ''}{form}"
 
     return resolve_pronouns(_AGREE.sub(agree, text), speaker, addressee)
 
@@ -295,17 +329,18 @@ def _is_past_action(text: str, known: set[str]) -> bool:
     return False
 
 
-def _kind(text: str, m: Message, known: set[str]) -> str:
-    """foresight, plan, preference, event or fact, from surface cues."""
-    refs = find_times(text, m.timestamp)
+def _kind(text: str, m: Message, known: set[str], mood: str = "") -> str:
+    """foresight, plan, preference, event or fact, from surface cues (``mood``: whether
+    the judge reads the sentence as looking ahead or back, when it was asked)."""
+    refs = find_times(text, m.timestamp, mood)
     future_time = bool(refs) and refs[0].start > m.timestamp
-    if is_forward_duration(text) or (future_time and tense(text) != "past"):
+    if is_forward_duration(text) or (future_time and (mood or tense(text)) != "past"):
         return "foresight"
     if _PLAN.search(text):
         return "plan"
     if _PREFERENCE.search(text):
         return "preference"
-    past_time = bool(refs) and refs[0].start <= m.timestamp and tense(text) == "past"
+    past_time = bool(refs) and refs[0].start <= m.timestamp and (mood or tense(text)) == "past"
     if past_time or _is_past_action(text, known):
         return "event"
     return "fact"
@@ -388,18 +423,37 @@ def _states_stage(core: str) -> bool:
     )
 
 
-def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Claim | None:
-    """One claim from one sentence, or None for greetings, fillers and others' questions.
+# what the judge's kinds are among the claim kinds (model.CLAIM_KINDS)
+_JUDGED_KINDS = {
+    "state": "fact",
+    "preference": "preference",
+    "habit": "fact",
+    "goal": "plan",
+    "value": "fact",
+    "lesson": "fact",
+    "plan": "plan",
+    "event": "event",
+}
+
+
+def _core(sentence: str, known: set[str]) -> str:
+    """The sentence as a claim would say it: fillers and vocatives off, a request dropped
+    from a statement ("I'm vegan now, can you suggest a recipe?")."""
+    core = _clean(sentence, known)
+    if core.endswith("?") and (said := _REQUEST.sub("", core)) != core:
+        core = said.rstrip(" ,;:-–—") + "."
+    return core
+
+
+def _ruled_kind(core: str, m: Message, known: set[str]) -> str | None:
+    """The old rules' kind of a sentence, or None for greetings, fillers and others' questions.
 
     A sentence needs four words besides interjections, or three and a time expression,
     or two that say what ended ("Cancelled PureGym.", "Quit smoking!"): the short
     sentences that change a life are the ones reconciliation must see.
     """
-    core = _clean(sentence, known)
     if not core or _GREETING.match(core):
         return None
-    if core.endswith("?") and (said := _REQUEST.sub("", core)) != core:
-        core = said.rstrip(" ,;:-–—") + "."  # "I'm vegan now, can you suggest a recipe?"
     words = len(_content_words(core))
     if words < 4 and not (
         (words == 3 and find_times(core, m.timestamp))
@@ -410,10 +464,48 @@ def _sentence_claim(sentence: str, m: Message, known: set[str], kin: Kin) -> Cla
     question = core.endswith("?") and not _TAG_QUESTION.search(core)
     if question and not _OWN_QUESTION.search(core):
         return None
+    return "question" if question else _kind(core, m, known)
+
+
+def _judged_kind(core: str, m: Message, known: set[str], verdict: Verdict) -> str | None:
+    """The judge's kind of a sentence (None: chit-chat, no memory); a plan or state the
+    time words bound ("on antibiotics for 10 days") stays foresight."""
+    if not core or verdict.label not in _JUDGED_KINDS:
+        return None
+    kind = _JUDGED_KINDS[verdict.label]
+    if verdict.label in ("plan", "state", "goal"):
+        if _kind(core, m, known, _mood(verdict)) == "foresight":
+            return "foresight"
+    return kind
+
+
+# how sure the judge must be of a plan or an event before its kind, not the tense,
+# places the sentence's dates: a plan said at p 0.53 ("Planted tomatoes this weekend")
+# moved a past weekend ahead and made a fact a foresight that expired
+MOOD_SURE = 0.85
+
+
+def _mood(verdict: Verdict | None) -> str:
+    """Whether the judge's kind looks ahead ("future": a plan, a goal) or back ("past": an
+    event), which places a yearless date ("signed up for the 10k in May", said in March:
+    this May); "" leaves it to the sentence's tense."""
+    if verdict is None or verdict.p < MOOD_SURE:
+        return ""
+    return {"plan": "future", "goal": "future", "event": "past"}.get(verdict.label, "")
+
+
+def _sentence_claim(
+    sentence: str, m: Message, known: set[str], kin: Kin, judged: Verdict | None = None
+) -> Claim | None:
+    """One claim from one sentence, or None when it holds nothing to remember: the judge's
+    verdict on it decides (``judged``), else the old rules (``_ruled_kind``)."""
+    core = _core(sentence, known)
+    kind = _ruled_kind(core, m, known) if judged is None else _judged_kind(core, m, known, judged)
+    if kind is None:
+        return None
     addressee = m.addressees[0] if len(m.addressees) == 1 else None
     subject, how = _subject(core, m.speaker, addressee, known, kin)
-    valid_from, valid_to = ground(core, m.timestamp)
-    kind = "question" if question else _kind(core, m, known)
+    valid_from, valid_to = ground(core, m.timestamp, _mood(judged))
     if kind == "foresight" and valid_to and (_open_start(core) or _begins_state(core, m.speaker)):
         # "from the 1st of November", "moving to Porto in March": holds from then on
         kind = "fact"
@@ -471,8 +563,12 @@ def heuristic_claims(
     known_people: Iterable[str] = (),
     kin: Kin | None = None,
     earlier: Iterable[Message] = (),
+    judge: Judge | None = None,
 ) -> list[Claim]:
     """Speaker-attributed claims from every informative sentence; system messages are skipped.
+
+    ``judge``: who decides what kind of memory each sentence is, and which are none
+    (archivist.judge, one batch for all); without one, the old rules guess.
 
     ``kin``: who each speaker's relatives are by name (``subject.kin_names`` over the
     conversation so far), so "Mum had a fall" in March is Halina's when November
@@ -487,19 +583,45 @@ def heuristic_claims(
     claims: list[Claim] = []
     # what the others said so far: an assistant's echo of it adds nothing
     heard = {t for m in earlier if m.role != "assistant" for t in query_terms(m.text)}
+    said: list[tuple[Message, list[str]]] = []
     for m in messages:
         if m.role == "system" or not m.speaker:
             continue
-        for sentence in split_sentences(m.text):
-            if m.role == "assistant" and echoes(sentence, heard):
-                continue
-            claim = _sentence_claim(sentence, m, known, kin)
+        kept = [
+            c
+            for s in split_sentences(m.text)
+            if m.role != "assistant" or not echoes(s, heard)
+            for c in split_clauses(s)
+        ]
+        said.append((m, kept))
+        if m.role != "assistant":
+            heard.update(query_terms(m.text))
+    verdicts = iter(_kinds(judge, said, known))
+    for m, sentences in said:
+        for sentence in sentences:
+            claim = _sentence_claim(sentence, m, known, kin, next(verdicts))
             if claim is not None:
                 claims.append(claim)
         claims.extend(_caption_claim(m, a) for a in m.attachments if a.caption.strip())
-        if m.role != "assistant":
-            heard.update(query_terms(m.text))
     return claims
+
+
+def _kinds(
+    judge: Judge | None, said: list[tuple[Message, list[str]]], known: set[str]
+) -> list[Verdict | None]:
+    """The judge's kind verdict on every sentence, in order (all None without a judge)."""
+    rows = [(m, _core(s, known)) for m, sentences in said for s in sentences]
+    if judge is None:
+        return [None] * len(rows)
+    asked = [
+        (i, Statement(core, m.speaker, m.role, m.timestamp))
+        for i, (m, core) in enumerate(rows)
+        if core
+    ]
+    out: list[Verdict | None] = [None] * len(rows)
+    for (i, _), v in zip(asked, judge.kinds([s for _, s in asked]), strict=True):
+        out[i] = v
+    return out
 
 
 def echoes(sentence: str, heard: set[str]) -> bool:

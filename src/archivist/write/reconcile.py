@@ -97,6 +97,7 @@ class ReconcileConfig:
     # the judge's endings alone answered fewer state probes (docs/judge.md)
     rules_beside_judge: bool = True
     ends_p: float = 0.8  # on the dev split, "ends" at 0.8 or more was right 92% of the time
+    ends_p_more: float = 0.97  # a second thing one new claim ends (see _by_verdicts)
     policy: str = "newest_wins"  # newest_wins, oldest_wins, keep_both
 
 
@@ -319,10 +320,18 @@ def _by_verdicts(
     cfg: ReconcileConfig,
     method: str,
 ) -> bool:
-    """Conflicts with the current claims the judge says ``c`` ends."""
+    """Conflicts with the current claims the judge says ``c`` ends: the likeliest at
+    ``ends_p``; a second ending of the same new claim (also one the rules found) only at
+    ``ends_p_more`` (one new statement mostly ends one thing: "Left The Tuesdays" ends
+    the covers band, not the piano lessons said beside it)."""
     decided = False
-    for (oid, nid), v in verdicts.items():
-        if nid != c.id or v.label != "ends" or v.p < cfg.ends_p:
+    ended = sum(1 for x in out.conflicts if x.new_claim == c.id)
+    mine = sorted(
+        ((oid, v) for (oid, nid), v in verdicts.items() if nid == c.id and v.label == "ends"),
+        key=lambda ov: -ov[1].p,
+    )
+    for oid, v in mine:
+        if v.p < (cfg.ends_p if ended == 0 else cfg.ends_p_more):
             continue
         if out.updates.get(oid, ("current",))[0] != "current" or oid not in s.by_id:
             continue
@@ -331,7 +340,7 @@ def _by_verdicts(
             continue  # closed by an earlier verdict
         _conflict(s, out, old, c, "", old.text, c.text, "evolution", cfg, method)
         out.counts["judged"] = out.counts.get("judged", 0) + 1
-        decided = True
+        decided, ended = True, ended + 1
     return decided
 
 
