@@ -17,8 +17,8 @@ from archivist.read.history import HISTORY_MARK, Bygones
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.write.archivist import HeuristicArchivist
-from archivist.write.reconcile import changed_aspect
-from conftest import make_conversation
+from archivist.write.reconcile import changed_aspect, reconcile_claims
+from conftest import RULES, make_conversation
 
 # every section, not the whole history these small chats fit in
 STRUCTURED = replace(DEFAULT_CONTEXT, whole_history=False, overview_from=0)
@@ -470,3 +470,39 @@ def test_a_reply_denying_a_still_question_ends_what_it_asked_about(tmp_path: Pat
         lines = ctx.text.splitlines()
         assert any("Choir practice" in line and HISTORY_MARK in line for line in lines)
         assert any("pottery" in line and HISTORY_MARK not in line for line in lines)
+
+
+def test_a_history_mark_is_never_dated_before_the_claim_was_said(tmp_path) -> None:
+    conv = make_conversation(
+        "home",
+        [
+            [("Tom", "I have been living in Leeds for three years.")],
+            [("Tom", "I moved to Manchester in December, finally unpacked.")],
+        ],
+        people=("Tom", "Priya"),
+        start=datetime(2025, 1, 14, 9, tzinfo=UTC),
+    )
+    mem = MemoryService(
+        tmp_path / "m.db",
+        settings=RULES.with_(consolidate_mode="manual"),
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(),
+    )
+    with mem:
+        mem.add(conv)
+        mem.reconcile()
+        leeds = next(c for c in mem.claims(limit=10) if "Leeds" in c.text)
+        assert leeds.status == "superseded" and leeds.valid_from < leeds.said_at
+        assert leeds.valid_to == leeds.said_at  # not December, before Tom said it
+
+
+def test_a_conflict_keeps_its_kind_whichever_claim_is_reconciled_second() -> None:
+    t0 = datetime(2025, 1, 14, 9, tzinfo=UTC)
+    old = Claim("Tom lives in Leeds.", "Tom", "Tom", "c", ("m1",), t0, id=1)
+    new = Claim(
+        "Tom moved to Manchester.", "Tom", "Tom", "c", ("m2",), t0 + timedelta(days=60), id=2
+    )
+    vectors = dict(zip((1, 2), FakeEmbedder().embed_batch([old.text, new.text]), strict=True))
+    forward = reconcile_claims([old], [new], vectors).conflicts
+    backward = reconcile_claims([new], [old], vectors).conflicts  # the older session again
+    assert [c.kind for c in forward] == [c.kind for c in backward] == ["evolution"]

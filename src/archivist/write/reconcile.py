@@ -395,12 +395,15 @@ def _by_attribute(
         if same_value(ov.value, av.value):
             same = same or old
             continue
+        # the kind is the newer statement's ("moved to Leeds" is an evolution), whichever
+        # of the two is being reconciled: a session extracted again logs the same kind
+        newer = av if (c.said_at, c.id or 0) >= (old.said_at, old.id or 0) else ov
         kind = {
             "promotion": "evolution",
             "move": "evolution",
             "change": "evolution",
             "correction": "correction",
-        }.get(av.change, "contradiction")
+        }.get(newer.change, "contradiction")
         _conflict(s, out, old, c, av.attribute, ov.value, av.value, kind, cfg, "heuristic")
         decided = True
     return decided, same
@@ -635,7 +638,8 @@ def _conflict(
     # but a plan replaced before it began was called off when the newer claim was said:
     # "Dublin marathon in October" stops holding on 20 May, when "Marathon is off" is
     # said, not in October (a plan holds before it starts, so it would have till then)
-    closed = max(start_of(new), start_of(old))
+    # and never before the older claim was said: it held then, as its speaker told it
+    closed = max(start_of(new), start_of(old), old.said_at)
     if old.kind == "foresight" and new.said_at < start_of(old):
         closed = new.said_at
     if cfg.policy == "newest_wins":
