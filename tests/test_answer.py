@@ -601,3 +601,16 @@ def test_what_ended_by_theft_split_or_payment_is_answered_no(tmp_path: Path) -> 
     why = m.ask("Why did Jon's band split up?", person="Jon", at=at)
     assert "Creative differences" in why.answer, why.answer
     m.close()
+
+
+def test_a_question_is_never_the_evidence_of_a_yes_or_no(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "pets",
+        [[("Tom", "Is your beagle still chewing the sofa?"), ("Priya", "Only on Sundays lol."),
+          ("Tom", "Does your brother still have the cat?")]],
+        people=("Tom", "Priya"),
+    )  # fmt: skip
+    with remembered(tmp_path, conv) as memory:
+        for question in ("Does Priya's brother have a cat?", "Does Tom have a cat?"):
+            answer = memory.ask(question)
+            assert answer.abstain, answer.answer

@@ -523,8 +523,11 @@ def _speaking_of(
     stay that answers whether she is still there); the person's own such statement
     first ("Does Nell rent?" - her "Renting in Manchester is a joke", since ended, not
     a friend's "Homeowners!!")."""
-    speaking = [s for s in ranked if s.relevance >= floor and speaks_of(s, asked_of)]
-    own = [s for s in speaking if person and _said_by(s, person) and not asks(s)]
+    # a question is never the evidence of an answer ("What pet does my brother have?")
+    speaking = [
+        s for s in ranked if s.relevance >= floor and speaks_of(s, asked_of) and not asks(s)
+    ]
+    own = [s for s in speaking if person and _said_by(s, person)]
     return next(iter(own or speaking), None)
 
 
@@ -603,7 +606,10 @@ def compose(
     floor = MIN_YES_NO if shape.form == "yes_no" else MIN_RELEVANCE
     # the best scored sentence that is relevant at all: a weak but recent one on top
     # ("Nope. August I'm back on days") does not hide "on night shifts until July"
-    best = next((s for s in ranked if s.relevance >= floor), None)
+    # a question is never the evidence of a yes or a no ("Does your brother still have
+    # the cat?" says nothing either way)
+    usable = [s for s in ranked if shape.form != "yes_no" or not asks(s)]
+    best = next((s for s in usable if s.relevance >= floor), None)
     asked_of = _without_names(question, wanted)  # what a yes or no is about, names aside
     if shape.form == "yes_no" and wanted:
         best = _speaking_of(ranked, asked_of, person, floor) or best
