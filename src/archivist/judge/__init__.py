@@ -2,10 +2,10 @@
 
 ``judge_for(settings, call)`` picks one: ``auto`` is the LLM when one is
 configured (every judged path then uses it), else the rules: the trained model
-shipped in the package is chosen with ``model``. On the LoCoMo development
-conversations it closed 525 claims the rules left alone, and those sampled
-were no endings (docs/judge.md), so it is not yet the default. ``rules``
-returns None, and callers keep their phrase rules.
+shipped in the package is chosen with ``model``. On whole conversations it does
+not beat the rules yet (docs/judge.md: fewer state probes answered, lower
+LoCoMo evidence recall), so it is not the default. ``rules`` returns None, and
+callers keep their phrase rules.
 """
 
 from __future__ import annotations

@@ -376,7 +376,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=4e-5)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--freeze", type=int, default=0, help="lowest layers kept as they are")
-    p.add_argument("--layers", type=int, default=6, help="MiniLM layers kept (of 6)")
+    p.add_argument("--layers", type=int, default=4, help="MiniLM layers kept (of 6)")
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--dev-share", type=float, default=0.15)
     p.add_argument("--seed", type=int, default=35)
