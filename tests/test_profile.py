@@ -90,7 +90,7 @@ def test_groups_in_order_with_since_sources_and_evidence(mem: MemoryService) -> 
     p = mem.profile("Ana", at=LATE)
     assert [g for g, _ in p.groups] == list(GROUPS)
     assert texts(p, "home") == ["Ana moved to Porto."]
-    assert texts(p, "work") == ["Ana now work as a teacher."]
+    assert texts(p, "work") == ["Ana now works as a teacher."]
     assert texts(p, "family") == ["Ana's daughter Sofia started school."]
     assert texts(p, "pets") == ["Ana got a puppy called Rex."]
     assert texts(p, "health and diet") == ["Ana is allergic to peanuts, so no satay at the party."]
@@ -141,7 +141,7 @@ def test_at_an_earlier_time_holds_the_old_values_and_nothing_said_later(
 def test_default_is_now_and_a_plan_that_is_over_is_gone(mem: MemoryService) -> None:
     p = mem.profile("ana")  # any case
     assert p.at == NOW and p.person == "ana"
-    assert texts(p, "work") == ["Ana now work as a teacher."]
+    assert texts(p, "work") == ["Ana now works as a teacher."]
     assert p["plans"] == ()
 
 
@@ -309,7 +309,7 @@ def test_rest_profile(tmp_path: Path) -> None:
             return c.get("/v1/memory/profile", params=params, headers=headers)
 
         now = profile(tenant, person="Ana", at=LATE.isoformat()).json()
-        assert [e["text"] for e in now["groups"]["work"]] == ["Ana now work as a teacher."]
+        assert [e["text"] for e in now["groups"]["work"]] == ["Ana now works as a teacher."]
         assert now["groups"]["work"][0]["replaced"][0]["value"] == "nurse"
         early = profile(tenant, person="Ana", at="2023-05-10T00:00:00Z").json()
         assert [e["text"] for e in early["groups"]["home"]] == ["Ana lives in Lisbon."]

@@ -32,24 +32,24 @@ def default_db_path() -> Path:
 class Settings:
     """Everything configurable, with embedded defaults that need no network."""
 
-    db_path: Path | None = None
+    db_path: Path | None = None  # the SQLite file (default: under the user's data dir)
     store: str = "sqlite"  # one of STORES; "postgres" needs pg_dsn and archivist[postgres]
     pg_dsn: str = ""  # e.g. postgresql://user:pass@host:5432/db (managed Postgres works)
     pg_schema: str = "public"  # one schema per tenant keeps tenants apart on one server
     embedder: str = "local"  # a name in archivist.embed.PROVIDERS
     embed_model: str = ""  # OpenAI-compatible model name; ignored by "local"
-    embed_base_url: str = ""
-    embed_api_key: str = ""
+    embed_base_url: str = ""  # an OpenAI-compatible embeddings endpoint
+    embed_api_key: str = ""  # its key (OPENAI_API_KEY when empty)
     embed_dim: int = 0  # optional: expected dimension for remote models
-    embed_timeout: float = 30.0
-    embed_batch_size: int = 64
+    embed_timeout: float = 30.0  # seconds per remote embedding call
+    embed_batch_size: int = 64  # texts per embedding call
     embed_threads: int = 0  # onnxruntime intra-op threads; 0 = library default
-    search_preset: str = "archivist"
+    search_preset: str = "archivist"  # a name in archivist.read.search.PRESETS
     llm: str = ""  # "" / "none": heuristic archivist; else a name in archivist.llm.PROVIDERS
-    llm_model: str = ""
-    llm_base_url: str = ""
-    llm_api_key: str = ""
-    llm_timeout: float = 60.0
+    llm_model: str = ""  # the model name (or, for "local", the GGUF file)
+    llm_base_url: str = ""  # an OpenAI-compatible chat endpoint
+    llm_api_key: str = ""  # its key (OPENAI_API_KEY when empty)
+    llm_timeout: float = 60.0  # seconds per LLM call
     llm_concurrency: int = 4  # parallel LLM calls (extraction batches across episodes)
     conflict_policy: str = "newest_wins"  # how a contradiction between two claims resolves
     # Who judges meaning (does a statement end an older one, does a sentence answer a
@@ -68,7 +68,7 @@ class Settings:
     # waits for more turns (one call per tail, so tails of 2 would cost 0.5 calls a
     # message) until it has extract_min_tail messages or the chat is idle this long.
     extract_min_tail: int = 8
-    extract_idle_s: float = 120.0
+    extract_idle_s: float = 120.0  # seconds of quiet after which a short tail is read
 
     def __post_init__(self) -> None:
         # Provider names (embedder, llm) are checked by their registries, the one place

@@ -412,7 +412,7 @@ class Conflict:
     old_time: datetime
     new_time: datetime
     kind: str = "contradiction"  # "contradiction", "evolution", "correction"
-    resolution: str = "newest_wins"  # what was done: newest_wins, oldest_wins, kept_both
+    resolution: str = "newest_wins"  # what was done: newest_wins, oldest_wins, keep_both
     method: str = "heuristic"
     id: int | None = None
 

@@ -12,7 +12,9 @@ from .common import Context, pass_ctx
 @click.option("--name", default="archivist", show_default=True, help="Server name clients see.")
 @pass_ctx
 def mcp_command(ctx: Context, name: str) -> None:
-    """Run the MCP server over stdio (tools: remember, recall, ask, forget).
+    """Run the MCP server over stdio: 12 tools (remember, recall, ask, profile,
+    context, forget, add_memory, get_memories, get_memory, update_memory,
+    delete_memory, memory_history) and the people as resources.
 
     Stdout carries the protocol, so nothing else is printed there; the store
     is the one --db / ARCHIVIST_DB names.

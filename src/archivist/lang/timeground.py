@@ -1,7 +1,7 @@
 """Explicit time: resolve "yesterday", "next month", "8 May 2023" against when a message was said.
 
 A relative date means nothing once the conversation is old, so claims are
-grounded at write time against the message's own timestamp (DESIGN §1.3).
+grounded at write time against the message's own timestamp.
 Regular expressions only, no parser dependency: this runs on every sentence.
 
 Conventions, kept simple on purpose:

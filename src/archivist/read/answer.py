@@ -1,6 +1,6 @@
 """Answers with provenance: extractive or LLM answers, speaker verification, abstention.
 
-The read path ends here (DESIGN §1.9). Without an LLM the answer is read off
+The read path ends here. Without an LLM the answer is read off
 the evidence by read/extractive.py: yes/no, a date, a count, or the evidence
 sentence itself, with what no longer holds kept for questions about the past.
 With an LLM the model answers from numbered snippets and cites them. Either

@@ -1,4 +1,4 @@
-"""Context for one assistant turn, assembled within a token budget (DESIGN.md §1.8).
+"""Context for one assistant turn, assembled within a token budget.
 
 When everything said in scope (less what the request already holds) fits the
 budget, the context is that history: every message, dated, oldest first, with

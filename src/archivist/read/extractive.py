@@ -1,7 +1,7 @@
 """The answer without an LLM: the evidence sentence that holds, read for what it says.
 
 An extractive answer must never contradict its own quote, nor serve a value
-that stopped holding as the current one (DESIGN §1.3, §1.9). So the answerer:
+that stopped holding as the current one. So the answerer:
 
 1. reads the question's shape: yes/no, when, how many, or open; whether it asks
    what holds now ("does", "still", "now") or what held before ("did", "was",

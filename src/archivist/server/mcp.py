@@ -1,4 +1,5 @@
-"""MCP server: remember, recall, ask and forget as tools; people and timelines as resources.
+"""MCP server: twelve tools (remember, recall, ask, profile, context, forget, and the
+mem0-shaped memory tools of mcp_memories.py); people and timelines as resources.
 
 ``build_server(memory)`` wraps one MemoryService (no global state, nothing runs
 at import) in the official SDK's ``MCPServer`` (mcp>=2). The SDK is imported
@@ -19,6 +20,8 @@ thread-safe):
 - ``profile(person, at)``: what holds for a person, grouped (home, work, ...),
   with since when, who said it and what it replaced.
 - ``forget(conversation | person)``: delete; returns the number of messages.
+- ``add_memory``, ``get_memories``, ``get_memory``, ``update_memory``,
+  ``delete_memory``, ``memory_history``, ``context``: server/mcp_memories.py.
 
 ``at`` (ISO 8601 with a timezone) reads memory as it stood then, with the same
 rules as the CLI's ``--at`` and REST's ``at`` (service_views.parse_at).

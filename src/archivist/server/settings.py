@@ -34,16 +34,16 @@ class ServerSettings:
     keys: KeyPairs = ()  # Key(api key, tenant id, bound user or None); 2-tuples are read too
     open_access: bool = False  # no keys: every caller is tenant "default" (local use)
     upstream_base_url: str = ""  # e.g. https://api.openai.com/v1
-    upstream_api_key: str = ""
+    upstream_api_key: str = ""  # sent upstream as the bearer key
     upstream_model: str = ""  # force this model upstream; "" keeps the client's
-    upstream_timeout: float = 120.0
+    upstream_timeout: float = 120.0  # seconds per upstream request
     # The background archivists' LLM: "" keeps ``memory``'s own (none, or its llm_*
     # settings); "upstream" uses the proxy's upstream endpoint and key with the model
     # ``archivist_model`` names, so one configuration serves the chat and the archivists.
     archivist_llm: str = ""
-    archivist_model: str = ""
+    archivist_model: str = ""  # the upstream model the archivists use (archivist_llm)
     context_budget: int = 1500  # tokens of injected memory context
-    drift_guard: bool = False
+    drift_guard: bool = False  # ask once more, with context for the reply, when it drifted
     drift_threshold: float = 0.6  # share of reply words the context and chat never used
     extract_delay: float = 1.0  # seconds new messages wait so one extraction covers many turns
     # Where extraction and consolidation run: "process" (a worker process at lower CPU

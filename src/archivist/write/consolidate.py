@@ -1,4 +1,4 @@
-"""Consolidation jobs: the handlers the durable job queue calls (DESIGN §1.6).
+"""Consolidation jobs: the handlers the durable job queue calls.
 
 Each handler is ``run_<kind>(core, payload) -> dict`` (jobs.py names them in its
 registry): it returns counts, or

@@ -1,6 +1,6 @@
 """The no-LLM archivist: sentence claims and extractive episode summaries from rules alone.
 
-When no model is configured every path must still run (DESIGN §3), so each
+When no model is configured every path must still run, so each
 informative sentence becomes a claim: first and second person resolved to
 names, attributed to the message's speaker, kind and source guessed from
 surface cues, time grounded against the message's own timestamp. Nothing is
