@@ -96,13 +96,15 @@ def test_message_metadata_travels_with_the_export(tmp_path: Path) -> None:
         a.add("I also grow leeks there.", user_id="ana")
         lines = list(a.export_jsonl())
     records = [json.loads(line) for line in lines]
-    assert [r.get("metadata") for r in records] == [{"app": "web", "n": 2}, None]
+    said = [r for r in records if "record" not in r]  # the messages; then ana, declared
+    assert [r.get("metadata") for r in said] == [{"app": "web", "n": 2}, None]
+    assert [r["user_id"] for r in records if r.get("record") == "identity"] == ["ana"]
     with MemoryService(tmp_path / "b.db", embedder=FakeEmbedder()) as b:
         b.import_jsonl(lines)
         again = [m for _, m in b.store.conversation_messages("user:ana")]
         assert [m.metadata for m in again] == [{"app": "web", "n": 2}, {}]
         assert list(b.export_jsonl()) == lines
-    bad = records[0] | {"metadata": ["not", "an", "object"]}
+    bad = said[0] | {"metadata": ["not", "an", "object"]}
     with MemoryService(tmp_path / "c.db", embedder=FakeEmbedder()) as c:
         with pytest.raises(LoadError, match="metadata"):
             c.import_jsonl([json.dumps(bad) + "\n"])
