@@ -104,6 +104,11 @@ def test_context_is_injected_after_the_clients_system_messages(app, upstream) ->
     assert sent[0] == SYSTEM and sent[-1]["content"] == "How is my grey cat Pixel doing?"
     assert sent[1]["role"] == "system" and sent[1]["content"].startswith(proxy.MEMORY_HEADER)
     assert "Pixel" in sent[1]["content"] and len(sent) == 3
+    tenant = app.state.registry.tenant("alpha")
+    assert tenant.drain(30)
+    (log,) = tenant.memory.store.context_logs()
+    asked = tenant.memory.store.get_message(log["conversation"], log["turn_id"])
+    assert asked is not None and asked.text == "How is my grey cat Pixel doing?"
 
 
 def test_streaming_passes_chunks_through_and_stores_the_reply(app, upstream) -> None:

@@ -68,7 +68,9 @@ def site(tmp_path_factory: pytest.TempPathFactory):
     memory.add(sample_path(), format="jsonl")
     memory.consolidate()
     ctx = memory.context("What does Lee eat these days?", person="Lee", budget_tokens=300)
-    memory.record_context(ctx.records(), "Lee is vegan now.", person="Lee", conversation="ana-lee")
+    memory.record_context(
+        ctx.records(), "Lee is vegan now.", person="Lee", conversation="ana-lee", turn_id="S4:1"
+    )
     SHOTS.mkdir(parents=True, exist_ok=True)
     yield f"http://127.0.0.1:{server.port}", memory
     server.stop()
@@ -182,7 +184,8 @@ def test_every_other_page_renders_with_the_sample(site, browser) -> None:
     assert page.locator("section.answer").is_visible()
     shot(page, "09-ask")
     page.goto(base + "/contexts")
-    assert "Lee is vegan now." in page.locator("article.card").first.inner_text()
+    card = page.locator("article.card").first.inner_text()
+    assert "Lee is vegan now." in card and " asked: " in card
     shot(page, "10-what-the-assistant-saw")
     for name in ("docs", "redoc"):  # rendered from packaged assets, with no network
         page.goto(f"{base}/{name}")
@@ -207,7 +210,7 @@ def test_the_memories_list_filters_pages_and_forgets_in_bulk(site, browser) -> N
     page = context.new_page()
     page.goto(base + "/memories")
     total = memory.store.browse_claims(Filters())[1]
-    assert page.get_by_role("heading", level=2).inner_text().startswith(f"{total} memories")
+    assert page.get_by_role("heading", level=2).first.inner_text().startswith(f"{total} memories")
     shot(page, "13-memories")
     page.get_by_label("Words").fill("coffee")
     page.get_by_label("About").select_option("Lee")
@@ -228,4 +231,31 @@ def test_the_memories_list_filters_pages_and_forgets_in_bulk(site, browser) -> N
     assert page.locator("ol.items > li").count() == 0
     audit = memory.audit_log(5)
     assert audit[0].actor == "browser" and audit[0].kind == "claim"
+    context.close()
+
+
+def test_changes_page_and_adding_a_memory_by_hand(site, browser) -> None:
+    base, memory = site
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies([{"name": "archivist_key", "value": KEY, "url": base}])
+    page = context.new_page()
+    page.goto(base + "/conflicts")
+    rows = page.locator("table tbody tr")
+    assert rows.count() == len(memory.conflicts())
+    assert "pescatarian" in page.locator("table").inner_text()
+    shot(page, "16-changes")
+    page.get_by_label("About").select_option("Lee")
+    page.get_by_role("button", name="Filter").click()
+    assert all("Lee" in t for t in page.locator("table tbody tr").all_inner_texts())
+
+    page.goto(base + "/memories")
+    page.get_by_label("Whose").fill("Lee")
+    page.get_by_label("What they said").fill("I moved to Lisbon with my partner last week.")
+    page.get_by_label("When").fill("2024-08-01T10:00:00+00:00")
+    page.get_by_role("button", name="Add", exact=True).click()
+    assert page.get_by_role("status").inner_text().startswith("added ")
+    assert "Lisbon" in page.locator("ol.items").inner_text()
+    shot(page, "17-added-by-hand")
+    (m,) = [m for _, m in memory.store.conversation_messages("notes:Lee")]
+    assert m.speaker == "Lee" and m.timestamp.isoformat().startswith("2024-08-01")
     context.close()

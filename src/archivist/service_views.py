@@ -261,13 +261,15 @@ class MemoryViews(Checked):
         reply: str,
         person: str | None = None,
         conversation: str | None = None,
+        turn_id: str = "",
     ) -> int:
         """Log the (kind, id, text[, score]) items shown for a turn and the reply, for
-        usefulness scoring and for the memory browser's "what the assistant saw"."""
+        usefulness scoring and for the memory browser's "what the assistant saw";
+        ``turn_id``: the message of ``conversation`` that asked."""
         rows = list(items)
         if not all(isinstance(r, (tuple, list)) and len(r) in (3, 4) for r in rows):
             raise InputError("record_context() items are (kind, id, text[, score]) tuples")
-        return self.store.log_context(person, conversation, rows, reply or "")
+        return self.store.log_context(person, conversation, rows, reply or "", turn_id)
 
     def usefulness(self, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:
         """How useful each item turned out to be: (used + 1) / (shown + 2); 0.5 if never scored."""

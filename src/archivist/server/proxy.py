@@ -354,6 +354,7 @@ class Turn:
     chat_text: str  # every message's text, for the drift guard
     log: Conversation  # the request's messages, to store while the upstream answers
     agent: str = ASSISTANT  # the model asked: the assistant's person is "assistant:<model>"
+    asked_id: str = ""  # the id of the user message the context was assembled for
 
 
 def check_caller(registry: TenantRegistry, who: Caller, body: Any, headers: Any) -> None:
@@ -413,6 +414,7 @@ def prepare(
         chat_text="\n".join(m.text for m in conv.messages),
         log=conv,
         agent=clean_text(str(body.get("model") or ASSISTANT))[:200],
+        asked_id=next((m.id for m in reversed(conv.messages) if m.role == "user"), ""),
     )
 
 
@@ -472,6 +474,7 @@ def store_reply(turn: Turn, text: str, at: datetime) -> None:
             clean_text(text),  # the reply as stored (storable), which the log is matched by
             person=turn.user,
             conversation=turn.conversation,
+            turn_id=turn.asked_id,
         )
     turn.tenant.add([reply_conversation(turn, text, at)], only_new=True)
     turn.tenant.declare_once(turn.conversation, ASSISTANT, f"{ASSISTANT}:{turn.agent}")

@@ -393,16 +393,18 @@ class Consolidation(Body):
         conversation: str | None,
         items: Sequence[Sequence],
         reply: str,
+        turn_id: str = "",
     ) -> int:
         """Record what was shown for one assistant turn and the reply it got: (kind, id,
-        text) items, each with its assembly score when given as a fourth element."""
+        text) items, each with its assembly score when given as a fourth element;
+        ``turn_id``: the message of ``conversation`` the context was assembled for."""
         rows = [[k, str(i), t, *(float(x) for x in rest[:1])] for k, i, t, *rest in items]
         payload = json.dumps(rows, ensure_ascii=False)
         with self._write() as db:
             [log_id] = db.insert_ids(
-                "INSERT INTO context_log(person, conversation, items, reply, at) "
-                "VALUES (?, ?, ?, ?, ?) RETURNING id",
-                [(person, conversation, payload, reply, self._now_iso())],
+                "INSERT INTO context_log(person, conversation, items, reply, at, turn_id) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                [(person, conversation, payload, reply, self._now_iso(), turn_id)],
             )
         return log_id
 
@@ -426,8 +428,8 @@ class Consolidation(Body):
         """The context shown before proxied turns, newest first: what the assistant saw."""
         where, params = ("WHERE conversation = ?", (conversation,)) if conversation else ("", ())
         rows = self._db.execute(
-            f"SELECT id, person, conversation, items, reply, at, reviewed FROM context_log "
-            f"{where} ORDER BY id DESC LIMIT ? OFFSET ?",
+            "SELECT id, person, conversation, items, reply, at, reviewed, turn_id "
+            f"FROM context_log {where} ORDER BY id DESC LIMIT ? OFFSET ?",
             (*params, int(limit), int(offset)),
         )
         return [
@@ -440,8 +442,9 @@ class Consolidation(Body):
                 "reply": reply,
                 "at": at,
                 "reviewed": bool(reviewed),
+                "turn_id": turn_id,
             }
-            for i, person, conv, items, reply, at, reviewed in rows
+            for i, person, conv, items, reply, at, reviewed, turn_id in rows
         ]
 
     def _forget_in_logs(self, db: Connection) -> None:

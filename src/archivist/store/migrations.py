@@ -738,6 +738,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE messages ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'",
         ),
     ),
+    Migration(
+        "0013_context_turn",
+        (
+            # The message a logged context was assembled for (its id in the log's
+            # conversation): the memory browser shows the turn beside what the assistant
+            # saw, read from the log, so a forgotten message is gone from there too.
+            "ALTER TABLE context_log ADD COLUMN turn_id TEXT NOT NULL DEFAULT ''",
+        ),
+    ),
 )
 
 

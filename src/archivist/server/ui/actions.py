@@ -109,6 +109,42 @@ def forget_claim(
     return back(where, f"forgot claim {claim_id}")
 
 
+@router.post("/memories/add")
+def add_memory(
+    request: Request,
+    tenant: UiTenant,
+    token: Token,
+    person: Text = "",
+    text: Text = "",
+    when: Text = "",
+) -> Response:
+    """A memory added by hand: what ``person`` said (or what is known of them), stored as
+    their message in their ``notes:<person>`` conversation and read like any other, so
+    it has evidence, a date and a history like the rest."""
+    from ...service_views import parse_at
+
+    check_token(request, token)
+    who, said = need(person, "whose memory"), need(text, "what to remember")
+    at = parse_at(when.strip() or None) if when.strip() else None
+    conversation = f"notes:{who}"
+    tenant.drain(30.0)
+    with tenant.lock(conversation):
+        results = tenant.memory.add(
+            [{"role": "user", "content": said}],
+            user_id=who,
+            conversation=conversation,
+            timestamp=at,
+        )
+    keys = [(r.conversation, mid) for r in results for mid in r.added_ids]
+    drawn = sum(len(cs) for cs in tenant.memory.store.claims_for_message_ids(keys).values())
+    done = (
+        f"added {drawn} memor{'ies' if drawn != 1 else 'y'} for {who}"
+        if drawn
+        else f"stored what {who} said; no memory was drawn from it"
+    )
+    return back(f"/memories?person={quote(who)}", done)
+
+
 MAX_BULK = 500  # memories one bulk forget takes
 
 

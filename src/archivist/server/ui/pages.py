@@ -205,6 +205,42 @@ def memories_page(
     )
 
 
+CONFLICTS_PAGE = 50
+
+
+@router.get("/conflicts")
+def conflicts_page(
+    request: Request,
+    tenant: UiTenant,
+    subject: str = "",
+    kind: str = "",
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+) -> HTMLResponse:
+    """Every logged change of state, newest first, across people (filter by whom, kind)."""
+    from urllib.parse import urlencode
+
+    memory = tenant.memory
+    found = list(reversed(memory.conflicts(subject=subject or None)))
+    kinds = sorted({c.kind for c in found})
+    if kind:
+        found = [c for c in found if c.kind == kind]
+    link = "/conflicts?" + urlencode({"subject": subject, "kind": kind})
+    at = (page - 1) * CONFLICTS_PAGE
+    return render(
+        request,
+        "conflicts.html",
+        conflicts=found[at : at + CONFLICTS_PAGE],
+        total=len(found),
+        page=page,
+        pages=max(1, -(-len(found) // CONFLICTS_PAGE)),
+        link=link,
+        people=sorted({p.name for p in memory.persons()}),
+        kinds=kinds or ["contradiction", "correction", "evolution"],
+        subject=subject,
+        kind=kind,
+    )
+
+
 @router.get("/search")
 def search_page(
     request: Request, tenant: UiTenant, q: str = "", person: str = "", at: str = ""
@@ -248,6 +284,10 @@ def contexts_page(
     """What the assistant saw: the context injected before each proxied turn."""
     memory = tenant.memory
     logs = memory.store.context_logs(conversation or None, limit=20, offset=(page - 1) * 20)
+    for log in logs:  # the turn that asked, read from the log: a forgotten one is gone
+        turn = log["turn_id"] and log["conversation"]
+        found = memory.store.get_message(log["conversation"], log["turn_id"]) if turn else None
+        log["turn"] = found
     useful: dict[tuple[str, str], float] = {}
     for kind in {x[0] for log in logs for x in log["items"]}:
         ids = {x[1] for log in logs for x in log["items"] if x[0] == kind}
