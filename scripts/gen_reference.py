@@ -13,6 +13,7 @@ tests/test_docs.py runs the check, so a page cannot drift from the code.
 from __future__ import annotations
 
 import argparse
+import difflib
 import dataclasses
 import inspect
 import re
@@ -218,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)
+                old = path.read_text(encoding="utf-8") if path.is_file() else ""
+                diff = difflib.unified_diff(old.splitlines(), text.splitlines(), lineterm="")
+                print("\n".join(list(diff)[:40]))
         else:
             path.write_text(text, encoding="utf-8")
     if stale:

@@ -28,6 +28,7 @@ from archivist.judge import (
     support,
 )
 from archivist.judge.items import parse_item, read_items
+from archivist.mem0 import Memory
 from archivist.model import Message
 from archivist.prompts import judge_pairs
 from archivist.service import MemoryService
@@ -348,7 +349,15 @@ def test_the_judge_decides_which_sentences_become_memories(tmp_path: Path) -> No
     with mem:
         mem.add(conv)
         claims = mem.claims(limit=10)
-        assert [(c.text, c.kind) for c in claims] == [("alice loves jazz.", "preference")]
+        # the filler the rules would keep stays searchable, as chatter: never a memory
+        assert [(c.text, c.kind) for c in claims] == [
+            ("alice loves jazz.", "preference"),
+            ("Sounds lovely, tell assistant more.", "chatter"),
+        ]
+        facade = Memory(mem)
+        assert [r["memory"] for r in facade.get_all(user_id="alice")["results"]] == [
+            "alice loves jazz."
+        ]
     asked = [s for s in judge.asked if isinstance(s, Statement)]
     assert [s.sentence for s in asked] == ["I love jazz.", "Sounds lovely, tell me more."]
     assert [s.role for s in asked] == ["user", "assistant"]

@@ -102,7 +102,9 @@ class Memory(Checked):
         )
         keys = [(r.conversation, mid) for r in results for mid in r.added_ids]
         found = self.memory.store.claims_for_message_ids(keys)
-        claims = {c.id: c for cs in found.values() for c in cs if c.status == "current"}
+        claims = {
+            c.id: c for cs in found.values() for c in cs if c.status == "current" and _memory(c)
+        }
         ordered = sorted(claims.values(), key=lambda c: c.id or 0)
         return {
             "results": [
@@ -170,7 +172,7 @@ class Memory(Checked):
         found = self.memory.search_memories(query, user_id=who, limit=wide, conversation=run)
         out = []
         for c, score in found:
-            if threshold is not None and score < threshold:
+            if (threshold is not None and score < threshold) or not _memory(c):
                 continue
             it = self.item(c, score=score)
             if match is None or match(it["metadata"] or {}):
@@ -192,7 +194,7 @@ class Memory(Checked):
         who, run, match = _scope(user_id, agent_id, run_id, filters)
         wide = limit if match is None else max(limit * 5, 1000)
         found = self.memory.get_all(who, limit=wide, conversation=run)
-        items = [self.item(c) for c in found]
+        items = [self.item(c) for c in found if _memory(c)]
         if match is not None:
             items = [it for it in items if match(it["metadata"] or {})]
         return {"results": items[:limit]}
@@ -295,6 +297,12 @@ class Memory(Checked):
                 break
             chain.append(c := nxt)
         return chain
+
+
+def _memory(c: Claim) -> bool:
+    """Whether a claim is a memory as mem0 means it: not small talk the judge found
+    nothing to remember in, nor an open question."""
+    return c.kind not in ("chatter", "question")
 
 
 def _scope(

@@ -236,6 +236,7 @@ CLAIM_KINDS: tuple[str, ...] = (
     "question",  # open question
     "theory",
     "foresight",  # time-bounded state or plan that expires at valid_to
+    "chatter",  # small talk the judge found nothing to remember in: searched, never a state
 )
 CLAIM_SOURCES: tuple[str, ...] = ("first_hand", "reported", "assistant_suggested")
 

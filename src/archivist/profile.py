@@ -287,7 +287,8 @@ def assemble(
     about = {
         i: c
         for i, c in stood.items()
-        if (person_key(c.subject) == key or _of_own_family(c, key)) and c.kind != "question"
+        if (person_key(c.subject) == key or _of_own_family(c, key))
+        and c.kind not in ("question", "chatter")
     }
     replaced = {
         i

@@ -468,10 +468,20 @@ def _ruled_kind(core: str, m: Message, known: set[str]) -> str | None:
 
 
 def _judged_kind(core: str, m: Message, known: set[str], verdict: Verdict) -> str | None:
-    """The judge's kind of a sentence (None: chit-chat, no memory); a plan or state the
-    time words bound ("on antibiotics for 10 days") stays foresight."""
-    if not core or verdict.label not in _JUDGED_KINDS:
+    """The kind of a sentence the judge has read. What it calls chit-chat is no memory:
+    none when the old rules would drop it too, else ``chatter`` (searched like any
+    claim, so what people said stays findable, but never a state reconciliation ends
+    or a memory the mem0 shape or a profile shows). A memory the rules keep keeps the
+    rules' kind (fact, event, plan, foresight: what reconciliation and answers read),
+    its dates placed by the judge's plan or event when it is sure; one the rules would
+    drop ("I love jazz.": too short for them) takes the judge's kind."""
+    if not core:
         return None
+    ruled = _ruled_kind(core, m, known)
+    if verdict.label not in _JUDGED_KINDS:
+        return "chatter" if ruled is not None else None
+    if ruled is not None and ruled != "question":
+        return _kind(core, m, known, _mood(verdict))
     kind = _JUDGED_KINDS[verdict.label]
     if verdict.label in ("plan", "state", "goal"):
         if _kind(core, m, known, _mood(verdict)) == "foresight":

@@ -272,7 +272,7 @@ def _pair_candidates(s: _State, c: Claim, k: int, floor: float) -> list[int]:
     ids = dict.fromkeys([*s.groups.get(s.key(c), []), *s.holders.get(s.holder_key(c), [])])
     ids.pop(c.id, None)
     olds = [i for i in ids if s.by_id[i].said_at <= c.said_at and s.by_id[i].kind in STATES]
-    if c.kind == "question" or not olds:
+    if c.kind in ("question", "chatter") or not olds:
         return []
     v = s.vectors.get(c.id)
     if v is None:
