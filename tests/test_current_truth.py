@@ -506,3 +506,17 @@ def test_a_conflict_keeps_its_kind_whichever_claim_is_reconciled_second() -> Non
     forward = reconcile_claims([old], [new], vectors).conflicts
     backward = reconcile_claims([new], [old], vectors).conflicts  # the older session again
     assert [c.kind for c in forward] == [c.kind for c in backward] == ["evolution"]
+
+
+def test_a_history_line_cut_to_fit_keeps_its_mark() -> None:
+    from archivist.read.context_pack import _fit
+
+    line = (
+        "Lee: Count me in. I've been pescatarian for years, so bacalhau is perfect: fish is "
+        "the only meat I eat. [history] (no longer holds from 1 June 2024)"
+    )
+    cut = _fit(line, 20, DEFAULT_CONTEXT)
+    assert cut is not None and "[cut]" in cut
+    assert cut.endswith("[history] (no longer holds from 1 June 2024)")
+    plain = _fit("Lee: " + "word " * 40, 20, DEFAULT_CONTEXT)
+    assert plain is not None and "[history]" not in plain

@@ -27,7 +27,8 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def report(demo_db: Path) -> dict:
-    return json.loads(run_demo("--db", str(demo_db), "--embedder", "fake", as_json=True))
+    """The demo as users run it: the bundled embedder, the default judge."""
+    return json.loads(run_demo("--db", str(demo_db), as_json=True))
 
 
 def ids(evidence: list[dict]) -> list[str]:
@@ -37,7 +38,7 @@ def ids(evidence: list[dict]) -> list[str]:
 def test_the_sample_is_ingested_into_the_given_store(report: dict, demo_db: Path) -> None:
     assert report["db"] == str(demo_db)
     assert (report["embedder"], report["archivist"], report["llm"]) == (
-        "fake:64",
+        "local:all-MiniLM-L6-v2-int8",
         "heuristic",
         None,
     )
@@ -111,7 +112,7 @@ def test_the_context_a_turn_gets(report: dict) -> None:
 
 
 def test_rerunning_adds_nothing_and_shows_the_same(report: dict, demo_db: Path) -> None:
-    again = json.loads(run_demo("--db", str(demo_db), "--embedder", "fake", as_json=True))
+    again = json.loads(run_demo("--db", str(demo_db), as_json=True))
     assert again["ingested"]["messages_added"] == 0
     assert again["stats"] == report["stats"]
     for part in ("claim", "as_of", "abstention", "context"):
@@ -123,7 +124,7 @@ def test_rerunning_adds_nothing_and_shows_the_same(report: dict, demo_db: Path) 
 
 
 def test_the_text_has_a_section_per_point(demo_db: Path) -> None:
-    out = run_demo("--db", str(demo_db), "--embedder", "fake")
+    out = run_demo("--db", str(demo_db))
     assert f"store: {demo_db}" in out
     for heading in (
         "1. A claim keeps its speaker and its evidence",

@@ -85,7 +85,7 @@ def test_a_missing_model_is_a_config_error_naming_the_way_out(tmp_path: Path) ->
 
 
 def test_settings_choose_the_judge() -> None:
-    assert judge_for(Settings()) is None  # auto without an LLM: the rules, for now
+    assert isinstance(judge_for(Settings()), TrainedJudge)  # auto without an LLM: the model
     assert isinstance(judge_for(Settings(judge="model")), TrainedJudge)
     assert judge_for(Settings(judge="rules")) is None
     calls = []

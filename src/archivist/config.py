@@ -52,9 +52,10 @@ class Settings:
     llm_timeout: float = 60.0  # seconds per LLM call
     llm_concurrency: int = 4  # parallel LLM calls (extraction batches across episodes)
     conflict_policy: str = "newest_wins"  # how a contradiction between two claims resolves
-    # Who judges meaning (does a statement end an older one, does a sentence answer a
-    # question): "auto" = the configured LLM when there is one, else the phrase rules;
-    # "model" (the trained judge shipped in the package), "llm" or "rules"
+    # Who judges meaning (what kind of memory a sentence is, does a statement end an older
+    # one, does a sentence answer a question): "auto" = the configured LLM when there is
+    # one, else the trained judge shipped in the package ("model"); "llm", or "rules"
+    # (the old phrase rules, kept as a baseline)
     judge: str = "auto"
     # Reconcile new claims (duplicates, refinements, conflicts, entity filing) as soon as
     # they are extracted, so reads right after add() see the new truth; off: only the

@@ -1,11 +1,9 @@
 """The judge seam: meaning judged by the trained model, the configured LLM or the old rules.
 
 ``judge_for(settings, call)`` picks one: ``auto`` is the LLM when one is
-configured (every judged path then uses it), else the rules: the trained model
-shipped in the package is chosen with ``model``. On whole conversations it does
-not beat the rules yet (docs/judge.md: fewer state probes answered, lower
-LoCoMo evidence recall), so it is not the default. ``rules`` returns None, and
-callers keep their phrase rules.
+configured (every judged path then uses it), else the trained model shipped in
+the package. ``rules`` returns None, and callers keep their phrase rules (the
+baseline docs/judge.md compares against).
 """
 
 from __future__ import annotations
@@ -60,7 +58,7 @@ def judge_name(settings: Settings, has_llm: bool) -> str:
     """What ``settings.judge`` resolves to: model, llm or rules."""
     if settings.judge != "auto":
         return settings.judge
-    return "llm" if has_llm else "rules"
+    return "llm" if has_llm else "model"
 
 
 def judge_for(settings: Settings, call: Caller | None = None) -> Judge | None:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from ..lang.text import ECHO_SHARE, query_terms, share_in
 from .context_lines import Candidate, day_of, days_once, same_text
+from .history import HISTORY_MARK
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("key_info", "Key info"),
@@ -198,8 +199,15 @@ def _fit(line: str, room: int, config: ContextConfig, cut: bool = True) -> str |
     n = int(room / config.tokens_per_word) - 1
     if n < config.min_fit_words:
         return None
+    # a line marked history keeps its mark when its end is cut: cut short, it must not
+    # read as what holds now ("…pescatarian for years … [cut] [history] (no longer…)")
+    mark = ""
+    if HISTORY_MARK in line:
+        tail = line[line.index(HISTORY_MARK) :]
+        mark = " " + (tail if len(tail.split()) <= 12 else HISTORY_MARK)
     while n >= config.min_fit_words:
-        cut = " ".join(words[:n]) + f" … {CUT}"
+        kept = " ".join(words[:n])
+        cut = f"{kept} … {CUT}" + ("" if HISTORY_MARK in kept else mark)
         if estimate_tokens(cut, config.tokens_per_word) <= room:
             return cut
         n -= 1
