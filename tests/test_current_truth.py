@@ -515,8 +515,10 @@ def test_a_history_line_cut_to_fit_keeps_its_mark() -> None:
         "Lee: Count me in. I've been pescatarian for years, so bacalhau is perfect: fish is "
         "the only meat I eat. [history] (no longer holds from 1 June 2024)"
     )
-    cut = _fit(line, 20, DEFAULT_CONTEXT)
-    assert cut is not None and "[cut]" in cut
-    assert cut.endswith("[history] (no longer holds from 1 June 2024)")
+    for room in range(20, 37):
+        cut = _fit(line, room, DEFAULT_CONTEXT)
+        assert cut is None or ("[cut]" in cut and "[history]" in cut), cut
+    cut = _fit(line, 30, DEFAULT_CONTEXT)
+    assert cut is not None and cut.endswith("[history] (no longer holds from 1 June 2024)")
     plain = _fit("Lee: " + "word " * 40, 20, DEFAULT_CONTEXT)
     assert plain is not None and "[history]" not in plain

@@ -195,19 +195,20 @@ def _fit(line: str, room: int, config: ContextConfig, cut: bool = True) -> str |
         return line
     if not cut:
         return None
+    # a line marked history keeps its mark when it is cut: cut short, it must not read as
+    # what holds now ("…pescatarian for years … [cut] [history] (no longer holds from…)")
+    mark = ""
+    if HISTORY_MARK in line:
+        at = line.index(HISTORY_MARK)
+        tail = line[at:]
+        mark = " " + (tail if len(tail.split()) <= 12 else HISTORY_MARK)
+        line = line[:at]
     words = line.split()
     n = int(room / config.tokens_per_word) - 1
     if n < config.min_fit_words:
         return None
-    # a line marked history keeps its mark when its end is cut: cut short, it must not
-    # read as what holds now ("…pescatarian for years … [cut] [history] (no longer…)")
-    mark = ""
-    if HISTORY_MARK in line:
-        tail = line[line.index(HISTORY_MARK) :]
-        mark = " " + (tail if len(tail.split()) <= 12 else HISTORY_MARK)
     while n >= config.min_fit_words:
-        kept = " ".join(words[:n])
-        cut = f"{kept} … {CUT}" + ("" if HISTORY_MARK in kept else mark)
+        cut = " ".join(words[:n]) + f" … {CUT}" + mark
         if estimate_tokens(cut, config.tokens_per_word) <= room:
             return cut
         n -= 1
