@@ -209,6 +209,7 @@ def test_the_memories_list_filters_pages_and_forgets_in_bulk(site, browser) -> N
     context.add_cookies([{"name": "archivist_key", "value": KEY, "url": base}])
     page = context.new_page()
     page.goto(base + "/memories")
+    assert page.title() == "Memories · archivist"
     total = memory.store.browse_claims(Filters())[1]
     assert page.get_by_role("heading", level=2).first.inner_text().startswith(f"{total} memories")
     shot(page, "13-memories")
