@@ -7,6 +7,7 @@ hands it to its template; no page changes memory (actions.py does).
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -158,6 +159,12 @@ def claim_page(
 MEMORIES_PAGE = 50  # claims per page of the memories list
 
 
+def _paged(path: str, query: dict[str, str], page: int, total: int, per: int) -> dict:
+    """What _pages.html reads for a filtered list: its link (the filters as a query),
+    this page and how many there are."""
+    return {"link": f"{path}?{urlencode(query)}", "page": page, "pages": max(1, -(-total // per))}
+
+
 @router.get("/memories")
 def memories_page(
     request: Request,
@@ -171,8 +178,6 @@ def memories_page(
 ) -> HTMLResponse:
     """Every memory (claim), newest first, filtered by words, person, conversation, kind
     and status, a page at a time; the selected ones can be forgotten together."""
-    from urllib.parse import urlencode
-
     from ...model import CLAIM_KINDS
     from ...store.sql import Filters
 
@@ -188,16 +193,14 @@ def memories_page(
     )
     query = {"text": text, "person": person, "conversation": conversation}
     query |= {"kind": kind, "status": status}
-    link = "/memories?" + urlencode(query)
+    paged = _paged("/memories", query, page, total, MEMORIES_PAGE)
     return render(
         request,
         "memories.html",
         claims=claims,
         total=total,
-        page=page,
-        pages=max(1, -(-total // MEMORIES_PAGE)),
-        link=link,
-        here=f"{link}&page={page}",
+        here=f"{paged['link']}&page={page}",
+        **paged,
         people=sorted({p.name for p in memory.persons()}),
         conversations=[c["id"] for c in memory.conversations()],
         kinds=CLAIM_KINDS,
@@ -217,23 +220,20 @@ def conflicts_page(
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
 ) -> HTMLResponse:
     """Every logged change of state, newest first, across people (filter by whom, kind)."""
-    from urllib.parse import urlencode
-
     memory = tenant.memory
     found = list(reversed(memory.conflicts(subject=subject or None)))
     kinds = sorted({c.kind for c in found})
     if kind:
         found = [c for c in found if c.kind == kind]
-    link = "/conflicts?" + urlencode({"subject": subject, "kind": kind})
     at = (page - 1) * CONFLICTS_PAGE
     return render(
         request,
         "conflicts.html",
         conflicts=found[at : at + CONFLICTS_PAGE],
         total=len(found),
-        page=page,
-        pages=max(1, -(-len(found) // CONFLICTS_PAGE)),
-        link=link,
+        **_paged(
+            "/conflicts", {"subject": subject, "kind": kind}, page, len(found), CONFLICTS_PAGE
+        ),
         people=sorted({p.name for p in memory.persons()}),
         kinds=kinds or ["contradiction", "correction", "evolution"],
         subject=subject,
