@@ -485,13 +485,13 @@ def _judged_kind(core: str, m: Message, known: set[str], verdict: Verdict) -> st
             return "chatter"
         # unsure: the rules' kind ("My favourite food is sushi." read as chit-chat at 0.64)
         return _kind(core, m, known)
+    mood = _mood(verdict)
     if ruled is not None and ruled != "question":
-        return _kind(core, m, known, _mood(verdict))
-    kind = _JUDGED_KINDS[verdict.label]
-    if verdict.label in ("plan", "state", "goal"):
-        if _kind(core, m, known, _mood(verdict)) == "foresight":
-            return "foresight"
-    return kind
+        # the rules' kind, read again only where the judge's mood may move its dates
+        return _kind(core, m, known, mood) if mood else ruled
+    if verdict.label in ("plan", "state", "goal") and _kind(core, m, known, mood) == "foresight":
+        return "foresight"
+    return _JUDGED_KINDS[verdict.label]
 
 
 # how sure the judge must be that a sentence the rules keep is small talk before it is
