@@ -505,3 +505,13 @@ def test_a_second_ending_at_ends_p_more_is_taken(tmp_path: Path) -> None:
         mem.add(conv)
         mem.reconcile()
         assert sum(c.status == "superseded" for c in mem.claims(limit=10)) == 2
+
+
+def test_an_unsure_chit_chat_keeps_the_rules_kind_even_for_an_own_question() -> None:
+    unsure = FakeJudge(kind=lambda s: Verdict("chit-chat", 0.6))
+    when = datetime(2025, 3, 2, 9, tzinfo=UTC)
+    said = "Should I move to Lisbon next year or stay in Porto for good?"
+    msg = Message("1", "c", 1, "Ana", said, when)
+    ruled = heuristic_claims([msg])
+    judged = heuristic_claims([msg], judge=unsure)
+    assert [c.kind for c in judged] == [c.kind for c in ruled]

@@ -484,7 +484,7 @@ def _judged_kind(core: str, m: Message, known: set[str], verdict: Verdict) -> st
         if verdict.p >= CHATTER_SURE:
             return "chatter"
         # unsure: the rules' kind ("My favourite food is sushi." read as chit-chat at 0.64)
-        return _kind(core, m, known)
+        return ruled
     mood = _mood(verdict)
     if ruled is not None and ruled != "question":
         # the rules' kind, read again only where the judge's mood may move its dates
