@@ -57,6 +57,8 @@ def test_memories_add_list_search_get_update_history_delete(client) -> None:  # 
     ]
     gone = client.delete(f"/v1/memories/{home['id']}", headers=ALPHA)
     assert gone.json() == {"message": "Memory deleted successfully!"}
+    (audit, *_) = client.get("/v1/memory/audit", headers=ALPHA).json()
+    assert (audit["kind"], audit["claims"]) == ("claim", 2) and audit["actor"].startswith("rest")
     missing = client.get(f"/v1/memories/{home['id']}", headers=ALPHA)
     assert missing.status_code == 404 and "no memory" in missing.json()["error"]["message"]
     after = client.get(f"/v1/memories/{home['id']}/history", headers=ALPHA).json()

@@ -119,10 +119,11 @@ class Memory(Checked):
         self.memory.update(self._head(memory_id).id, data)  # type: ignore[arg-type]
         return {"message": "Memory updated successfully!"}
 
-    def delete(self, memory_id: MemoryId) -> dict:
+    def delete(self, memory_id: MemoryId, *, actor: str = ACTOR) -> dict:
         """Forget a memory for good, with every wording it had (NotFound when it is not
-        stored); its history then ends with a DELETE entry."""
-        self.memory.forget_claim(self._head(memory_id).id, actor=ACTOR)  # type: ignore[arg-type]
+        stored); its history then ends with a DELETE entry. ``actor``: who asked, for
+        the audit log (the REST and MCP front ends name themselves)."""
+        self.memory.forget_claim(self._head(memory_id).id, actor=actor)  # type: ignore[arg-type]
         return {"message": "Memory deleted successfully!"}
 
     def delete_all(

@@ -63,6 +63,29 @@ def add_memory_tools(
                 return mem0.search(query, user_id=user_id, filters=filters, limit=limit)
             return mem0.get_all(user_id=user_id, filters=filters, limit=limit)
 
+    _one_memory_tools(server, mem0, writing, tool, errors)
+
+    @tool(server, read_only_hint=True)
+    def context(
+        turn: Annotated[str, Field(description="The user's turn (or a question).")],
+        person: Annotated[str | None, Field(description="Whose memory it is.")] = None,
+        conversation: Annotated[str | None, Field(description="Only this conversation.")] = None,
+        budget_tokens: Annotated[int, Field(ge=50, le=32000)] = 1500,
+    ) -> dict[str, Any]:
+        """The memory context an assistant turn would get, within a token budget: its text
+        and the items shown (messages, claims, key info)."""
+        with errors():
+            ctx = memory.context(
+                turn, person=person, conversation=conversation, budget_tokens=budget_tokens
+            )
+            return {"text": ctx.text, "items": [list(r) for r in ctx.records()]}
+
+
+def _one_memory_tools(
+    server: MCPServer, mem0: Mem0, writing: threading.Lock, tool: Tool, errors
+) -> None:
+    """The tools on one memory id: get, correct, forget, and its history."""
+
     @tool(server, read_only_hint=True)
     def get_memory(memory_id: MemoryId) -> dict[str, Any]:
         """One memory, as get_memories lists it (its latest wording under its first id)."""
@@ -87,26 +110,10 @@ def add_memory_tools(
     def delete_memory(memory_id: MemoryId) -> dict[str, Any]:
         """Forget a memory for good (with its corrections); its messages stay."""
         with errors(), writing:
-            memory.forget_claim(mem0._head(memory_id).id, actor="mcp")  # type: ignore[arg-type]
-            return {"message": "Memory deleted successfully!"}
+            return mem0.delete(memory_id, actor="mcp")
 
     @tool(server, read_only_hint=True)
     def memory_history(memory_id: MemoryId) -> dict[str, Any]:
         """mem0's history of a memory: ADD, each UPDATE, and DELETE once it is forgotten."""
         with errors():
             return {"results": mem0.history(memory_id)}
-
-    @tool(server, read_only_hint=True)
-    def context(
-        turn: Annotated[str, Field(description="The user's turn (or a question).")],
-        person: Annotated[str | None, Field(description="Whose memory it is.")] = None,
-        conversation: Annotated[str | None, Field(description="Only this conversation.")] = None,
-        budget_tokens: Annotated[int, Field(ge=50, le=32000)] = 1500,
-    ) -> dict[str, Any]:
-        """The memory context an assistant turn would get, within a token budget: its text
-        and the items shown (messages, claims, key info)."""
-        with errors():
-            ctx = memory.context(
-                turn, person=person, conversation=conversation, budget_tokens=budget_tokens
-            )
-            return {"text": ctx.text, "items": [list(r) for r in ctx.records()]}

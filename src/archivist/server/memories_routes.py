@@ -122,6 +122,14 @@ def memories_router() -> APIRouter:
             threshold=body.threshold,
         )
 
+    _one_memory_routes(r)
+    _delete_routes(r)
+    return r
+
+
+def _one_memory_routes(r: APIRouter) -> None:
+    """``/v1/memories/{memory_id}``: get, correct, forget, and its history."""
+
     @r.get("/v1/memories/{memory_id}")
     def get_memory(tenant: TenantDep, memory_id: str) -> dict:
         """One memory, as get_all lists it (its latest wording under its first id)."""
@@ -142,17 +150,12 @@ def memories_router() -> APIRouter:
     def delete_memory(request: Request, tenant: TenantDep, memory_id: str) -> dict:
         """Forget a memory for good (with its corrections)."""
         tenant.drain(DRAIN_S)
-        mem0 = _facade(tenant)
-        mem0.memory.forget_claim(mem0._head(str(_id(memory_id))).id, actor=actor(request))  # type: ignore[arg-type]
-        return {"message": "Memory deleted successfully!"}
+        return _facade(tenant).delete(str(_id(memory_id)), actor=actor(request))
 
     @r.get("/v1/memories/{memory_id}/history")
     def memory_history(tenant: TenantDep, memory_id: str) -> list[dict]:
         """mem0's history of a memory: ADD, each UPDATE, and DELETE once it is forgotten."""
         return _facade(tenant).history(str(_id(memory_id)))
-
-    _delete_routes(r)
-    return r
 
 
 def _delete_routes(r: APIRouter) -> None:
