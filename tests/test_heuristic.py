@@ -7,13 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from archivist.lang.subject import split_clauses
 from archivist.model import CLAIM_KINDS, CLAIM_SOURCES, Attachment, Claim, Message
-from archivist.write.heuristic import (
-    heuristic_claims,
-    heuristic_episode,
-    split_clauses,
-    split_sentences,
-)
+from archivist.write.heuristic import heuristic_claims, heuristic_episode, split_sentences
 from archivist.write.segment_fallback import segment_fixed, should_use_llm_boundaries
 
 T = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday

@@ -183,3 +183,26 @@ def relative_subject(
 def mentions_kin(question: str) -> bool:
     """The question asks about someone's relative ("Where does Amara's brother work?")."""
     return any(_kin(w) for w in words(question))
+
+
+# ", and I still live in Leeds", "; my partner eats meat": a clause joined on with its own
+# first-person subject
+_OWN_CLAUSE = re.compile(
+    r"\s*(?:,\s*(?:and|but|plus)|;)\s+"
+    r"(?=(?:I|I'm|I’m|I've|I’ve|I'll|I’ll|I'd|I’d|we|we're|we’re|we've|we’ve|my|our)\s)"
+)
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """A sentence's clauses that each have their own first-person subject ("Still a
+    tester at Northgate Bank, and I still live in Leeds"): one fact each, so a
+    change to one ends only it. Parts of fewer than three words stay joined."""
+    parts: list[str] = []
+    start = 0
+    for m in _OWN_CLAUSE.finditer(sentence):
+        head, tail = sentence[start : m.start()], sentence[m.end() :]
+        if len(head.split()) >= 3 and len(tail.split()) >= 3:
+            parts.append(head.strip(" ,;"))
+            start = m.end()
+    parts.append(sentence[start:].strip())
+    return [p for p in parts if p]

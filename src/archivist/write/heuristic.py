@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..judge import Judge, Statement, Verdict
 from ..lang.attributes import LIFE_STAGES, attribute_of, attribute_values
-from ..lang.subject import kin_names, relative_subject
+from ..lang.subject import kin_names, relative_subject, split_clauses
 from ..lang.text import (
     CALENDAR_WORDS,
     ECHO_SHARE,
@@ -187,29 +187,6 @@ def split_sentences(text: str) -> list[str]:
         start = m.end()
     out.append(text[start:].strip())
     return [s for s in out if s]
-
-
-# ", and I still live in Leeds", "; my partner eats meat": a clause joined on with its own
-# first-person subject
-_OWN_CLAUSE = re.compile(
-    r"\s*(?:,\s*(?:and|but|plus)|;)\s+"
-    r"(?=(?:I|I'm|I’m|I've|I’ve|I'll|I’ll|I'd|I’d|we|we're|we’re|we've|we’ve|my|our)\s)"
-)
-
-
-def split_clauses(sentence: str) -> list[str]:
-    """A sentence's clauses that each have their own first-person subject ("Still a
-    tester at Northgate Bank, and I still live in Leeds"): one fact each, so a
-    change to one ends only it. Parts of fewer than three words stay joined."""
-    parts: list[str] = []
-    start = 0
-    for m in _OWN_CLAUSE.finditer(sentence):
-        head, tail = sentence[start : m.start()], sentence[m.end() :]
-        if len(head.split()) >= 3 and len(tail.split()) >= 3:
-            parts.append(head.strip(" ,;"))
-            start = m.end()
-    parts.append(sentence[start:].strip())
-    return [p for p in parts if p]
 
 
 def _alias_of(word: str, known: set[str]) -> bool:
