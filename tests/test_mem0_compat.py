@@ -141,3 +141,15 @@ def test_one_user_id_is_one_person_across_runs(tmp_path) -> None:
         ]
     finally:
         m.memory.close()
+
+
+def test_a_memory_whose_time_is_up_says_so(tmp_path) -> None:
+    m = Memory.from_config({"path": str(tmp_path / "t.db"), "embedder": FakeEmbedder()})
+    try:
+        long_ago = "2025-01-14T09:00:00+00:00"
+        m.add("I'm on antibiotics for 10 days, doctor's orders.", user_id="tom", timestamp=long_ago)
+        (item,) = m.get_all(user_id="tom")["results"]
+        assert "antibiotics" in item["memory"] and item["valid_to"].startswith("2025-01-24")
+        assert item["status"] == "expired"
+    finally:
+        m.memory.close()

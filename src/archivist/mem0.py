@@ -250,7 +250,7 @@ class Memory(Checked):
             "speaker": c.speaker,
             "role": "assistant" if c.source == "assistant_suggested" else "user",
             "kind": c.kind,
-            "status": c.status,
+            "status": self._status(c),
             "valid_from": c.valid_from.isoformat() if c.valid_from else None,
             "valid_to": c.valid_to.isoformat() if c.valid_to else None,
             "evidence": list(c.evidence),
@@ -260,6 +260,12 @@ class Memory(Checked):
         return out
 
     # -- helpers --------------------------------------------------------------------
+
+    def _status(self, c: Claim) -> str:
+        """The claim's status, and ``expired`` for a current one whose time is up ("on
+        antibiotics for 10 days", read a month later): never shown as holding now."""
+        late = c.said_at <= (now := self.memory.core.clock()) and not c.holds_at(now)
+        return "expired" if c.status == "current" and late else c.status
 
     def _metadata(self, c: Claim) -> dict | None:
         """The metadata of the messages a memory was drawn from (merged), or None."""
