@@ -120,7 +120,9 @@ def run_context_recall(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict:
     """Evidence recall of each system's context per budget and category, tokens used and
-    archivist's assembly latency. ``questions``: (conversation, LoCoMo QA item)."""
+    archivist's assembly latency. ``questions``: (conversation, LoCoMo QA item); an item
+    may name the ``person`` whose turn it is, and a ``pair`` id listed under ``missed``
+    when archivist's context lacks its evidence."""
     asked = {
         cid: max(m.timestamp for _, m in memory.store.conversation_messages(cid))
         for cid in {cid for cid, _ in questions}
@@ -134,6 +136,7 @@ def run_context_recall(
     }
     tokens: dict[str, dict[int, list[int]]] = {s: {b: [] for b in budgets} for s in SYSTEMS}
     seconds: dict[int, list[float]] = {b: [] for b in budgets}
+    missed: dict[int, list[str]] = {b: [] for b in budgets}
     for n, (cid, q) in enumerate(questions):
         at, gold, cat = asked[cid], set(q["evidence"]), str(q["category"])
         question = q["question"]
@@ -141,7 +144,9 @@ def run_context_recall(
         rag = _plain_rag(memory, question, cid, people)
         for b in budgets:
             t = time.perf_counter()
-            ctx = memory.context(question, conversation=cid, budget_tokens=b, at=at)
+            ctx = memory.context(
+                question, person=q.get("person"), conversation=cid, budget_tokens=b, at=at
+            )
             seconds[b].append(time.perf_counter() - t)
             shown = {
                 "archivist": (context_turns(ctx.items, cid, indexes[cid]), ctx.tokens),
@@ -152,6 +157,8 @@ def run_context_recall(
             for system, (turns, used) in shown.items():
                 rows[system][b].append((cat, len(gold & turns) / len(gold)))
                 tokens[system][b].append(used)
+            if "pair" in q and not gold & shown["archivist"][0]:
+                missed[b].append(q["pair"])
         if progress:
             progress("contexts", n + 1, len(questions))
     return {
@@ -168,6 +175,7 @@ def run_context_recall(
             for b in budgets
         },
         "counting": "message item, claim evidence, or a claim's exact text in another line",
+        "missed": {str(b): ids for b, ids in missed.items() if ids},
     }
 
 

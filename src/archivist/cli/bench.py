@@ -10,6 +10,13 @@ import click
 from .common import Context, emit_json, pass_ctx
 from .progress import StagedProgress
 
+save_option = click.option(
+    "--save",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the result, with the command that reproduces it, to this JSON file "
+    "(the benchmark page renders docs/results/*.json).",
+)
+
 
 @click.group()
 def bench() -> None:
@@ -34,6 +41,7 @@ def _parse_ks(value: str, option: str = "--k") -> tuple[int, ...]:
 @click.option("--k", "ks", default="5,10,25", show_default=True, help="Comma-separated k values.")
 @click.option("--no-llm", is_flag=True, help="Use the heuristic archivist even if an LLM is set.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@save_option
 @click.option("--qa", is_flag=True, help="Question answering (F1, BLEU-1, J) instead of recall.")
 @click.option(
     "--context",
@@ -75,6 +83,7 @@ def locomo(
     answer_model: str | None,
     judge_model: str | None,
     plus_rankers: tuple[str, ...],
+    save: Path | None,
 ) -> None:
     """Evidence recall@k on a LoCoMo file (archivist vs BM25, dense, plain RRF), or --qa."""
     from ..bench.locomo import plus, run_locomo
@@ -89,16 +98,16 @@ def locomo(
     if qa and context_mode:
         raise click.UsageError("--qa and --context are separate runs: choose one")
     if qa:
-        _locomo_qa(ctx, path, no_llm, as_json, limit, out, answer_model, judge_model)
+        _locomo_qa(ctx, path, no_llm, as_json, limit, out, answer_model, judge_model, save)
         return
     if no_llm:
         ctx.settings = ctx.settings.with_(llm="none")
     if context_mode:
-        _locomo_context(ctx, path, _parse_ks(budgets, "--budgets"), limit, as_json)
+        _locomo_context(ctx, path, _parse_ks(budgets, "--budgets"), limit, as_json, save)
         return
     with StagedProgress(enabled=not as_json) as progress:
         result = run_locomo(ctx.open(create=True), path, kvals, progress=progress, extra=extra)
-    _print(result, as_json, locomo_table)
+    _print(result, as_json, locomo_table, save)
 
 
 @bench.command("state")
@@ -121,6 +130,7 @@ def locomo(
 @click.option("--reader-model", default="", help="The reader's model (a GGUF path for local).")
 @click.option("--reader-url", default="", help="The reader's OpenAI-compatible base URL.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@save_option
 @pass_ctx
 def state(
     ctx: Context,
@@ -132,6 +142,7 @@ def state(
     reader_model: str,
     reader_url: str,
     as_json: bool,
+    save: Path | None,
 ) -> None:
     """Current vs outdated facts: answers, context coverage, stale facts shown as current.
 
@@ -170,7 +181,7 @@ def state(
             progress=progress,
             reader=reading,
         )
-    _print(result, as_json, state_table)
+    _print(result, as_json, state_table, save)
 
 
 @bench.command("judge")
@@ -184,8 +195,9 @@ def state(
     help="The trained model, the old phrase rules, or the configured LLM.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@save_option
 @pass_ctx
-def judge(ctx: Context, path: Path, which: str, as_json: bool) -> None:
+def judge(ctx: Context, path: Path, which: str, as_json: bool, save: Path | None) -> None:
     """How well a judge labels pairs: accuracy, macro-F1, per label, confusion matrix.
 
     PATH: {"items": [...]} (or JSON lines) of relation items (speaker, older,
@@ -211,6 +223,7 @@ def judge(ctx: Context, path: Path, which: str, as_json: bool) -> None:
     else:
         chosen = TrainedJudge()
     result = run_judge(chosen, items, which, path.name)
+    _save(result, save)
     if as_json:
         emit_json({k: v for k, v in result.items() if k != "file"})
     else:
@@ -218,7 +231,12 @@ def judge(ctx: Context, path: Path, which: str, as_json: bool) -> None:
 
 
 def _locomo_context(
-    ctx: Context, path: Path, budgets: tuple[int, ...], limit: int | None, as_json: bool
+    ctx: Context,
+    path: Path,
+    budgets: tuple[int, ...],
+    limit: int | None,
+    as_json: bool,
+    save: Path | None,
 ) -> None:
     from ..bench.locomo import run_locomo_context
     from ..bench.report import locomo_context_table
@@ -227,11 +245,22 @@ def _locomo_context(
         result = run_locomo_context(
             ctx.open(create=True), path, budgets, limit=limit, progress=progress
         )
-    _print(result, as_json, locomo_context_table)
+    _print(result, as_json, locomo_context_table, save)
 
 
-def _print(result: dict, as_json: bool, table: Callable[[dict], str]) -> None:
-    """A benchmark's result: one JSON object to stdout, or its readable table."""
+def _save(result: dict, path: Path | None) -> None:
+    """Keep ``result`` in a result file with the command line of this run."""
+    if path is not None:
+        from ..bench.record import command_line, save
+
+        save(result, path, command_line(click.get_current_context()))
+
+
+def _print(
+    result: dict, as_json: bool, table: Callable[[dict], str], path: Path | None = None
+) -> None:
+    """A benchmark's result: one JSON object to stdout, or its readable table; saved too."""
+    _save(result, path)
     if as_json:
         emit_json(result)
     else:
@@ -266,6 +295,7 @@ def _locomo_qa(
     out: Path | None,
     answer_model: str | None,
     judge_model: str | None,
+    save: Path | None,
 ) -> None:
     """Run the QA benchmark and write results.json, results.md and chart.png to ``out``."""
     import json
@@ -288,6 +318,7 @@ def _locomo_qa(
             progress=progress,
         )
     table = locomo_qa_table(result)
+    _save(result, save)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(
@@ -337,6 +368,7 @@ def _locomo_qa(
     help="Largest size grown on PostgreSQL (its inserts ran 465 rows/s at 100k here).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@save_option
 @pass_ctx
 def scale(
     ctx: Context,
@@ -347,6 +379,7 @@ def scale(
     pg_schema: str,
     pg_max: int,
     as_json: bool,
+    save: Path | None,
 ) -> None:
     """Open, search and insert costs on a synthetic store as it grows (use a fresh --db)."""
     from dataclasses import replace
@@ -372,15 +405,16 @@ def scale(
     finally:
         if pg is not None:
             pg.close()
-    _print(result, as_json, scale_table)
+    _print(result, as_json, scale_table, save)
 
 
 @bench.command("add")
 @click.option("--messages", default=3000, show_default=True, type=click.IntRange(2, 1_000_000))
 @click.option("--adds", default=200, show_default=True, type=click.IntRange(1, 100_000))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@save_option
 @pass_ctx
-def add(ctx: Context, messages: int, adds: int, as_json: bool) -> None:
+def add(ctx: Context, messages: int, adds: int, as_json: bool, save: Path | None) -> None:
     """Latency of adding one message, with and without reconciliation on write.
 
     Two identical synthetic stores in a temp dir (heuristic archivist, the
@@ -390,4 +424,49 @@ def add(ctx: Context, messages: int, adds: int, as_json: bool) -> None:
 
     with StagedProgress(enabled=not as_json) as progress:
         result = run_add(messages=messages, adds=adds, settings=ctx.settings, progress=progress)
-    _print(result, as_json, add_table)
+    _print(result, as_json, add_table, save)
+
+
+@bench.command("implicit")
+@click.argument("pairs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("locomo", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--budgets", default="1000,2000", show_default=True, help="Comma-separated token budgets."
+)
+@click.option("--seed", default=0, show_default=True, help="Where the cues are stitched in.")
+@click.option("--no-llm", is_flag=True, help="Use the heuristic archivist even if an LLM is set.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")
+@save_option
+@pass_ctx
+def implicit(
+    ctx: Context,
+    pairs: Path,
+    locomo: Path,
+    budgets: str,
+    seed: int,
+    no_llm: bool,
+    as_json: bool,
+    save: Path | None,
+) -> None:
+    """Whether a cue said once reaches the context of a later turn that needs it.
+
+    PAIRS: {"items": [...]} of cue/trigger pairs (id, kind value|goal|state|lesson,
+    cue: turns of A and B, cue_turn, trigger said by A). Each cue session is stitched
+    into a conversation of LOCOMO (a LoCoMo file) in its first two thirds; each
+    trigger is A's turn at the end. Use a fresh --db.
+    """
+    from ..bench.implicit import implicit_table, read_pairs, run_implicit
+
+    read_pairs(pairs)  # a bad file stops here, before any model loads
+    if no_llm:
+        ctx.settings = ctx.settings.with_(llm="none")
+    with StagedProgress(enabled=not as_json) as progress:
+        result = run_implicit(
+            ctx.open(create=True),
+            locomo,
+            pairs,
+            _parse_ks(budgets, "--budgets"),
+            seed=seed,
+            progress=progress,
+        )
+    _print(result, as_json, implicit_table, save)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import ConfigError
-from .bench import bench
+from .bench import _save, bench, save_option
 from .common import Context, emit_json, pass_ctx
 
 
@@ -47,6 +47,7 @@ from .common import Context, emit_json, pass_ctx
     help="Run the proxy in this process (sharing its interpreter lock with the clients).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print only the JSON result.")
+@save_option
 @pass_ctx
 def load(
     ctx: Context,
@@ -64,6 +65,7 @@ def load(
     data_dir: Path | None,
     in_process: bool,
     as_json: bool,
+    save: Path | None,
 ) -> None:
     """Proxy latency added over direct calls (p50/p95) and messages stored vs sent."""
     try:
@@ -97,6 +99,7 @@ def load(
         result = run_load(
             cfg, target, memory_settings=ctx.settings, separate_process=not in_process
         )
+    _save(result, save)
     if not as_json:
         click.echo(load_table(result))
         click.echo()
