@@ -284,6 +284,9 @@ class Claim:
     # ``replaced_by``). Nothing is deleted; ``Memory.claim_history`` shows the path.
     status: str = "current"
     replaced_by: int | None = None
+    # the person model's part (the judge's kind of the sentence: value, goal, state,
+    # lesson, habit, preference, plan, event; "" unread): standing items are read by it
+    facet: str = ""
 
     def holds_at(self, at: datetime) -> bool:
         """Was this claim known and still true at ``at``? The one rule of every "as of" read.
@@ -332,6 +335,7 @@ class Claim:
             "status": self.status,
             "replaced_by": self.replaced_by,
             "method": self.method,
+            "facet": self.facet,
         }
 
 

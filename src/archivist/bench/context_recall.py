@@ -77,7 +77,7 @@ def context_turns(items: Iterable, conversation: str, claims: ClaimIndex) -> set
             conv, _, mid = item.id.rpartition("/")
             if conv == conversation:
                 found.add(mid)
-        elif item.kind == "claim":
+        elif item.kind in ("claim", "standing"):
             found |= claims.by_id.get(item.id, set())
         else:
             found |= claims.in_line(item.text)

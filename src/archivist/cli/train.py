@@ -1,4 +1,5 @@
-"""``archivist train judge``: train the judge shipped in the package (the ``train`` extra)."""
+"""``archivist train judge|bears``: train what the package ships (the judge needs the
+``train`` extra; the map of what a turn bears on needs numpy only)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,22 @@ def judge(ctx: click.Context) -> None:
 
 def register(cli: click.Group) -> None:
     cli.add_command(train)
+
+
+@train.command(
+    "bears",
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_extra_args": True,
+        "help_option_names": [],
+    },
+)
+@click.pass_context
+def bears(ctx: click.Context) -> None:
+    """Fit the map of what a turn bears on from training/implicit (--help: its options).
+
+    Numpy only: needs no train extra.
+    """
+    from ..train.bears import main
+
+    raise SystemExit(main(list(ctx.args)))

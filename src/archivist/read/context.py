@@ -68,6 +68,7 @@ from .history import Bygones, bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import MAX_K, search_memory
 from .replies import REPLY_WORDS, follows_question
+from .standing import standing, unreached
 
 if TYPE_CHECKING:
     from ..core import Core
@@ -326,6 +327,9 @@ def gather(
             for p in persons
             if (text := store.person_key_info(p.id))
         ],
+        "standing": (
+            unreached(standing(core, query, persons, at), hits, claims) if config.standing else []
+        ),
         "summary": _summaries(store, convs, at),
         "dossier": dossiers,
         "brief": briefs,

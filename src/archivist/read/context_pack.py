@@ -19,6 +19,7 @@ from .history import HISTORY_MARK
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("key_info", "Key info"),
+    ("standing", "Values, goals, lessons and standing states"),
     ("summary", "Summaries"),
     ("dossier", "Entities"),
     ("brief", "Other entities"),
@@ -26,9 +27,11 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("message", "Messages"),
     ("log", "Earlier messages, oldest first"),  # the whole history, when it fits
 )
-EARLY = ("key_info", "summary", "dossier", "brief")  # capped, and never eat the reserves
-RANKED = ("dossier", "brief", "claim", "message")  # chosen by score, not by structure
+# capped, and never eat the reserves
+EARLY = ("key_info", "standing", "summary", "dossier", "brief")
+RANKED = ("standing", "dossier", "brief", "claim", "message")  # chosen by score
 IN_TIME_ORDER = ("claim", "message", "log")  # shown oldest first once chosen
+CLAIMS = ("claim", "standing")  # items that are claims: one line per turn with messages
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class ContextConfig:
     tokens_per_word: float = 1.3
     caps: tuple[tuple[str, float], ...] = (
         ("key_info", 0.05),
+        ("standing", 0.15),
         ("summary", 0.25),
         ("dossier", 0.15),
         ("brief", 0.05),
@@ -65,6 +69,7 @@ class ContextConfig:
     tokens_per_hit: int = 25  # ... and one per this many tokens of budget, to fill it
     route: bool = True  # search routed (who, which conversation, which period) as ``ask``
     early_relevance: bool = True  # key info and summaries: only sentences the turn bears on
+    standing: bool = True  # the people's values, goals, lessons and states, by meaning
     whole_history: bool = True  # the scope's every message instead, when they all fit
     recent_messages: int = 12  # tail of the conversation offered as candidates
     # the last turns pinned first (never skipped as "already summarised"); none by default:
@@ -104,8 +109,8 @@ DEFAULT_CONTEXT = ContextConfig()
 class ContextItem:
     """One line shown to the assistant: what it is, its id, its text, its cost and score."""
 
-    kind: str  # key_info, summary, dossier, brief, claim, message
-    id: str  # person id, summary id, entity id, claim id, or "conversation/message id"
+    kind: str  # key_info, standing, summary, dossier, brief, claim, message
+    id: str  # person id, summary id, entity id, claim id (standing too), or "conv/message id"
     text: str
     tokens: int
     score: float = 0.0
@@ -236,7 +241,7 @@ def _says_again(
     (``fragments_as_turns`` turned the others into their whole messages), so the
     message beside it would say the same twice.
     """
-    if c.kind == "claim" and c.evidence and c.evidence <= pinned:
+    if c.kind in CLAIMS and c.evidence and c.evidence <= pinned:
         return True
     if c.skippable:
         known = said.get(c.conversation, set())
@@ -282,7 +287,7 @@ def _line(
     held = days.get(day) if days is not None and day else None
     first = bool(day) and (held is None or when < held[0])
     most = math.ceil(3 * config.tokens_per_word) if first else 0  # what a day can add
-    line = _fit(f"- {rest}", int(room - most), config, cut=kind != "key_info")
+    line = _fit(f"- {rest}", int(room - most), config, cut=kind not in ("key_info", "standing"))
     if line is None:
         return None
     cost = estimate_tokens(line, config.tokens_per_word)
@@ -329,7 +334,7 @@ class _Shown:
         """Would ``c`` show what is shown (``_says_again``), or a summary of spanned sessions?"""
         if c.kind == "summary" and c.covers and c.covers <= self.spanned.get(c.conversation, set()):
             return True
-        if c.kind == "claim" and c.evidence and c.evidence <= self.turns:
+        if c.kind in CLAIMS and c.evidence and c.evidence <= self.turns:
             return True  # its turns are shown whole
         words = set(query_terms(c.body or c.text))
         return same_text(c.body or c.text) in self.texts or _says_again(
@@ -341,7 +346,7 @@ class _Shown:
         self.words.update(query_terms(line))
         if c.kind == "message":
             self.turns |= c.evidence
-        if c.kind == "claim" and len(c.evidence) == 1:
+        if c.kind in CLAIMS and len(c.evidence) == 1:
             self.claimed |= c.evidence
         if c.kind == "summary":
             self.spanned.setdefault(c.conversation, set()).update(c.covers)
@@ -400,6 +405,7 @@ def _take(
 # section filled first pushed out search hits that held what a question needs)
 GROUPS: tuple[tuple[str, ...], ...] = (
     ("key_info",),
+    ("standing",),
     ("summary",),
     ("dossier",),
     ("brief",),

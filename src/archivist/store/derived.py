@@ -32,7 +32,7 @@ def claim_cols(alias: str = "") -> str:
         "id, conversation, episode_id, text, speaker, subject, kind, source, importance, "
         "salience, said_at, valid_from"
     ).split(", ")
-    tail = "evidence, entities, supports, method, status, replaced_by".split(", ")
+    tail = "evidence, entities, supports, method, status, replaced_by, facet".split(", ")
     return ", ".join(
         [*(a + n for n in names), f"coalesce({a}closed_at, {a}valid_to)", *(a + n for n in tail)]
     )
@@ -62,6 +62,7 @@ def row_to_claim(r: tuple) -> Claim:
         meth,
         status,
         replaced_by,
+        facet,
     ) = r
     return Claim(
         id=cid,
@@ -85,6 +86,7 @@ def row_to_claim(r: tuple) -> Claim:
         method=meth,
         status=status,
         replaced_by=replaced_by,
+        facet=facet,
     )
 
 
@@ -384,8 +386,8 @@ class DerivedMemory(Audit):
             "INSERT INTO claims(conversation, episode_id, text, speaker, speaker_key, subject, "
             "subject_key, kind, source, "
             "importance, salience, said_at, said_epoch, valid_from, valid_to, evidence, "
-            "n_evidence, entities, method, search_text, scope, embed_hash, vec_id, created_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+            "n_evidence, entities, method, search_text, scope, embed_hash, vec_id, created_at, "
+            "facet) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
             [
                 (
                     c.conversation,
@@ -412,6 +414,7 @@ class DerivedMemory(Audit):
                     ic.embed_hash,
                     self._vector_id(db, model, ic.embed_hash),
                     now,
+                    c.facet,
                 )
             ],
         )

@@ -238,7 +238,7 @@ class ClaimEdits(Audit):
             "conversation, episode_id, text, speaker, speaker_key, subject, subject_key, kind, "
             "source, importance, salience, said_at, said_epoch, valid_from, valid_to, evidence, "
             "n_evidence, entities, supports, method, search_text, scope, embed_hash, vec_id, "
-            "created_at"
+            "created_at, facet"
         )
         found = db.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()
         model = found[0] if found else ""
@@ -246,7 +246,7 @@ class ClaimEdits(Audit):
             f"INSERT INTO claims({cols}) SELECT conversation, episode_id, ?, speaker, "
             "speaker_key, subject, subject_key, kind, source, importance, salience, said_at, "
             "said_epoch, valid_from, valid_to, evidence, n_evidence, '[]', '[]', ?, ?, scope, "
-            "?, ?, ? FROM claims WHERE id = ? RETURNING id",
+            "?, ?, ?, facet FROM claims WHERE id = ? RETURNING id",
             [
                 (
                     edit["text"],

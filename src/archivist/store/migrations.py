@@ -747,6 +747,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE context_log ADD COLUMN turn_id TEXT NOT NULL DEFAULT ''",
         ),
     ),
+    Migration(
+        "0014_claim_facet",
+        (
+            # What part of the person model a claim is (the judge's kind of its sentence:
+            # value, goal, state, lesson, habit, preference, plan, event; '' when unread):
+            # standing items are found by it, apart from the reconciliation ``kind``.
+            "ALTER TABLE claims ADD COLUMN facet TEXT NOT NULL DEFAULT ''",
+        ),
+    ),
 )
 
 

@@ -526,7 +526,16 @@ def _sentence_claim(
         valid_to=valid_to,
         entities=entities,
         method="heuristic",
+        facet=_facet(kind, judged),
     )
+
+
+def _facet(kind: str, judged: Verdict | None) -> str:
+    """The person model's part of a kept sentence: the judge's kind of it (none for small
+    talk, or when no judge read it)."""
+    if judged is None or kind == "chatter" or judged.label not in _JUDGED_KINDS:
+        return ""
+    return judged.label
 
 
 def _caption_claim(m: Message, attachment: Attachment) -> Claim:
