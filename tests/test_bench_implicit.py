@@ -94,7 +94,8 @@ def test_bench_implicit_scores_every_system_per_kind_and_saves_a_result_file(
     assert result.exit_code == 0, result.output
     r = json.loads(result.stdout)
     assert r["pairs"] == 2 and r["messages"] == 13
-    assert set(r["context"]) == {"archivist", "plain-rag", "hits", "recent"}
+    systems = {"archivist", "plain-rag", "hits", "recent", "archivist-no-standing"}
+    assert set(r["context"]) == systems
     for by_budget in r["context"].values():
         assert set(by_budget["2000"]) == {"overall", "lesson", "value"}
     # 13 short messages fit in 2,000 tokens: every cue is in every message-packing context

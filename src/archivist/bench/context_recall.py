@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..model import Hit, Message
-from ..read.context import estimate_tokens
+from ..read.context import ContextConfig, assemble_context, estimate_tokens
 from ..read.context_lines import NOTE, message_line, same_text
 from ..read.history import HISTORY_MARK
 from ..read.search import PRESETS, SearchTrace, search
@@ -118,11 +118,14 @@ def run_context_recall(
     questions: Sequence[tuple[str, dict]],
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     progress: Callable[[str, int, int], None] | None = None,
+    ablations: Mapping[str, ContextConfig] | None = None,
 ) -> dict:
     """Evidence recall of each system's context per budget and category, tokens used and
     archivist's assembly latency. ``questions``: (conversation, LoCoMo QA item); an item
     may name the ``person`` whose turn it is, and a ``pair`` id listed under ``missed``
-    when archivist's context lacks its evidence."""
+    when archivist's context lacks its evidence. ``ablations``: further systems, each
+    archivist's context assembled with another configuration, scored alike."""
+    systems = (*SYSTEMS, *(ablations or {}))
     asked = {
         cid: max(m.timestamp for _, m in memory.store.conversation_messages(cid))
         for cid in {cid for cid, _ in questions}
@@ -132,9 +135,9 @@ def run_context_recall(
     indexes = {cid: ClaimIndex(memory, cid) for cid in asked}
     people = memory.people()
     rows: dict[str, dict[int, list[tuple[str, float]]]] = {
-        s: {b: [] for b in budgets} for s in SYSTEMS
+        s: {b: [] for b in budgets} for s in systems
     }
-    tokens: dict[str, dict[int, list[int]]] = {s: {b: [] for b in budgets} for s in SYSTEMS}
+    tokens: dict[str, dict[int, list[int]]] = {s: {b: [] for b in budgets} for s in systems}
     seconds: dict[int, list[float]] = {b: [] for b in budgets}
     missed: dict[int, list[str]] = {b: [] for b in budgets}
     for n, (cid, q) in enumerate(questions):
@@ -154,6 +157,17 @@ def run_context_recall(
                 "hits": _ids(packed([h.message for h in hits], b, everyone[cid])),
                 "recent": _ids(recent(logs[cid], b, everyone[cid])),
             }
+            for name, config in (ablations or {}).items():
+                other = assemble_context(
+                    memory.core,
+                    question,
+                    person=q.get("person"),
+                    conversation=cid,
+                    budget_tokens=b,
+                    at=at,
+                    config=config,
+                )
+                shown[name] = (context_turns(other.items, cid, indexes[cid]), other.tokens)
             for system, (turns, used) in shown.items():
                 rows[system][b].append((cat, len(gold & turns) / len(gold)))
                 tokens[system][b].append(used)
@@ -163,9 +177,9 @@ def run_context_recall(
             progress("contexts", n + 1, len(questions))
     return {
         "budgets": list(budgets),
-        "recall": {s: {str(b): by_category(rows[s][b]) for b in budgets} for s in SYSTEMS},
+        "recall": {s: {str(b): by_category(rows[s][b]) for b in budgets} for s in systems},
         "tokens_used": {
-            s: {str(b): round(mean(tokens[s][b]), 1) for b in budgets} for s in SYSTEMS
+            s: {str(b): round(mean(tokens[s][b]), 1) for b in budgets} for s in systems
         },
         "assembly_ms": {
             str(b): {

@@ -13,7 +13,8 @@ between them), with A one of that conversation's speakers. After ingest,
 extraction and consolidation, each trigger is put as of the conversation's end,
 as the turn of A (``person=A``), and the context archivist would inject is scored
 at each budget with the systems of ``bench locomo --context`` in the same run
-(plain RAG, archivist's hits packed, the most recent messages): a trigger counts
+(plain RAG, archivist's hits packed, the most recent messages) and archivist's
+context without its standing section (``archivist-no-standing``): a trigger counts
 when its cue turn is present (a message line of it, or a claim whose evidence
 holds it). Reported per kind.
 """
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..model import Conversation, Message, Session
+from ..read.context import DEFAULT_CONTEXT
 from ..service import MemoryService
 
 KINDS = ("value", "goal", "state", "lesson")
@@ -178,7 +180,8 @@ def run_implicit(
     memory.extract([c.id for c in convs], progress=_ticker(progress, "archivist", total))
     _consolidate(memory, [c.id for c in convs], total)
     prepared_s = time.perf_counter() - t0
-    found = run_context_recall(memory, questions, budgets, progress)
+    without = {"archivist-no-standing": replace(DEFAULT_CONTEXT, standing=False)}
+    found = run_context_recall(memory, questions, budgets, progress, ablations=without)
     return {
         "benchmark": "implicit",
         "pairs_file": Path(pairs_path).name,

@@ -3,9 +3,9 @@ items (values, goals, lessons, states) it needs, learned from cue/trigger pairs.
 
 A trigger ("let my nephew cut the ticket queue") and its cue ("I believe in fair
 treatment") share no words and sit far apart in the embedder's space. A linear map
-``W``, fitted by ``archivist train bears`` on pairs the team wrote (ridge regression
-from trigger vectors to cue vectors, pulled toward the identity), moves a turn's
-vector toward the items it bears on; items are then ranked by cosine as before.
+``W``, fitted by ``archivist train bears`` on pairs the team wrote (contrastively:
+each mapped trigger must pick out its own cue; kept near the identity), moves a
+turn's vector toward the items it bears on; items are then ranked by cosine.
 The map belongs to one embedder: for any other (a different name or size) it is the
 identity, plain cosine.
 """

@@ -328,7 +328,9 @@ def gather(
             if (text := store.person_key_info(p.id))
         ],
         "standing": (
-            unreached(standing(core, query, persons, at), hits, claims) if config.standing else []
+            unreached(standing(core, query, persons, at), hits, claims)
+            if config.standing and person is not None  # the requester's, for their turn
+            else []
         ),
         "summary": _summaries(store, convs, at),
         "dossier": dossiers,
