@@ -812,3 +812,17 @@ def test_without_an_llm_tails_are_never_held(tmp_path: Path) -> None:
     mem.add(make_conversation(CID, (S1, more, S3), people=PEOPLE), extract=False)
     report = mem.extract([CID], hold_short_tails=True)
     assert report.sessions_waiting == 0 and report.sessions_appended == 1
+
+
+def test_the_llm_names_each_claims_facet_and_none_is_no_facet(tmp_path: Path) -> None:
+    def facets(messages: list[dict], schema: dict | None) -> dict:
+        answer = good_answer(messages, schema)
+        for claim in answer.get("claims", []):
+            claim["facet"] = "value" if claim["speaker"] == PEOPLE[0] else "none"
+        return answer
+
+    mem, _ = service(tmp_path / "m.db", facets)
+    mem.add(conversation())
+    claims = mem.claims(limit=100)
+    assert claims and {c.facet for c in claims if c.speaker == PEOPLE[0]} == {"value"}
+    assert {c.facet for c in claims if c.speaker != PEOPLE[0]} == {""}

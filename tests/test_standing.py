@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from conftest import make_conversation
 
 from archivist.config import Settings
 from archivist.judge.base import Verdict
@@ -18,6 +17,7 @@ from archivist.read.context import DEFAULT_CONTEXT, assemble_context
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeJudge
 from archivist.write.archivist import HeuristicArchivist
+from conftest import make_conversation
 
 KINDS = {
     "fair": "value",
@@ -134,3 +134,17 @@ def test_the_shipped_map_fits_the_bundled_embedder() -> None:
     embedder = get_embedder(Settings())
     w = turn_map(embedder.name, 384)
     assert w is not None and w.shape == (384, 384)
+
+
+def test_a_corrected_standing_item_is_offered_as_corrected_never_as_it_was(
+    tmp_path: Path,
+) -> None:
+    with memory(tmp_path / "m.db") as m:
+        m.add(chat())
+        old = next(c for c in m.claims(limit=50) if "fair play" in c.text)
+        new = m.update(old.id, "Ana believes in fair shares for everyone at home.")
+        assert new.facet == "value"  # a correction keeps what part of the person it is
+        assert next(c for c in m.claims(limit=50) if c.id == old.id).status == "superseded"
+        ctx = context(m, "Let my nephew jump the ticket queue and it bugs me.", "Ana")
+    standing = " ".join(i.text for i in ctx.items if i.kind == "standing")
+    assert "fair shares" in standing and "fair play" not in standing

@@ -12,10 +12,11 @@ from ..model import Message
 from .render import render_messages
 
 NAME = "extract_episode"
-VERSION = "3"  # 3: optional read-only context before the episode
+VERSION = "4"  # 3: optional read-only context before the episode; 4: each claim's facet
 
 Kind = Literal["fact", "event", "preference", "plan", "question", "theory", "foresight"]
 Source = Literal["first_hand", "reported", "assistant_suggested"]
+Facet = Literal["value", "goal", "state", "lesson", "habit", "preference", "plan", "event", "none"]
 
 
 class EntityOut(BaseModel):
@@ -33,6 +34,7 @@ class ClaimOut(BaseModel):
     speaker: str = Field(description="Who said it: exactly one participant's name.")
     subject: str = Field(description="Whom or what it is about.")
     kind: Kind = "fact"
+    facet: Facet = "none"
     source: Source = "first_hand"
     evidence: list[int] = Field(description="Aliases of the messages that support it.")
     importance: int = Field(5, ge=1, le=10)
@@ -71,6 +73,10 @@ From the episode below, write:
     theory (an interpretation; list the 1-based numbers of the claims it rests
     on, in your claims list, in supports) |
     foresight (a plan or state with an end date, e.g. medication for 10 days);
+  * facet = what it tells of the person: value (a belief or principle), goal (an
+    objective pursued over time), state (a standing fact: health, home, work,
+    a constraint), lesson (an experience and the behaviour it changed), habit,
+    preference, plan, event, or none;
   * valid_from / valid_to: absolute dates (YYYY-MM-DD). Resolve relative time
     against the timestamp of the message that says it ("yesterday" in a message
     of 8 May 2023 is 2023-05-07; "next month" is the following month; "for ten

@@ -81,6 +81,7 @@ def claims_from_output(
                 evidence=evidence,
                 said_at=said,
                 kind=c.kind,
+                facet="" if c.facet == "none" else c.facet,
                 source=c.source,
                 importance=c.importance,
                 salience=c.salience,
