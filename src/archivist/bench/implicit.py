@@ -205,7 +205,8 @@ def run_implicit(
 def implicit_table(r: dict) -> str:
     """Share of triggers whose cue reached the context, per system, budget and kind."""
     kinds = [k for k in KINDS if r["by_kind"].get(k)]
-    head = f"{'system':<10} {'budget':>7} {'overall':>8} " + " ".join(f"{k:>7}" for k in kinds)
+    width = max(len("system"), *(len(s) for s in r["context"]))
+    head = f"{'system':<{width}} {'budget':>7} {'overall':>8} " + " ".join(f"{k:>7}" for k in kinds)
     lines = [
         f"implicit recall: {r['pairs']} pairs of {r['pairs_file']} stitched into "
         f"{r['conversations']} conversations of {r['locomo_file']} ({r['messages']} messages, "
@@ -216,7 +217,7 @@ def implicit_table(r: dict) -> str:
     for system, by_budget in r["context"].items():
         for budget, row in by_budget.items():
             cells = " ".join(f"{row.get(k, 0.0):>7.3f}" for k in kinds)
-            lines.append(f"{system:<10} {budget:>7} {row['overall']:>8.3f} {cells}")
+            lines.append(f"{system:<{width}} {budget:>7} {row['overall']:>8.3f} {cells}")
     ms = ", ".join(f"{b}: {v['p50']}/{v['p95']} ms" for b, v in r["assembly_ms"].items())
     lines.append(f"archivist context assembly p50/p95 by budget: {ms}")
     return "\n".join(lines)
