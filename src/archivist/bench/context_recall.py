@@ -139,6 +139,7 @@ def run_context_recall(
     }
     tokens: dict[str, dict[int, list[int]]] = {s: {b: [] for b in budgets} for s in systems}
     seconds: dict[int, list[float]] = {b: [] for b in budgets}
+    other_seconds = {name: {b: [] for b in budgets} for name in ablations or {}}
     missed: dict[int, list[str]] = {b: [] for b in budgets}
     for n, (cid, q) in enumerate(questions):
         at, gold, cat = asked[cid], set(q["evidence"]), str(q["category"])
@@ -158,6 +159,7 @@ def run_context_recall(
                 "recent": _ids(recent(logs[cid], b, everyone[cid])),
             }
             for name, config in (ablations or {}).items():
+                t = time.perf_counter()
                 other = assemble_context(
                     memory.core,
                     question,
@@ -167,6 +169,7 @@ def run_context_recall(
                     at=at,
                     config=config,
                 )
+                other_seconds[name][b].append(time.perf_counter() - t)
                 shown[name] = (context_turns(other.items, cid, indexes[cid]), other.tokens)
             for system, (turns, used) in shown.items():
                 rows[system][b].append((cat, len(gold & turns) / len(gold)))
@@ -181,15 +184,21 @@ def run_context_recall(
         "tokens_used": {
             s: {str(b): round(mean(tokens[s][b]), 1) for b in budgets} for s in systems
         },
-        "assembly_ms": {
-            str(b): {
-                "p50": round(percentile([x * 1000 for x in seconds[b]], 50), 2),
-                "p95": round(percentile([x * 1000 for x in seconds[b]], 95), 2),
-            }
-            for b in budgets
-        },
+        "assembly_ms": _ms(seconds),
+        "ablation_assembly_ms": {name: _ms(s) for name, s in other_seconds.items()},
         "counting": "message item, claim evidence, or a claim's exact text in another line",
         "missed": {str(b): ids for b, ids in missed.items() if ids},
+    }
+
+
+def _ms(seconds: Mapping[int, list[float]]) -> dict[str, dict[str, float]]:
+    """p50 and p95 in milliseconds per budget."""
+    return {
+        str(b): {
+            "p50": round(percentile([x * 1000 for x in xs], 50), 2),
+            "p95": round(percentile([x * 1000 for x in xs], 95), 2),
+        }
+        for b, xs in seconds.items()
     }
 
 

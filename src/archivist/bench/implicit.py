@@ -196,6 +196,7 @@ def run_implicit(
         "context": found["recall"],
         "tokens_used": found["tokens_used"],
         "assembly_ms": found["assembly_ms"],
+        "ablation_assembly_ms": found["ablation_assembly_ms"],
         "missed": found["missed"],
         "prepare_s": round(prepared_s, 1),
         "embedder": memory.embedder.name,
@@ -220,4 +221,7 @@ def implicit_table(r: dict) -> str:
             lines.append(f"{system:<{width}} {budget:>7} {row['overall']:>8.3f} {cells}")
     ms = ", ".join(f"{b}: {v['p50']}/{v['p95']} ms" for b, v in r["assembly_ms"].items())
     lines.append(f"archivist context assembly p50/p95 by budget: {ms}")
+    for name, by_budget in r.get("ablation_assembly_ms", {}).items():
+        ms = ", ".join(f"{b}: {v['p50']}/{v['p95']} ms" for b, v in by_budget.items())
+        lines.append(f"{name} assembly p50/p95 by budget: {ms}")
     return "\n".join(lines)
