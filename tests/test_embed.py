@@ -409,3 +409,22 @@ def test_openai_wrong_count_is_an_error():
     server.count_delta = -1
     with pytest.raises(EmbeddingError, match="1 embeddings for 2 inputs"):
         server.embedder().embed_batch(["one", "two"])
+
+
+def test_a_query_is_embedded_once_for_the_next_few_asks() -> None:
+    from archivist.embed.base import query_vector
+
+    class Counting(FakeEmbedder):
+        calls = 0
+
+        def embed_batch(self, texts):
+            Counting.calls += len(texts)
+            return super().embed_batch(texts)
+
+    one = Counting()
+    first = query_vector(one, "where does Ana live now?")
+    again = query_vector(one, "where does Ana live now?")
+    assert again is first and Counting.calls == 1
+    assert not first.flags.writeable  # shared: nobody changes it in place
+    other = query_vector(FakeEmbedder(dim=32), "where does Ana live now?")
+    assert other.shape == (32,)  # another model's vector, not the cached one

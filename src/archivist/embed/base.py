@@ -6,6 +6,8 @@ vectors by dot product and never has to know which model made them.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -32,6 +34,28 @@ class Embedder(Protocol):
 def embed_one(embedder: Embedder, text: str) -> np.ndarray:
     """One text's vector, shape ``(dim,)``, so callers need not wrap and index."""
     return embedder.embed_batch([text])[0]
+
+
+_QUERIES: OrderedDict[tuple[str, int, str], np.ndarray] = OrderedDict()
+_QUERIES_MAX = 256
+_QUERIES_LOCK = threading.Lock()
+
+
+def query_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """A turn's or a query's vector, kept for the next few asks of the same text: one
+    context assembly embeds its turn once, for search and for the standing items."""
+    key = (embedder.name, getattr(embedder, "dim", 0) or 0, text)
+    with _QUERIES_LOCK:
+        if (found := _QUERIES.get(key)) is not None:
+            _QUERIES.move_to_end(key)
+            return found
+    vector = embed_one(embedder, text)
+    vector.setflags(write=False)  # shared: nobody may change it in place
+    with _QUERIES_LOCK:
+        _QUERIES[key] = vector
+        while len(_QUERIES) > _QUERIES_MAX:
+            _QUERIES.popitem(last=False)
+    return vector
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from ..embed.base import Embedder
+from ..embed.base import query_vector as query_vector_of
 from ..lang.query import asks_when, names_in
 from ..lang.temporal import TimeIntent
 from ..lang.text import person_key
@@ -267,7 +268,7 @@ def _message_rankings(
     dense_wanted = VECTOR_RANKERS & set(config.rankers)
     if dense_wanted and embedder is not None and query_vector is None:
         t = time.perf_counter()
-        query_vector = embedder.embed_batch([query])[0]
+        query_vector = query_vector_of(embedder, query)
         trace.seconds["embed"] = time.perf_counter() - t
     if "dense" in config.rankers and embedder is not None:
         t = time.perf_counter()

@@ -18,19 +18,21 @@ from datetime import datetime
 
 import numpy as np
 
+from ..embed.base import query_vector as query_vector_of
 from ..judge.bears import bearing, turn_map
 from ..model import Claim, Hit, Person
 from .context_lines import Candidate, claim_line
 
 FACETS = ("value", "goal", "lesson", "state", "habit", "preference")
 MAX_ITEMS = 400  # a person's standing items scored per turn, newest first
+OFFERED = 40  # the best scored of them offered to the section (it holds a handful)
 
 
 def standing_claims(store, persons: Sequence[Person], at: datetime) -> list[Claim]:
     """The persons' current first-hand standing claims about themselves at ``at``."""
     out: dict[int, Claim] = {}
     for p in persons:
-        for c in store.self_claims(p.identities):
+        for c in store.self_claims(p.identities, FACETS):
             if c.facet in FACETS and c.holds_at(at) and c.id is not None:
                 out[c.id] = c
     return sorted(out.values(), key=lambda c: c.said_at, reverse=True)[:MAX_ITEMS]
@@ -46,9 +48,10 @@ def standing(core, query: str, persons: Sequence[Person], at: datetime) -> list[
     kept = [c for c in claims if c.id in vectors]
     if not kept:
         return []
-    query_vector = core.embedder.embed_batch([query])[0]
+    query_vector = query_vector_of(core.embedder, query)
     w = turn_map(core.embedder.name, len(query_vector))
     scores = bearing(query_vector, np.stack([vectors[c.id] for c in kept]), w)
+    best = np.argsort(-scores, kind="stable")[:OFFERED]
     return [
         Candidate(
             "standing",
@@ -62,7 +65,7 @@ def standing(core, query: str, persons: Sequence[Person], at: datetime) -> list[
             body=c.text,
             evidence=frozenset((c.conversation, e) for e in c.evidence),
         )
-        for c, s in zip(kept, scores, strict=True)
+        for c, s in ((kept[i], scores[i]) for i in best)
     ]
 
 

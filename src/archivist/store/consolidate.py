@@ -356,17 +356,21 @@ class Consolidation(Body):
                 out.append((pid, name, h, mine))
         return out
 
-    def self_claims(self, identities: Iterable[tuple[str, str]]) -> list[Claim]:
-        """Current first-hand claims each identity made about itself (facts, plans, ...)."""
+    def self_claims(
+        self, identities: Iterable[tuple[str, str]], facets: Sequence[str] = ()
+    ) -> list[Claim]:
+        """Current first-hand claims each identity made about itself (facts, plans, ...);
+        with ``facets``, only those of these parts of the person model."""
         kinds = ",".join(f"'{k}'" for k in _SELF_KINDS)
+        only = f"AND facet IN ({','.join('?' * len(facets))}) " if facets else ""
         out: list[Claim] = []
         for conv, name in identities:
             key = q.person_key(name)
             rows = self._db.execute(
                 f"SELECT {CLAIM_COLS} FROM claims WHERE conversation = ? AND speaker_key = ? "
                 "AND subject_key = ? AND source = 'first_hand' AND status = 'current' "
-                f"AND kind IN ({kinds}) ORDER BY said_epoch, id",
-                (conv, key, key),
+                f"AND kind IN ({kinds}) {only}ORDER BY said_epoch, id",
+                (conv, key, key, *facets),
             )
             out += [row_to_claim(r) for r in rows]
         return out
