@@ -28,6 +28,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from ..embed.base import forget_query_vectors
 from ..model import Hit, Message
 from ..read.context import ContextConfig, assemble_context, estimate_tokens
 from ..read.context_lines import NOTE, message_line, same_text
@@ -147,6 +148,7 @@ def run_context_recall(
         hits = memory.search(question, conversation=cid, k=SEARCH_K, at=at, route=True)
         rag = _plain_rag(memory, question, cid, people)
         for b in budgets:
+            forget_query_vectors()  # each timed assembly embeds its turn, as a new turn does
             t = time.perf_counter()
             ctx = memory.context(
                 question, person=q.get("person"), conversation=cid, budget_tokens=b, at=at
@@ -159,6 +161,7 @@ def run_context_recall(
                 "recent": _ids(recent(logs[cid], b, everyone[cid])),
             }
             for name, config in (ablations or {}).items():
+                forget_query_vectors()
                 t = time.perf_counter()
                 other = assemble_context(
                     memory.core,

@@ -58,6 +58,12 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     return vector
 
 
+def forget_query_vectors() -> None:
+    """Empty the cache of ``query_vector`` (a benchmark timing a cold turn calls this)."""
+    with _QUERIES_LOCK:
+        _QUERIES.clear()
+
+
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
     """Unit-length float32 rows; all-zero rows stay zero instead of becoming NaN."""
     vectors = np.asarray(vectors, dtype=np.float32)
