@@ -69,7 +69,7 @@ class ContextConfig:
     tokens_per_hit: int = 25  # ... and one per this many tokens of budget, to fill it
     route: bool = True  # search routed (who, which conversation, which period) as ``ask``
     early_relevance: bool = True  # key info and summaries: only sentences the turn bears on
-    standing: bool = True  # the people's values, goals, lessons and states, by meaning
+    standing: bool = True  # the requester's values, goals, lessons and states, by meaning
     whole_history: bool = True  # the scope's every message instead, when they all fit
     recent_messages: int = 12  # tail of the conversation offered as candidates
     # the last turns pinned first (never skipped as "already summarised"); none by default:

@@ -3,9 +3,9 @@
 A value, a goal, a standing state or a lesson is said once and matters for months,
 when a later turn needs it without sharing its words ("let my nephew cut the
 queue" needs "I believe in fair treatment"). Search by words misses it and key info
-cut to the turn's words drops it. So each context offers the standing items of the
-people it is for (the requester, else the conversation's people): their current
-first-hand claims whose facet (the judge's kind of the sentence) is one of
+cut to the turn's words drops it. So a context built for a person's own turn offers
+that person's standing items that search did not reach: their current first-hand
+claims whose facet (the judge's kind of the sentence) is one of
 ``FACETS``, ranked by how much the turn bears on them (``judge/bears.py``: the
 embedder's space mapped from turns toward what they need, learned from cue/trigger
 pairs), with their own share of the budget (``ContextConfig`` caps ``standing``).
