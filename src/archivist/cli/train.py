@@ -10,7 +10,8 @@ import click
 def train() -> None:
     """Train what archivist ships.
 
-    Needs the train extra: pip install 'archivist[train]' (a clone: pip install '.[train]').
+    The judge needs the train extra: pip install 'archivist[train]' (a clone: pip
+    install '.[train]'); the map of what a turn bears on needs numpy only.
     """
 
 
