@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Write the generated reference pages: docs/cli.md (every ``archivist`` command and
 option, from the click commands), docs/configuration.md (every setting and its
-environment variable, from ``Settings`` and ``ServerSettings``), and the root
-SECURITY.md and CHANGELOG.md as docs/security.md and docs/changelog.md.
+environment variable, from ``Settings`` and ``ServerSettings``), the root
+SECURITY.md and CHANGELOG.md as docs/security.md and docs/changelog.md, and each
+docs/results/NAME.md.tmpl as docs/NAME.md with its figures from the result files
+(docs/results/*.json, written by ``archivist bench … --save``).
 
-    python scripts/gen_reference.py          # rewrite both pages
+    python scripts/gen_reference.py          # rewrite the pages
     python scripts/gen_reference.py --check  # exit 1 when a page differs from the code
 
 tests/test_docs.py runs the check, so a page cannot drift from the code.
@@ -13,8 +15,8 @@ tests/test_docs.py runs the check, so a page cannot drift from the code.
 from __future__ import annotations
 
 import argparse
-import difflib
 import dataclasses
+import difflib
 import inspect
 import re
 import sys
@@ -208,12 +210,38 @@ PAGES = {
 }
 
 
+def _pages() -> dict:
+    """The pages above, those rendered from result files (scripts/results_page.py), and
+    the README, whose figure blocks are rendered from them too."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from results_page import RenderError, pages, with_fragments
+
+    readme = ROOT / "README.md"
+    made = {
+        **pages(DOCS),
+        "../README.md": lambda: with_fragments(
+            readme.read_text(encoding="utf-8"), DOCS / "results"
+        ).rstrip("\n"),
+    }
+    rendered = {}
+    for name, make in made.items():
+
+        def guarded(make=make, name=name) -> str:
+            try:
+                return make()
+            except RenderError as e:
+                raise SystemExit(f"docs/{name}: {e}") from None
+
+        rendered[name] = guarded
+    return {**PAGES, **rendered}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail when a page drifted")
     args = parser.parse_args(argv)
     stale = []
-    for name, make in PAGES.items():
+    for name, make in _pages().items():
         text = make() + "\n"
         path = DOCS / name
         if args.check:
