@@ -188,10 +188,17 @@ def test_cli_writes_json_markdown_and_png(tmp_path: Path) -> None:
     path = locomo_file(tmp_path / "locomo.json")
     out = tmp_path / "out"
     args = ["--db", str(tmp_path / "c.db"), "--embedder", "fake", "bench", "locomo"]
+    saved = tmp_path / "results" / "qa.json"
     result = CliRunner().invoke(
-        cli, [*args, str(path), "--qa", "--no-llm", "--out", str(out)], catch_exceptions=False
+        cli,
+        [*args, str(path), "--qa", "--no-llm", "--out", str(out), "--save", str(saved)],
+        catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
-    assert json.loads((out / "results.json").read_text())["benchmark"] == "locomo-qa"
+    full = json.loads((out / "results.json").read_text())
+    assert full["benchmark"] == "locomo-qa" and full["items"]
+    # the result file keeps the figures, not the per-question records quoting the dataset
+    kept = json.loads(saved.read_text())["result"]
+    assert "items" not in kept and kept["systems"] == full["systems"]
     assert (out / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "chart.png" in (out / "results.md").read_text()

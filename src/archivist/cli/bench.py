@@ -318,7 +318,9 @@ def _locomo_qa(
             progress=progress,
         )
     table = locomo_qa_table(result)
-    _save(result, save)
+    # the per-question records quote the dataset, whose licence keeps it out of a
+    # repository the result file may go to; --out keeps them
+    _save({k: v for k, v in result.items() if k != "items"}, save)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(
