@@ -10,8 +10,8 @@ import click
 def train() -> None:
     """Train what archivist ships.
 
-    The judge needs the train extra: pip install 'archivist[train]' (a clone: pip
-    install '.[train]'); the map of what a turn bears on needs numpy only.
+    The judge needs the train extra: pip install 'archivist[train]'
+    (a clone: pip install '.[train]'); the map of what a turn bears on needs numpy only.
     """
 
 
