@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from archivist.bench.record import load
+from archivist.bench.report import open_and_first_s
 
 PLACE = re.compile(r"\{\{\s*([^{}]+?)\s*\}\}")
 
@@ -148,14 +149,13 @@ def scale_rows(r: dict) -> str:
     rows = []
     for s in r["sizes"]:
         one, whole = s["search_ms"]["one conversation"], s["search_ms"]["whole store"]
-        vec, ro = s.get("vector_only", {}), s.get("reopen")
-        first = ro["open_s"] + ro["first_vector_search_s"] + ro["first_keyword_search_s"]
+        vec, first = s.get("vector_only", {}), open_and_first_s(s)
         path, exact = vec.get("path_ms", {}), vec.get("exact_ms", {})
         rows.append(
             [
                 f"{s['messages']:,}",
                 f"{s['insert_rows_per_s']:,.0f}" if s["insert_rows_per_s"] else "–",
-                f"{first:.3f} s" if ro else "–",
+                "–" if first is None else f"{first:.3f} s",
                 f"{one['p50']:.1f} / {one['p95']:.1f} ms",
                 f"{whole['p50']:.1f} / {whole['p95']:.1f} ms",
                 f"{path['p50']:.1f} / {exact['p50']:.1f} ms" if path else "–",

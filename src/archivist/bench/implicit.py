@@ -170,15 +170,13 @@ def run_implicit(
     """Stitch, ingest, extract, consolidate, then score every system's context per kind."""
     from ..load import load_file
     from .context_recall import run_context_recall
-    from .locomo import _consolidate, _ticker
+    from .locomo import remember
 
     pairs = read_pairs(pairs_path)
     convs, questions = stitch(load_file(locomo, "locomo"), pairs, seed)
     total = sum(len(c.messages) for c in convs)
     t0 = time.perf_counter()
-    memory.add(convs, progress=_ticker(progress, "ingest", total), extract=False)
-    memory.extract([c.id for c in convs], progress=_ticker(progress, "archivist", total))
-    _consolidate(memory, [c.id for c in convs], total)
+    remember(memory, convs, progress)
     prepared_s = time.perf_counter() - t0
     without = {"archivist-no-standing": replace(DEFAULT_CONTEXT, standing=False)}
     found = run_context_recall(memory, questions, budgets, progress, ablations=without)

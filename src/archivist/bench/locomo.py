@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..model import Conversation
 from ..read.search import ALL_RANKERS, PRESETS, SearchConfig, SearchTrace, search
 from ..service import MemoryService
 from ..store.sql import Filters
@@ -280,19 +281,7 @@ def _prepare(
     convs = load_file(path, "locomo")
     qa = load_qa(path)
     total = sum(len(c.messages) for c in convs)
-
-    t0 = time.perf_counter()
-    results = memory.add(convs, progress=_ticker(progress, "ingest", total), extract=False)
-    ingest_s = time.perf_counter() - t0
-    added = sum(r.added for r in results)
-    t0 = time.perf_counter()
-    extraction = memory.extract(
-        [c.id for c in convs], progress=_ticker(progress, "archivist", total)
-    )
-    extract_s = time.perf_counter() - t0
-    extraction_report = _extraction_report(memory, extraction, extract_s, total)
-    consolidation_report = _consolidate(memory, [c.id for c in convs], total)
-
+    reports = remember(memory, convs, progress)
     questions = [
         (cid, q)
         for cid, items in qa.items()
@@ -314,17 +303,35 @@ def _prepare(
         "questions_excluded": {"category_5_adversarial": skipped_adv, "no_evidence": no_evidence},
         "categories": {str(c): CATEGORY_NAMES[c] for c in RECALL_CATEGORIES},
     }
-    reports = {
+    return questions, head, reports
+
+
+def remember(
+    memory: MemoryService,
+    convs: Sequence[Conversation],
+    progress: Callable[[str, int, int], None] | None,
+) -> dict:
+    """Ingest (idempotent), extract and consolidate ``convs``; what each step reported."""
+    total = sum(len(c.messages) for c in convs)
+    t0 = time.perf_counter()
+    results = memory.add(list(convs), progress=_ticker(progress, "ingest", total), extract=False)
+    ingest_s = time.perf_counter() - t0
+    added = sum(r.added for r in results)
+    t0 = time.perf_counter()
+    extraction = memory.extract(
+        [c.id for c in convs], progress=_ticker(progress, "archivist", total)
+    )
+    extract_s = time.perf_counter() - t0
+    return {
         "ingest": {
             "messages_added": added,
             "seconds": round(ingest_s, 3),
             "messages_per_s": round(added / ingest_s, 1) if added and ingest_s else None,
             "note": None if added else "store already held the data: nothing was re-embedded",
         },
-        "extraction": extraction_report,
-        "consolidation": consolidation_report,
+        "extraction": _extraction_report(memory, extraction, extract_s, total),
+        "consolidation": _consolidate(memory, [c.id for c in convs], total),
     }
-    return questions, head, reports
 
 
 def _recall(

@@ -22,7 +22,7 @@ from ..llm.cache import StoreResponseCache
 from ..model import Hit
 from ..read.answer import Answer, answer_from, extractive_answer, llm_answer, retrieve
 from ..service import MemoryService
-from .locomo import CATEGORY_NAMES, _consolidate, _extraction_report, _ticker
+from .locomo import CATEGORY_NAMES, remember
 from .metrics import bleu1, by_category, locomo_f1, mean, percentile, says_abstain
 
 SYSTEMS = ("archivist", "plain-rag", "full-context")
@@ -149,18 +149,12 @@ def _judge(memory, judge: ChatModel, ledger: Accounting, q: dict, a: Answer) -> 
 
 def _ingest(memory: MemoryService, convs: list, progress: Progress | None) -> dict:
     """Idempotent add, extraction and one consolidation round, as the recall benchmark does."""
-    total = sum(len(c.messages) for c in convs)
-    t0 = time.perf_counter()
-    results = memory.add(convs, progress=_ticker(progress, "ingest", total), extract=False)
-    ingest_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    ids = [c.id for c in convs]
-    extraction = memory.extract(ids, progress=_ticker(progress, "archivist", total))
+    done = remember(memory, convs, progress)
     return {
-        "messages_added": sum(r.added for r in results),
-        "ingest_seconds": round(ingest_s, 3),
-        "extraction": _extraction_report(memory, extraction, time.perf_counter() - t0, total),
-        "consolidation": _consolidate(memory, ids, total),
+        "messages_added": done["ingest"]["messages_added"],
+        "ingest_seconds": done["ingest"]["seconds"],
+        "extraction": done["extraction"],
+        "consolidation": done["consolidation"],
     }
 
 

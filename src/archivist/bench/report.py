@@ -93,6 +93,15 @@ def scale_table(r: dict) -> str:
     return "\n".join(lines)
 
 
+def open_and_first_s(size: dict) -> float | None:
+    """A scale row's "open + 1st": a new store opening the file, then its first vector and
+    keyword searches (a hybrid query's store side); None when the row has no reopen."""
+    ro = size.get("reopen")
+    if not ro:
+        return None
+    return round(ro["open_s"] + ro["first_vector_search_s"] + ro["first_keyword_search_s"], 3)
+
+
 def _scale_rows(r: dict) -> str:
     lines = [
         f"store scale ({r['queries_per_size']} queries per size, preset {r['preset']}, "
@@ -105,13 +114,7 @@ def _scale_rows(r: dict) -> str:
         one, every = s["search_ms"]["one conversation"], s["search_ms"]["whole store"]
         vec = s.get("vector_only", {})
         ex, path = vec.get("exact_ms", {}), vec.get("path_ms", {})
-        ro = s.get("reopen", {})
-        # a hybrid query's store side: open, then its first vector and keyword searches
-        first = (
-            round(ro["open_s"] + ro["first_vector_search_s"] + ro["first_keyword_search_s"], 3)
-            if ro
-            else None
-        )
+        first = open_and_first_s(s)
         lines.append(
             f"{s['messages']:>10} {s['insert_rows_per_s'] or '-':>9} "
             f"{first if first is not None else '-':>10} "

@@ -38,7 +38,7 @@ def standing_claims(store, persons: Sequence[Person], at: datetime) -> list[Clai
     out: dict[int, Claim] = {}
     for p in persons:
         for c in store.self_claims(p.identities, FACETS):
-            if c.facet in FACETS and c.holds_at(at) and c.id is not None:
+            if c.holds_at(at) and c.id is not None:
                 out[c.id] = c
     return sorted(out.values(), key=lambda c: c.said_at, reverse=True)[:MAX_ITEMS]
 
