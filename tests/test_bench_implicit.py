@@ -109,3 +109,50 @@ def test_bench_implicit_scores_every_system_per_kind_and_saves_a_result_file(
     assert record["machine"]["cores"] >= 1
     bad = CliRunner().invoke(cli, [*args, str(pairs_file(tmp_path, [])), locomo])
     assert isinstance(bad.exception, InputError) and "at least one pair" in str(bad.exception)
+
+
+def test_a_result_file_that_cannot_be_written_is_one_error_before_or_after_the_run(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    early = CliRunner().invoke(
+        cli,
+        [
+            "--embedder",
+            "fake",
+            "bench",
+            "add",
+            "--messages",
+            "10",
+            "--adds",
+            "1",
+            "--save",
+            str(blocker / "x.json"),
+        ],
+    )
+    assert early.exit_code == 2 and "Invalid value for '--save'" in early.output
+    late = tmp_path / "results"
+    late.mkdir()
+    # a link into a folder that is not there: found only on writing
+    (late / "taken.json").symlink_to(tmp_path / "gone" / "x.json")
+    ran = CliRunner().invoke(
+        cli,
+        [
+            "--embedder",
+            "fake",
+            "bench",
+            "add",
+            "--messages",
+            "10",
+            "--adds",
+            "1",
+            "--json",
+            "--save",
+            str(late / "taken.json"),
+        ],
+    )
+    assert isinstance(ran.exception, InputError) and "cannot write the result file" in str(
+        ran.exception
+    )
+    assert '"p95_ratio"' in ran.stdout  # the result was printed before the save failed

@@ -93,9 +93,12 @@ def save(result: dict, path: Path, command: str) -> None:
         "machine": machine(),
         "result": result,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, indent=2, ensure_ascii=False, default=str)
-    path.write_text(text + "\n", encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write the result file {path}: {e.strerror}") from None
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,9 +11,23 @@ import click
 from .common import Context, emit_json, pass_ctx
 from .progress import StagedProgress
 
+
+def _writable(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A --save path whose folder can be made and written, checked before a long run."""
+    if value is not None:
+        try:
+            value.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise click.BadParameter(f"cannot make {value.parent}: {e.strerror}") from None
+        if not os.access(value.parent, os.W_OK):
+            raise click.BadParameter(f"cannot write in {value.parent}")
+    return value
+
+
 save_option = click.option(
     "--save",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=_writable,
     help="Also write the result, with the command that reproduces it, to this JSON file "
     "(the benchmark page renders docs/results/*.json).",
 )
@@ -223,11 +238,11 @@ def judge(ctx: Context, path: Path, which: str, as_json: bool, save: Path | None
     else:
         chosen = TrainedJudge()
     result = run_judge(chosen, items, which, path.name)
-    _save(result, save)
     if as_json:
         emit_json({k: v for k, v in result.items() if k != "file"})
     else:
         click.echo(judge_table(result))
+    _save(result, save)
 
 
 def _locomo_context(
@@ -259,12 +274,13 @@ def _save(result: dict, path: Path | None) -> None:
 def _print(
     result: dict, as_json: bool, table: Callable[[dict], str], path: Path | None = None
 ) -> None:
-    """A benchmark's result: one JSON object to stdout, or its readable table; saved too."""
-    _save(result, path)
+    """A benchmark's result: one JSON object to stdout, or its readable table; then saved
+    (a file that cannot be written after all loses nothing printed)."""
     if as_json:
         emit_json(result)
     else:
         click.echo(table(result))
+    _save(result, path)
 
 
 def register(cli: click.Group) -> None:
@@ -318,9 +334,6 @@ def _locomo_qa(
             progress=progress,
         )
     table = locomo_qa_table(result)
-    # the per-question records quote the dataset, whose licence keeps it out of a
-    # repository the result file may go to; --out keeps them
-    _save({k: v for k, v in result.items() if k != "items"}, save)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(
@@ -340,6 +353,9 @@ def _locomo_qa(
         click.echo(table)
         if out is not None:
             click.echo(f"\nwrote {out / 'results.json'}, {out / 'results.md'}, {out / 'chart.png'}")
+    # the per-question records quote the dataset, whose licence keeps it out of a
+    # repository the result file may go to; --out keeps them
+    _save({k: v for k, v in result.items() if k != "items"}, save)
 
 
 @bench.command("scale")

@@ -99,11 +99,11 @@ def load(
         result = run_load(
             cfg, target, memory_settings=ctx.settings, separate_process=not in_process
         )
-    _save(result, save)
     if not as_json:
         click.echo(load_table(result))
         click.echo()
     emit_json(result)
+    _save(result, save)
 
 
 def register(cli: click.Group) -> None:
