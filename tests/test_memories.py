@@ -132,6 +132,50 @@ def test_edits_survive_rebuild_and_a_growing_conversation(alice) -> None:
         assert sum("Lyon" in t for t in every) == 1
 
 
+def test_a_correction_sets_kind_subject_and_span_and_survives_rebuild(alice) -> None:
+    old = find(alice, "Rex")
+    new = alice.update(
+        old.id, kind="foresight", subject="Rex", valid_from="2024-02-01", valid_to="2024-02-20"
+    )
+    assert (new.text, new.kind, new.subject) == (old.text, "foresight", "Rex")
+    assert (new.valid_from, new.valid_to) == (
+        datetime(2024, 2, 1, tzinfo=UTC),
+        datetime(2024, 2, 20, tzinfo=UTC),
+    )
+    assert not new.holds_at(T)  # a foresight ends at its valid_to: over before now
+    assert new.holds_at(datetime(2024, 2, 10, tzinfo=UTC)) is False  # said later (T)
+    (event,) = alice.history(old.id)
+    assert event.detail["fields"]["kind"] == "foresight"
+    alice.rebuild()
+    fixed = [c for c in alice.claims(person="alice", limit=100) if c.method == "user-correction"]
+    (again,) = fixed
+    assert (again.kind, again.subject, again.valid_to) == ("foresight", "Rex", new.valid_to)
+    cleared = alice.update(again.id, valid_to="")
+    assert cleared.valid_to is None and cleared.kind == "foresight"
+    alice.rebuild()  # the two corrections of the same words are one edit, fields merged
+    fixed = [c for c in alice.claims(person="alice", limit=100) if c.method == "user-correction"]
+    assert [(c.kind, c.subject, c.valid_to, c.status) for c in fixed] == [
+        ("foresight", "Rex", None, "current")
+    ]
+
+
+def test_a_correction_with_bad_fields_is_one_error_and_changes_nothing(alice) -> None:
+    old = find(alice, "Paris")
+    before = alice.claims(person="alice", limit=100)
+    for kwargs, message in [
+        ({"kind": "mood"}, "kind must be one of"),
+        ({"subject": " "}, "subject must be a name"),
+        ({"valid_from": "last tuesday"}, "valid_from must be an ISO date"),
+        ({"valid_to": "2024-01-01T10:00"}, "valid_to needs a timezone"),
+        ({"valid_from": "2024-05-01", "valid_to": "2024-04-01"}, "valid_to is before"),
+        ({"text": "a\x00b"}, "NUL byte"),
+        ({}, "needs the corrected text, kind, subject or dates"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            alice.update(old.id, **kwargs)
+    assert alice.claims(person="alice", limit=100) == before
+
+
 def test_forgetting_a_correction_forgets_the_whole_chain(alice) -> None:
     old = find(alice, "Paris")
     new = alice.update(old.id, "alice lives in Lyon.")
@@ -217,13 +261,20 @@ def test_edits_on_either_backend(store_factory, embedder) -> None:
     cat = next(c for c in m.claims(limit=100) if "Pixel" in c.text)
     new = m.update(cat.id, "Ana adopted a grey cat called Pixel in May.")
     assert m.get(cat.id).replaced_by == new.id
+    dated = m.update(new.id, kind="event", valid_from="2024-05-01")
+    assert (dated.kind, dated.valid_from, dated.text) == (
+        "event",
+        datetime(2024, 5, 1, tzinfo=UTC),
+        "Ana adopted a grey cat called Pixel in May.",
+    )
     shifts = next(c for c in m.claims(limit=100) if "night shifts" in c.text)
     m.delete(shifts.id)
     m.rebuild()
     every = m.claims(limit=100)
     assert not any("night shifts" in c.text for c in every)
-    (fixed,) = [c for c in every if c.method == "user-correction"]
-    old = next(c for c in every if c.replaced_by == fixed.id)
+    *_, fixed = [c for c in every if c.method == "user-correction"]
+    assert (fixed.kind, fixed.valid_from) == ("event", datetime(2024, 5, 1, tzinfo=UTC))
+    old = next(c for c in every if c.method != "user-correction" and c.replaced_by)
     assert old.status == "superseded" and m.history(old.id)[0].action == "corrected"
     assert m.store.delete_message("ana-lee", "D1:1") == 1
     assert m.store.list_claims(Filters(conversation="ana-lee"), limit=100)  # others stay

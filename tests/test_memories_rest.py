@@ -50,19 +50,26 @@ def test_memories_add_list_search_get_update_history_delete(client) -> None:  # 
     )
     assert fixed.status_code == 200
     assert fixed.json()["memory"] == "alice lives in Lyon." and fixed.json()["id"] == home["id"]
+    wrong = client.put(f"/v1/memories/{home['id']}", json={"kind": "mood"}, headers=ALPHA)
+    assert wrong.status_code == 400 and "kind must be one of" in wrong.json()["error"]["message"]
+    dated = client.put(  # beyond mem0: the span it holds, kind and subject too
+        f"/v1/memories/{home['id']}", json={"valid_from": "2024-01-01"}, headers=ALPHA
+    )
+    assert dated.status_code == 200 and dated.json()["memory"] == "alice lives in Lyon."
     history = client.get(f"/v1/memories/{home['id']}/history", headers=ALPHA).json()
     assert [(e["event"], e["memory_id"]) for e in history] == [
         ("ADD", home["id"]),
+        ("UPDATE", home["id"]),
         ("UPDATE", home["id"]),
     ]
     gone = client.delete(f"/v1/memories/{home['id']}", headers=ALPHA)
     assert gone.json() == {"message": "Memory deleted successfully!"}
     (audit, *_) = client.get("/v1/memory/audit", headers=ALPHA).json()
-    assert (audit["kind"], audit["claims"]) == ("claim", 2) and audit["actor"].startswith("rest")
+    assert (audit["kind"], audit["claims"]) == ("claim", 3) and audit["actor"].startswith("rest")
     missing = client.get(f"/v1/memories/{home['id']}", headers=ALPHA)
     assert missing.status_code == 404 and "no memory" in missing.json()["error"]["message"]
     after = client.get(f"/v1/memories/{home['id']}/history", headers=ALPHA).json()
-    assert [e["event"] for e in after] == ["ADD", "UPDATE", "DELETE"]
+    assert [e["event"] for e in after] == ["ADD", "UPDATE", "UPDATE", "DELETE"]
     bad = client.get("/v1/memories", params={"filters": "[1]"}, headers=ALPHA)
     assert bad.status_code == 400 and "JSON object" in bad.json()["error"]["message"]
 

@@ -136,6 +136,19 @@ def test_see_correct_and_forget_in_the_browser(site, browser) -> None:
         "Lee passed the type rating for the Airbus A350."
     )
     shot(page, "05-corrected")
+    # its kind and the span it holds, too: a date picker, only what changed is sent
+    page.get_by_label("Kind").select_option("foresight")
+    page.get_by_label("Holds until (empty: no end)").fill("2030-08-01")
+    page.get_by_role("button", name="Save correction").click()
+    assert page.get_by_role("status").inner_text().startswith("corrected")
+    facts = page.locator("dl.facts").inner_text()
+    assert "foresight" in facts and "until 1 Aug 2030" in facts, facts
+    assert page.get_by_label("What is true instead").input_value() == (
+        "Lee passed the type rating for the Airbus A350."
+    )
+    shot(page, "05b-corrected-span")
+    page.get_by_role("button", name="Save correction").click()
+    assert page.get_by_role("status").inner_text().startswith("nothing changed")
     page.goto(old_url)
     assert "superseded" in page.locator("dl.facts").inner_text()
 

@@ -113,10 +113,28 @@ class Memory(Checked):
             ]
         }
 
-    def update(self, memory_id: MemoryId, data: str) -> dict:
+    def update(
+        self,
+        memory_id: MemoryId,
+        data: str | None = None,
+        *,
+        kind: str | None = None,
+        subject: str | None = None,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+    ) -> dict:
         """Correct a memory (its history keeps the old wording); its id stays. NotFound
-        when it is not stored (a deleted id stays deleted: ids are never reused)."""
-        self.memory.update(self._head(memory_id).id, data)  # type: ignore[arg-type]
+        when it is not stored (a deleted id stays deleted: ids are never reused).
+        Beyond mem0: ``kind``, ``subject`` and the span it holds (ISO dates; "" clears
+        one) can be corrected too."""
+        self.memory.update(  # type: ignore[call-arg]
+            self._head(memory_id).id,  # type: ignore[arg-type]
+            data,
+            kind=kind,
+            subject=subject,
+            valid_from=valid_from,
+            valid_to=valid_to,
+        )
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: MemoryId, *, actor: str = ACTOR) -> dict:

@@ -31,6 +31,19 @@ def date_in_range(d: datetime) -> bool:
     return MIN_YEAR <= d.year <= MAX_YEAR
 
 
+def check_at(at: datetime | None, name: str = "at") -> datetime | None:
+    """``at`` if it is a usable "as of" time: timezone-aware and within the stored years."""
+    if at is None:
+        return None
+    if not isinstance(at, datetime):
+        raise InputError(f"{name} must be a datetime; got {at!r}")
+    if at.tzinfo is None:
+        raise InputError(f"{name} needs a timezone, e.g. 2023-06-01T12:00+00:00")
+    if not date_in_range(at):
+        raise InputError(f"{name} {at.isoformat()} is outside the years {MIN_YEAR}..{MAX_YEAR}")
+    return at
+
+
 def text_problem(value: str) -> str | None:
     """Why a text cannot be stored on both backends (NUL byte, lone surrogate), or None.
 

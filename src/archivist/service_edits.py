@@ -10,11 +10,22 @@ is applied again when its session is re-extracted or memory is rebuilt.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 from .args import AnyInt, Checked, Range
 from .errors import InputError, NotFound
-from .model import MAX_ID, AuditEntry, Claim, ClaimEvent, Decision, Person
+from .model import (
+    CLAIM_KINDS,
+    MAX_ID,
+    AuditEntry,
+    Claim,
+    ClaimEvent,
+    Decision,
+    Person,
+    check_at,
+    text_problem,
+)
 from .store.audit import check_actor
 from .store.sql import Filters
 
@@ -23,6 +34,7 @@ if TYPE_CHECKING:
     from .store.base import Store
 
 MAX_CLAIM_TEXT = 10_000  # characters in a corrected claim
+MAX_SUBJECT = 200  # characters in a corrected subject (a person's or a thing's name)
 MAX_SEARCH = 10_000  # memories one search_memories call returns at most
 MemoryId = AnyInt | str  # a claim id, or its digits: claim_id() says which are well formed
 SearchLimit = Annotated[int, Range(1, MAX_SEARCH)]
@@ -100,28 +112,48 @@ class MemoryEdits(Checked):
             raise NotFound(f"no memory {cid}")
         return found
 
-    def update(self, memory_id: MemoryId, text: str, *, reason: str = "") -> Claim:
+    def update(
+        self,
+        memory_id: MemoryId,
+        text: str | None = None,
+        *,
+        reason: str = "",
+        kind: str | None = None,
+        subject: str | None = None,
+        valid_from: datetime | str | None = None,
+        valid_to: datetime | str | None = None,
+    ) -> Claim:
         """Correct a memory: a new claim with ``text`` (same speaker, subject and evidence,
         method ``user-correction``) supersedes it; returns the new claim.
 
-        The old claim is kept as history (status superseded, ``replaced_by`` the
-        new one, never having held), with a claim event and a ``correction``
-        conflict. Correcting a claim that was corrected before corrects its
-        latest version, so the chain keeps every step.
+        ``kind``, ``subject``, ``valid_from`` and ``valid_to`` correct those too
+        (None: kept; an empty string clears a date). The old claim is kept as
+        history (status superseded, ``replaced_by`` the new one, never having
+        held), with a claim event and a ``correction`` conflict. Correcting a
+        claim that was corrected before corrects its latest version, so the chain
+        keeps every step.
         """
         from .write.index_text import claim_embed_text, claim_search_text, text_hash
 
-        if not isinstance(text, str) or not text.strip():
+        if text is not None and (not isinstance(text, str) or not text.strip()):
             raise InputError("update() needs the corrected text")
-        if len(text) > MAX_CLAIM_TEXT:
+        if text is not None and len(text) > MAX_CLAIM_TEXT:
             raise InputError(f"the corrected text is over {MAX_CLAIM_TEXT} characters")
+        if text is not None and (problem := text_problem(text)):
+            raise InputError(f"the corrected text {problem}")
         old = self.memory(memory_id)
         while old.status == "superseded" and old.replaced_by is not None:
             nxt = self.store.claims_by_id([old.replaced_by]).get(old.replaced_by)
             if nxt is None or nxt.method != "user-correction":
                 break
             old = nxt
-        draft = Claim(**{**_fields(old), "text": " ".join(text.split())})
+        fields = _corrected_fields(old, kind, subject, valid_from, valid_to)
+        if text is None and not fields:
+            raise InputError("update() needs the corrected text, kind, subject or dates")
+        changes = {"text": " ".join((text if text is not None else old.text).split())}
+        for name, value in fields.items():
+            changes[name] = datetime.fromisoformat(value) if value and "valid" in name else value
+        draft = Claim(**{**_fields(old), **changes})
         embed = claim_embed_text(draft)
         vectors, _ = self.core.embed_missing({text_hash(embed): embed})
         new_id = self.store.correct_claim(
@@ -132,6 +164,7 @@ class MemoryEdits(Checked):
             self.core.embedder.name,
             vectors,
             reason or "corrected by the user",
+            fields,
         )
         if new_id is None:
             raise NotFound(f"no memory {memory_id}")
@@ -257,6 +290,59 @@ class MemoryEdits(Checked):
         self.core.forget_people()
         self._declared.clear()  # a forgotten person is declared again
         return self.person(new_id)  # type: ignore[attr-defined]
+
+
+def _corrected_fields(
+    old: Claim,
+    kind: str | None,
+    subject: str | None,
+    valid_from: datetime | str | None,
+    valid_to: datetime | str | None,
+) -> dict[str, str | None]:
+    """The store's ``fields`` of a correction: the values given, checked; a date as ISO
+    text, or None where an empty string clears it."""
+    out: dict[str, str | None] = {}
+    if kind is not None:
+        if kind not in CLAIM_KINDS:
+            raise InputError(f"kind must be one of {', '.join(CLAIM_KINDS)}; got {_shown(kind)}")
+        out["kind"] = kind
+    if subject is not None:
+        if not isinstance(subject, str) or not subject.strip() or len(subject) > MAX_SUBJECT:
+            raise InputError(f"subject must be a name of 1 to {MAX_SUBJECT} characters")
+        if problem := text_problem(subject):
+            raise InputError(f"subject {problem}")
+        out["subject"] = " ".join(subject.split())
+    for name, value in (("valid_from", valid_from), ("valid_to", valid_to)):
+        if value is None:
+            continue
+        when = _when(value, name)
+        out[name] = when.isoformat() if when else None
+    start = out["valid_from"] if "valid_from" in out else _iso(old.valid_from)
+    end = out["valid_to"] if "valid_to" in out else _iso(old.valid_to)
+    if start and end and datetime.fromisoformat(end) < datetime.fromisoformat(start):
+        raise InputError("valid_to is before valid_from")
+    return out
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
+def _when(value: datetime | str, name: str) -> datetime | None:
+    """A corrected date: a datetime with a timezone or ISO text (a bare date is its start,
+    in UTC); an empty string clears it (None)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            when = datetime.fromisoformat(text)
+        except ValueError:
+            raise InputError(f"{name} must be an ISO date or time; got {_shown(value)}") from None
+        if len(text) == 10 and when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        value = when
+    return check_at(value, name)
 
 
 def claim_id(memory_id: MemoryId) -> int:

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 from .args import Checked
 from .errors import InputError, NotFound
 from .model import (
-    MAX_YEAR,
-    MIN_YEAR,
     Claim,
     ClaimEvent,
     Conflict,
@@ -25,7 +23,7 @@ from .model import (
     Person,
     Scene,
     Summary,
-    date_in_range,
+    check_at,
 )
 from .service_edits import MemoryId
 from .service_edits import claim_id as to_claim_id
@@ -56,19 +54,6 @@ def parse_at(value: str | None, name: str = "at") -> datetime | None:
 
 
 _BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def check_at(at: datetime | None, name: str = "at") -> datetime | None:
-    """``at`` if it is a usable "as of" time: timezone-aware and within the stored years."""
-    if at is None:
-        return None
-    if not isinstance(at, datetime):
-        raise InputError(f"{name} must be a datetime; got {at!r}")
-    if at.tzinfo is None:
-        raise InputError(f"{name} needs a timezone, e.g. 2023-06-01T12:00+00:00")
-    if not date_in_range(at):
-        raise InputError(f"{name} {at.isoformat()} is outside the years {MIN_YEAR}..{MAX_YEAR}")
-    return at
 
 
 class MemoryViews(Checked):

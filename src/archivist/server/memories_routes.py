@@ -63,7 +63,13 @@ class SearchIn(BaseModel):
 
 
 class UpdateIn(BaseModel):
-    text: str = Field(description="The corrected memory; the old wording stays as history.")
+    text: str | None = Field(
+        None, description="The corrected memory; the old wording stays as history."
+    )
+    kind: str | None = Field(None, description="The corrected kind (fact, event, plan, ...).")
+    subject: str | None = Field(None, description="Who or what the memory is about.")
+    valid_from: str | None = Field(None, description='ISO date it holds from; "" clears.')
+    valid_to: str | None = Field(None, description='ISO date it holds until; "" clears.')
 
 
 def _facade(tenant: Tenant) -> Mem0:
@@ -143,7 +149,14 @@ def _one_memory_routes(r: APIRouter) -> None:
         """Correct a memory: it keeps its id, the old wording stays as history (survives
         re-extraction); answers the memory as it now reads."""
         mem0 = _facade(tenant)
-        mem0.update(str(_id(memory_id)), body.text)
+        mem0.update(
+            str(_id(memory_id)),
+            body.text,
+            kind=body.kind,
+            subject=body.subject,
+            valid_from=body.valid_from,
+            valid_to=body.valid_to,
+        )
         return mem0.get(str(_id(memory_id))) or {}
 
     @r.delete("/v1/memories/{memory_id}")

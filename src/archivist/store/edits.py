@@ -33,6 +33,9 @@ from .common import Connection
 from .derived import CLAIM_COLS, row_to_claim
 
 USER_METHOD = "user-correction"
+# What a correction may set beside the text: the claim's kind, subject and the span it
+# holds (ISO times; a null ``valid_to`` clears an end date)
+EDITABLE = ("kind", "subject", "valid_from", "valid_to")
 MAX_CHAIN = 50  # corrections of corrections applied per claim: a guard against a cycle
 # Every table holding memory, children first (``reset`` empties them; the ledger, the
 # audit log and the retired person ids stay).
@@ -90,22 +93,42 @@ class ClaimEdits(Audit):
         model: str,
         vectors: dict[str, np.ndarray],
         reason: str = "",
+        fields: dict[str, str | None] | None = None,
     ) -> int | None:
-        """Supersede a claim by a new one with the user's ``text``; the new claim's id
-        (None: no such claim). The edit is kept and applied again after re-extraction."""
+        """Supersede a claim by a new one with the user's ``text`` (and ``fields``, of
+        ``EDITABLE``); the new claim's id (None: no such claim). The edit is kept and
+        applied again after re-extraction."""
+        fields = dict(fields or {})
+        if set(fields) - set(EDITABLE):
+            raise ValueError(f"not editable: {sorted(set(fields) - set(EDITABLE))}")
         with self._write() as db:
             old = self._claim_row(db, claim_id)
             if old is None:
                 return None
             self._put_vectors(db, model, vectors)
             key = claim_key(old.text, old.evidence)
+            before = self._edits(db, old.conversation).get(key)
+            if before is not None and before["action"] == "correct":
+                # correcting the user's own claim of the same words: one edit, fields merged
+                fields = {**json.loads(before["fields"] or "{}"), **fields}
             db.execute(
                 "INSERT INTO claim_edits(conversation, claim_key, action, text, search_text, "
-                "embed_hash, reason, created_at) VALUES (?, ?, 'correct', ?, ?, ?, ?, ?) "
+                "embed_hash, reason, created_at, fields) "
+                "VALUES (?, ?, 'correct', ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (conversation, claim_key) DO UPDATE SET action = 'correct', "
                 "text = excluded.text, search_text = excluded.search_text, embed_hash = "
-                "excluded.embed_hash, reason = excluded.reason, created_at = excluded.created_at",
-                (old.conversation, key, text, search_text, embed_hash, reason, self._now_iso()),
+                "excluded.embed_hash, reason = excluded.reason, created_at = excluded.created_at, "
+                "fields = excluded.fields",
+                (
+                    old.conversation,
+                    key,
+                    text,
+                    search_text,
+                    embed_hash,
+                    reason,
+                    self._now_iso(),
+                    json.dumps(fields, sort_keys=True),
+                ),
             )
             edit = self._edits(db, old.conversation)[key]
             new_id = self._apply_correction(db, old, edit)
@@ -207,10 +230,12 @@ class ClaimEdits(Audit):
         doomed: list[int] = []
         for cid in claim_ids:
             c = self._claim_row(db, cid)
+            applied: set[int] = set()
             for _ in range(MAX_CHAIN):
                 edit = edits.get(claim_key(c.text, c.evidence)) if c is not None else None
-                if edit is None or c is None:
-                    break
+                if edit is None or c is None or edit["id"] in applied:
+                    break  # (a correction of the fields alone keeps the words, and the key)
+                applied.add(edit["id"])
                 if edit["action"] == "forget":
                     doomed.append(c.id)  # type: ignore[arg-type]
                     break
@@ -242,16 +267,24 @@ class ClaimEdits(Audit):
         )
         found = db.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()
         model = found[0] if found else ""
+        fields = {k: v for k, v in json.loads(edit.get("fields") or "{}").items() if k in EDITABLE}
+        subject = fields.get("subject") or old.subject
         [new_id] = db.insert_ids(
             f"INSERT INTO claims({cols}) SELECT conversation, episode_id, ?, speaker, "
-            "speaker_key, subject, subject_key, kind, source, importance, salience, said_at, "
-            "said_epoch, valid_from, valid_to, evidence, n_evidence, '[]', '[]', ?, ?, scope, "
+            "speaker_key, ?, ?, ?, source, importance, salience, said_at, "
+            "said_epoch, ?, ?, evidence, n_evidence, '[]', '[]', ?, ?, ?, "
             "?, ?, ?, facet FROM claims WHERE id = ? RETURNING id",
             [
                 (
                     edit["text"],
+                    subject,
+                    q.person_key(subject),
+                    fields.get("kind") or old.kind,
+                    fields["valid_from"] if "valid_from" in fields else _iso(old.valid_from),
+                    fields["valid_to"] if "valid_to" in fields else _iso(old.valid_to),
                     USER_METHOD,
                     edit["search_text"] or edit["text"],
+                    q.scope_text(old.conversation, (old.speaker, subject)),
                     edit["embed_hash"] or "",
                     self._vector_id(db, model, edit["embed_hash"] or ""),
                     self._now_iso(),
@@ -282,6 +315,8 @@ class ClaimEdits(Audit):
             (new_id, start, old.id),
         )
         detail = {"by": "user", "old": old.text, "new": edit["text"], "reason": edit["reason"]}
+        if fields := json.loads(edit.get("fields") or "{}"):
+            detail["fields"] = fields
         now = self._now_iso()
         db.execute(
             "INSERT INTO claim_events(claim_id, conversation, action, other_claim, at, detail, "
@@ -317,7 +352,7 @@ class ClaimEdits(Audit):
         """claim key -> the edit of that claim in ``conversation``."""
         cols = (
             "id, claim_key, action, text, search_text, embed_hash, reason, claim_id, "
-            "new_claim_id, created_at"
+            "new_claim_id, created_at, fields"
         ).split(", ")
         rows = db.execute(
             f"SELECT {', '.join(cols)} FROM claim_edits WHERE conversation = ?", (conversation,)
@@ -396,3 +431,7 @@ class ClaimEdits(Audit):
             "SELECT id FROM claims WHERE subject_key = ?", (q.person_key(person),)
         )
         return [int(r[0]) for r in rows]
+
+
+def _iso(when) -> str | None:
+    return when.isoformat() if when else None

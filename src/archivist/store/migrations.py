@@ -756,6 +756,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE claims ADD COLUMN facet TEXT NOT NULL DEFAULT ''",
         ),
     ),
+    Migration(
+        "0015_claim_edit_fields",
+        (
+            # A correction may set more than the text: the claim's kind, subject and the
+            # span it holds (JSON, store/edits.py ``EDITABLE``), applied again like the text.
+            "ALTER TABLE claim_edits ADD COLUMN fields TEXT NOT NULL DEFAULT '{}'",
+        ),
+    ),
 )
 
 

@@ -59,11 +59,29 @@ def correct_claim(
     claim_id: Annotated[int, PathParam(ge=1, le=MAX_ID)],
     token: Token,
     text: Text = "",
+    subject: Text = "",
+    kind: Text = "",
+    valid_from: Text = "",
+    valid_to: Text = "",
 ) -> Response:
-    """A correction supersedes the claim and is logged as a conflict of kind ``correction``."""
+    """A correction supersedes the claim and is logged as a conflict of kind ``correction``;
+    the form shows every field as it is, so only what was changed is corrected."""
     check_token(request, token)
     tenant.drain(30.0)
-    new = tenant.memory.update(claim_id, need(text, "the corrected text"))
+    memory = tenant.memory
+    old = memory.memory(claim_id)
+    text = need(text, "the corrected text")
+    day = lambda when: when.date().isoformat() if when else ""  # noqa: E731
+    changed = {
+        "text": text if " ".join(text.split()) != old.text else None,
+        "subject": subject if subject.strip() and subject.strip() != old.subject else None,
+        "kind": kind if kind and kind != old.kind else None,
+        "valid_from": valid_from.strip() if valid_from.strip() != day(old.valid_from) else None,
+        "valid_to": valid_to.strip() if valid_to.strip() != day(old.valid_to) else None,
+    }
+    if all(v is None for v in changed.values()):
+        return back(f"/claims/{claim_id}", "nothing changed: the claim is as it was")
+    new = memory.update(claim_id, **changed)
     return back(f"/claims/{new.id}", f"corrected: claim {claim_id} is history now")
 
 

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ...errors import NotFound
 from ...lang.text import person_key
-from ...model import MAX_ID, Claim, Person
+from ...model import CLAIM_KINDS, MAX_ID, Claim, Person
 from ...service_views import parse_at
 from .web import COOKIE, PageRoute, UiTenant, render
 
@@ -153,6 +153,7 @@ def claim_page(
         conflicts=conflicts,
         others=memory.store.claims_by_id(sorted(related)),
         evidence=[m for m in evidence if m is not None],
+        kinds=CLAIM_KINDS,
     )
 
 
