@@ -40,7 +40,7 @@ from .extractive import (
     shape_of,
     someone_elses,
 )
-from .judged import judged, reordered
+from .judged import judged, polarity, reordered
 from .links import as_known_by
 from .recall import search_memory
 from .replies import reply_prompt
@@ -450,6 +450,8 @@ def extractive_answer(
         composed = judged(question, shape, ranked, judge, at)
         ranked = reordered(question, shape, ranked, judge, at)
     composed = composed or compose(question, shape, ranked, wanted, target, near)
+    if composed is not None and judge is not None:
+        composed = polarity(question, shape, composed, judge, at)
     if composed is None:
         reason = f"weak evidence: best relevance {ranked[0].relevance:.2f}"
         return replace(abstain(question, reason), context_tokens=tokens)

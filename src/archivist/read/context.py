@@ -659,7 +659,14 @@ def _message_candidates(
     return [
         replace(candidate(m), prompt=candidate(asked[key]) if key in asked else None)
         for key, m in msgs.items()
+        if key in last or not _filler(m, said.get(key, ()))
     ]
+
+
+def _filler(m: Message, claims: Sequence[Claim]) -> bool:
+    """An assistant's line the judge found only small talk in ("Sounds lovely, tell me
+    more."): it tells the next turn nothing, so it is no memory to show."""
+    return m.role == "assistant" and bool(claims) and all(c.kind == "chatter" for c in claims)
 
 
 def _asked(store: Store, messages: Sequence[Message]) -> dict[tuple[str, str], Message]:

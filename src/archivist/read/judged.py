@@ -28,6 +28,7 @@ CANDIDATES = 12  # ranked sentences put to the judge
 SURE_YES_NO = 1.01
 SURE = 1.01
 SURE_ANSWERS = 1.01
+SURE_FLIP = 1.01  # how sure the judge must be to turn the composer's yes into a no or back
 
 
 def _holds(s: Sentence, at: datetime) -> bool:
@@ -112,3 +113,34 @@ def _verdicts(question: str, pool: Sequence[Sentence], judge: Judge) -> list[Ver
 
 def _settles(v: Verdict, wanted: Sequence[str], sure: float = SURE) -> bool:
     return v.label in wanted and v.p >= sure
+
+
+def polarity(
+    question: str,
+    shape: Shape,
+    composed: tuple[str, list[Sentence], str],
+    judge: Judge,
+    at: datetime,
+    sure: float | None = None,
+) -> tuple[str, list[Sentence], str]:
+    """The composer's yes or no, turned when the judge is sure its one quoted sentence
+    settles the question the other way (the composer chose the sentence; the judge
+    reads what it means: "those antibiotics were long done" is a no)."""
+    sure = SURE_FLIP if sure is None else sure
+    text, used, why = composed
+    if shape.form != "yes_no" or sure > 1 or len(used) != 1 or "(ended " in text:
+        return composed
+    said_yes = text.startswith("Yes: ")
+    if not (said_yes or text.startswith("No: ")):
+        return composed
+    (s,) = used
+    if s.message.role == "assistant":
+        return composed
+    (v,) = _verdicts(question, [s], judge)
+    if v.label not in ("yes", "no") or v.p < sure:
+        return composed
+    yes = (v.label == "yes") != shape.negated
+    if yes == said_yes or (yes and not _holds(s, at)):
+        return composed
+    flipped = f"{'Yes' if yes else 'No'}: {text.split(': ', 1)[1]}"
+    return flipped, used, f"{why}; judge {judge.name}: {v.label} p={v.p:.2f}"
