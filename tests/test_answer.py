@@ -614,3 +614,18 @@ def test_a_question_is_never_the_evidence_of_a_yes_or_no(tmp_path: Path) -> None
         for question in ("Does Priya's brother have a cat?", "Does Tom have a cat?"):
             answer = memory.ask(question)
             assert answer.abstain, answer.answer
+
+
+def test_a_question_is_no_ones_evidence_when_whose_it_was_is_checked(tmp_path: Path) -> None:
+    conv = make_conversation(
+        "kin",
+        [[("Ravi", "Oh my sister got a rescue greyhound btw, called Moth, he sleeps all day."),
+          ("Jess", "So sweet."),
+          ("Jess", "Random q but what pet does my sister have again?? Mum said, I forgot.")]],
+        people=("Ravi", "Jess"),
+    )  # fmt: skip
+    with remembered(tmp_path, conv) as memory:
+        # Jess asking about her own sister is not her sister's pet: Ravi's sister's
+        # answers, and nothing says it was "Jess's, not Ravi's"
+        answer = memory.ask("What pet does Ravi's sister have?", person="Ravi")
+        assert not answer.abstain and "greyhound" in answer.answer, answer.answer
