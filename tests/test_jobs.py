@@ -265,10 +265,18 @@ def test_a_closed_runner_starts_no_thread(tmp_path: Path) -> None:
 def test_a_round_is_due_every_n_messages(tmp_path: Path) -> None:
     with memory(tmp_path / "m.db", consolidate_every=10) as mem:
         mem.add(make_conversation("c", [[("Ana", f"Note {i}.") for i in range(6)]]))
-        assert mem.job_counts() == {}
+        # too short for a round: only its people's key info, for their next chat
+        assert mem.job_counts() == {"queued": 1}
         more = make_conversation("c", [[("Ana", f"Later {i}.") for i in range(5)]], first_session=2)
         mem.add(more)
-        assert sum(mem.job_counts().values()) == len(ROUND)
+        assert sum(mem.job_counts().values()) == len(ROUND) + 1
+
+
+def test_a_chat_too_short_for_a_round_still_gives_its_people_key_info(tmp_path: Path) -> None:
+    with memory(tmp_path / "m.db", consolidate_mode="inline") as mem:
+        mem.add(make_conversation("c", [[("Ana", "I work as a nurse at St Mary's.")]]))
+        (ana,) = [p for p in mem.store.persons() if p.name == "Ana"]
+        assert "nurse" in (mem.store.person_key_info(ana.id) or "")
 
 
 def test_background_mode_runs_jobs_off_the_calling_thread(tmp_path: Path) -> None:
