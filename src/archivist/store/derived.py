@@ -316,6 +316,7 @@ class DerivedMemory(Audit):
             "DELETE FROM episodes WHERE conversation = ? AND session = ?", (conv, session)
         ).rowcount
         if n or m:
+            self._reopen_orphans(db)  # type: ignore[attr-defined]  # closed from another chat
             self._bump_vector_epoch(db)
             # Claims that replaced or absorbed the deleted ones are gone: the
             # conversation is reconciled again from what the archivist said.
@@ -441,6 +442,7 @@ class DerivedMemory(Audit):
                 "summaries",
             ):
                 db.execute(f"DELETE FROM {table} {where}", params)
+            self._reopen_orphans(db)  # type: ignore[attr-defined]  # closed from another chat
             self._bump_vector_epoch(db)
             if actor is not None:
                 scope = {"conversation": conversation} if conversation else {}

@@ -380,6 +380,7 @@ class MessageLog(Audit):
             "DELETE FROM claims WHERE n_evidence > "
             "(SELECT count(*) FROM claim_evidence ce WHERE ce.claim_id = claims.id)"
         )
+        self._reopen_orphans(db)  # type: ignore[attr-defined]  # store/reconcile.py
         db.execute(
             "DELETE FROM episodes WHERE n_messages > "
             "(SELECT count(*) FROM episode_messages em WHERE em.episode_id = episodes.id)"

@@ -34,6 +34,7 @@ _CONFLICT_COLS = (
 )
 # PostgreSQL's answers to a write racing another transaction (serialization failure,
 # deadlock, a row referenced or claimed meanwhile): the batch is stale, decided again.
+ELSEWHERE = 500  # a declared person's latest claims from other chats read per reconciliation
 _RACED = frozenset({"40001", "40P01", "23503", "23505"})
 
 
@@ -100,6 +101,28 @@ class Reconciliation(Body):
             ).fetchall()
         ]
         return done, todo
+
+    def claims_of_declared_elsewhere(
+        self, conversation: str, speakers: Iterable[str]
+    ) -> list[Claim]:
+        """The current, reconciled claims that ``speakers`` of ``conversation`` (names)
+        said in their other conversations, for those a caller declared one person (a
+        user id across chats): what one of their chats says may end what another said.
+        Oldest first; at most ``ELSEWHERE`` of the latest."""
+        keys = sorted({q.person_key(s) for s in speakers})
+        if not keys:
+            return []
+        marks = ", ".join("?" for _ in keys)
+        rows = self._db.execute(
+            f"SELECT {claim_cols('c')} "
+            "FROM claims c JOIN person_identities pi ON pi.conversation = c.conversation "
+            "AND pi.name_key = c.speaker_key WHERE c.conversation <> ? AND c.reconciled <> 0 "
+            "AND c.status = 'current' AND pi.person_id IN (SELECT person_id FROM "
+            "person_identities WHERE conversation = ? AND declared_id IS NOT NULL AND "
+            f"name_key IN ({marks})) ORDER BY c.said_epoch DESC, c.id DESC LIMIT ?",
+            (conversation, conversation, *keys, ELSEWHERE),
+        ).fetchall()
+        return [decoded_claim(r) for r in reversed(rows)]
 
     def claim_vectors(self, model: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """claim id -> its stored vector (claims whose vector is missing are left out)."""
@@ -276,6 +299,14 @@ class Reconciliation(Body):
     def _reset_reconciliation(self, db: Connection, conversation: str) -> None:
         for table in ("claim_events", "conflicts", "entities"):
             db.execute(f"DELETE FROM {table} WHERE conversation = ?", (conversation,))
+        # what this conversation's claims closed in a declared person's other chats holds
+        # again until this conversation is judged anew (its events went with it)
+        db.execute(
+            "UPDATE claims SET status = 'current', replaced_by = NULL, closed_at = NULL "
+            "WHERE conversation <> ? AND status IN ('superseded', 'duplicate') AND "
+            "replaced_by IN (SELECT id FROM claims WHERE conversation = ?)",
+            (conversation, conversation),
+        )
         db.execute(
             "UPDATE claims SET status = 'current', replaced_by = NULL, closed_at = NULL, "
             "reconciled = 0 WHERE conversation = ?",
@@ -283,6 +314,15 @@ class Reconciliation(Body):
         )
         # The user's corrections are no reconciliation of ours: they stay.
         self._reapply_corrections(db, conversation)  # type: ignore[attr-defined]
+
+    def _reopen_orphans(self, db: Connection) -> None:
+        """A claim closed by one that is gone (forgotten, its message deleted, its chat
+        rebuilt) holds again: nothing that is still remembered ended it."""
+        db.execute(
+            "UPDATE claims SET status = 'current', replaced_by = NULL, closed_at = NULL "
+            "WHERE replaced_by IS NOT NULL AND status IN ('superseded', 'duplicate') AND "
+            "NOT EXISTS (SELECT 1 FROM claims k WHERE k.id = claims.replaced_by)"
+        )
 
     # -- reads -----------------------------------------------------------------------------
 

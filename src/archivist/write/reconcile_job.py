@@ -94,11 +94,15 @@ def _reconcile_once(core: Core, cid: str, config: ReconcileConfig) -> dict:
     done, todo = core.store.claims_to_reconcile(cid)
     if not todo:
         return {}
+    # a user declared one person across chats: their other chats' current claims are
+    # judged too ("Quit St Mary's!" in one ends "I'm a nurse at St Mary's" in another)
+    elsewhere = core.store.claims_of_declared_elsewhere(cid, {c.speaker for c in todo})
     model = core.embedder.name
-    vectors = core.store.claim_vectors(model, [c.id for c in (*done, *todo)])
+    vectors = core.store.claim_vectors(model, [c.id for c in (*elsewhere, *done, *todo)])
     meaning = core.judge
     judge = _judge(core) if core.llm is not None and meaning is None else None
-    outcome = reconcile_claims(done, todo, vectors, config, judge, meaning)
+    before = sorted([*elsewhere, *done], key=lambda c: (c.said_at, c.id or 0))
+    outcome = reconcile_claims(before, todo, vectors, config, judge, meaning)
     existing = core.store.list_entities(conversation=cid, limit=1_000_000)
     work = EntityWork(entities=list(existing))
     before = {(person_key(c.speaker), person_key(m.name)) for c in todo for m in c.entities}
