@@ -138,8 +138,10 @@ def queue_consolidation(core: Core, conversations: Sequence[str]) -> bool:
         elif n and not mark:
             # a chat too short for a round yet (a user's many short chats through the
             # proxy) still gives its people key info, which their next chat's context
-            # carries; the job rewrites nothing when the facts it shows did not change
-            store.enqueue_job("key_info", f"{cid}@{n}@young", {"conversation": cid})
+            # carries; the job rewrites nothing when the facts it shows did not change,
+            # and the first round writes the model's digest over it
+            payload = {"conversation": cid, "plain": 1}  # no model call per short chat
+            store.enqueue_job("key_info", f"{cid}@{n}@young", payload)
     if due:
         # The round's name covers which conversations at which size: a later round of
         # other conversations must not collide with it (its global jobs would be lost).

@@ -114,6 +114,9 @@ def run_dossiers(core: Core, payload: dict, config: DigestConfig = DOSSIER) -> d
     return counts.result(entities=len(states), dossiers_written=len(rows))
 
 
+PLAIN = "+plain"  # the hash mark of a key info written without the model
+
+
 def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> dict:
     """Job handler: refresh each person's key info from their profile (profile.py).
 
@@ -128,6 +131,9 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
     if not states:
         return {"skipped": "no persons"}
     at = core.clock()
+    # "plain": a chat too short for a round (jobs.queue_consolidation) gets the digest
+    # made without a model, marked so that the next round writes the model's
+    plain = bool(payload.get("plain"))
     counts, rows = Counts(), []
     with llm_session(core, counts, config.llm) as asker:
         for pid, name, old_hash, identities in states:
@@ -135,10 +141,12 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
             new_hash = content_hash(
                 *(f"{e.claim}:{e.text}:{e.since.isoformat()}:{e.source}" for _, e in facts)
             )
-            if new_hash == old_hash:
-                continue
+            if old_hash == new_hash or (plain and old_hash == new_hash + PLAIN):
+                continue  # (a plain run keeps the model's digest of the same facts)
             text = ""
-            if asker.model is not None and facts:
+            if plain:
+                new_hash += PLAIN
+            elif asker.model is not None and facts:
                 found = core.store.claims_by_id(e.claim for _, e in facts)
                 claims = sorted(found.values(), key=lambda c: (c.said_at, c.id or 0))
                 text = (
