@@ -284,11 +284,15 @@ def assemble(
         for c in claims
         if c.id is not None and c.said_at <= at
     }
+    # small talk is no fact of a profile, unless it ended one ("Marathon is off." read as
+    # chit-chat, closing the marathon plan): then it says how that fact ended
+    closers = {c.replaced_by for c in stood.values() if c.status == "superseded"}
     about = {
         i: c
         for i, c in stood.items()
         if (person_key(c.subject) == key or _of_own_family(c, key))
-        and c.kind not in ("question", "chatter")
+        and c.kind != "question"
+        and (c.kind != "chatter" or i in closers)
     }
     replaced = {
         i
