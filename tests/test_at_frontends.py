@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from archivist.cli.main import cli, main
 from archivist.config import Settings
 from archivist.errors import InputError
+from archivist.model import parse_at
 from archivist.service import MemoryService
-from archivist.service_views import parse_at
 from archivist.testing import FakeEmbedder
 from conftest import jsonl_records, make_conversation, write_jsonl
 

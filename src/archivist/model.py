@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime, time
 from typing import Literal
 
 from .errors import InputError
@@ -42,6 +43,28 @@ def check_at(at: datetime | None, name: str = "at") -> datetime | None:
     if not date_in_range(at):
         raise InputError(f"{name} {at.isoformat()} is outside the years {MIN_YEAR}..{MAX_YEAR}")
     return at
+
+
+def parse_at(value: str | None, name: str = "at", *, day_start: bool = False) -> datetime | None:
+    """An ``at`` argument as every front end reads it (CLI, REST, MCP): ISO 8601 with a
+    timezone, or a bare date ("2023-04-01": memory as it stood when that day ended, in
+    UTC: what was said that day counts), or None when not given; bad input is one
+    InputError line naming ``name``. A time without a timezone stays an error: which
+    hour it means is the caller's to say. ``day_start``: a bare date is that day's start
+    instead (a span corrected to begin on it)."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"{name} must be an ISO date or time; got {value!r}") from None
+    if _BARE_DATE.fullmatch(text):
+        when = datetime.combine(when.date(), time.min if day_start else time.max, tzinfo=UTC)
+    return check_at(when, name)
+
+
+_BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def text_problem(value: str) -> str | None:

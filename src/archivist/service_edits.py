@@ -10,7 +10,7 @@ is applied again when its session is re-extracted or memory is rebuilt.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 from .args import AnyInt, Checked, Range
@@ -24,9 +24,11 @@ from .model import (
     Decision,
     Person,
     check_at,
+    parse_at,
     text_problem,
 )
 from .store.audit import check_actor
+from .store.common import iso
 from .store.sql import Filters
 
 if TYPE_CHECKING:
@@ -317,32 +319,19 @@ def _corrected_fields(
             continue
         when = _when(value, name)
         out[name] = when.isoformat() if when else None
-    start = out["valid_from"] if "valid_from" in out else _iso(old.valid_from)
-    end = out["valid_to"] if "valid_to" in out else _iso(old.valid_to)
+    start = out["valid_from"] if "valid_from" in out else iso(old.valid_from)
+    end = out["valid_to"] if "valid_to" in out else iso(old.valid_to)
     if start and end and datetime.fromisoformat(end) < datetime.fromisoformat(start):
         raise InputError("valid_to is before valid_from")
     return out
 
 
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat() if when else None
-
-
 def _when(value: datetime | str, name: str) -> datetime | None:
     """A corrected date: a datetime with a timezone or ISO text (a bare date is its start,
     in UTC); an empty string clears it (None)."""
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            return None
-        try:
-            when = datetime.fromisoformat(text)
-        except ValueError:
-            raise InputError(f"{name} must be an ISO date or time; got {_shown(value)}") from None
-        if len(text) == 10 and when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        value = when
-    return check_at(value, name)
+    return (
+        parse_at(value, name, day_start=True) if isinstance(value, str) else check_at(value, name)
+    )
 
 
 def claim_id(memory_id: MemoryId) -> int:

@@ -7,9 +7,8 @@ resolve_people). Nothing here holds state of its own.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .args import Checked
@@ -33,27 +32,6 @@ if TYPE_CHECKING:
     from .core import Core
     from .profile import Profile
     from .store.base import Store
-
-
-def parse_at(value: str | None, name: str = "at") -> datetime | None:
-    """An ``at`` argument as every front end reads it (CLI, REST, MCP): ISO 8601 with a
-    timezone, or a bare date ("2023-04-01": memory as it stood when that day ended, in
-    UTC: what was said that day counts), or None when not given; bad input is one
-    InputError line naming ``name``. A time without a timezone stays an error: which
-    hour it means is the caller's to say."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"{name} must be an ISO date or time; got {value!r}") from None
-    if _BARE_DATE.fullmatch(text):
-        when = datetime.combine(when.date(), time.max, tzinfo=UTC)
-    return check_at(when, name)
-
-
-_BARE_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class MemoryViews(Checked):

@@ -11,7 +11,7 @@ import click
 
 from ..config import Settings
 from ..errors import NotFound
-from ..service_views import parse_at as _parse_at
+from ..model import parse_at as _parse_at
 
 
 class Context:

@@ -35,7 +35,7 @@ from ..errors import (
     NotFound,
 )
 from ..lang.text import person_key
-from ..service_views import parse_at
+from ..model import parse_at
 from .auth import actor, as_user, caller, own_conversation, own_messages, tenant_id
 from .docs import add_offline_docs
 from .guard import RequestGuard

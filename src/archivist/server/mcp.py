@@ -24,7 +24,7 @@ thread-safe):
   ``delete_memory``, ``memory_history``, ``context``: server/mcp_memories.py.
 
 ``at`` (ISO 8601 with a timezone) reads memory as it stood then, with the same
-rules as the CLI's ``--at`` and REST's ``at`` (service_views.parse_at).
+rules as the CLI's ``--at`` and REST's ``at`` (model.parse_at).
 
 Resources: ``archivist://people``, ``archivist://people/{person}/timeline``,
 ``archivist://conversations`` (JSON).
@@ -48,9 +48,18 @@ from pydantic import Field
 from ..clock import Clock
 from ..errors import ArchivistError, InputError, NotFound
 from ..load._common import check_size
-from ..model import ROLES, Claim, ClaimEvent, Conversation, Message, Person, Session, content_hash
+from ..model import (
+    ROLES,
+    Claim,
+    ClaimEvent,
+    Conversation,
+    Message,
+    Person,
+    Session,
+    content_hash,
+    parse_at,
+)
 from ..service import MemoryService
-from ..service_views import parse_at
 from ..write.sessions import SESSION_GAP, next_session  # noqa: F401 - re-exported
 
 ID_PREFIX = "mcp-"
@@ -82,7 +91,7 @@ AtArg = Annotated[
 
 def parse_time(value: str | None, now: datetime) -> datetime:
     """A message's ISO 8601 time (naive ones read as UTC), or ``now``: stored times must be
-    explicit. An ``at`` argument is stricter (service_views.parse_at: a timezone, no default),
+    explicit. An ``at`` argument is stricter (model.parse_at: a timezone, no default),
     as on every front end."""
     if value is None or not value.strip():
         return now

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import sql as q
 from .audit import Audit
-from .common import Connection
+from .common import Connection, iso
 from .derived import CLAIM_COLS, row_to_claim
 
 USER_METHOD = "user-correction"
@@ -280,8 +280,8 @@ class ClaimEdits(Audit):
                     subject,
                     q.person_key(subject),
                     fields.get("kind") or old.kind,
-                    fields["valid_from"] if "valid_from" in fields else _iso(old.valid_from),
-                    fields["valid_to"] if "valid_to" in fields else _iso(old.valid_to),
+                    fields["valid_from"] if "valid_from" in fields else iso(old.valid_from),
+                    fields["valid_to"] if "valid_to" in fields else iso(old.valid_to),
                     USER_METHOD,
                     edit["search_text"] or edit["text"],
                     q.scope_text(old.conversation, (old.speaker, subject)),
@@ -431,7 +431,3 @@ class ClaimEdits(Audit):
             "SELECT id FROM claims WHERE subject_key = ?", (q.person_key(person),)
         )
         return [int(r[0]) for r in rows]
-
-
-def _iso(when) -> str | None:
-    return when.isoformat() if when else None

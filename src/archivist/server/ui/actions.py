@@ -139,7 +139,7 @@ def add_memory(
     """A memory added by hand: what ``person`` said (or what is known of them), stored as
     their message in their ``notes:<person>`` conversation and read like any other, so
     it has evidence, a date and a history like the rest."""
-    from ...service_views import parse_at
+    from ...model import parse_at
 
     check_token(request, token)
     who, said = need(person, "whose memory"), need(text, "what to remember")

@@ -14,8 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from ...errors import NotFound
 from ...lang.text import person_key
-from ...model import CLAIM_KINDS, MAX_ID, Claim, Person
-from ...service_views import parse_at
+from ...model import CLAIM_KINDS, MAX_ID, Claim, Person, parse_at
 from .web import COOKIE, PageRoute, UiTenant, render
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
