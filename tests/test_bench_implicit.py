@@ -111,47 +111,24 @@ def test_bench_implicit_scores_every_system_per_kind_and_saves_a_result_file(
     assert isinstance(bad.exception, InputError) and "at least one pair" in str(bad.exception)
 
 
+def _bench_add(*options: str):
+    """A tiny ``bench add`` run through the CLI, with ``options`` appended."""
+    base = ["--embedder", "fake", "bench", "add", "--messages", "10", "--adds", "1"]
+    return CliRunner().invoke(cli, [*base, *options])
+
+
 def test_a_result_file_that_cannot_be_written_is_one_error_before_or_after_the_run(
     tmp_path: Path,
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    early = CliRunner().invoke(
-        cli,
-        [
-            "--embedder",
-            "fake",
-            "bench",
-            "add",
-            "--messages",
-            "10",
-            "--adds",
-            "1",
-            "--save",
-            str(blocker / "x.json"),
-        ],
-    )
+    early = _bench_add("--save", str(blocker / "x.json"))
     assert early.exit_code == 2 and "Invalid value for '--save'" in early.output
     late = tmp_path / "results"
     late.mkdir()
     # a link into a folder that is not there: found only on writing
     (late / "taken.json").symlink_to(tmp_path / "gone" / "x.json")
-    ran = CliRunner().invoke(
-        cli,
-        [
-            "--embedder",
-            "fake",
-            "bench",
-            "add",
-            "--messages",
-            "10",
-            "--adds",
-            "1",
-            "--json",
-            "--save",
-            str(late / "taken.json"),
-        ],
-    )
+    ran = _bench_add("--json", "--save", str(late / "taken.json"))
     assert isinstance(ran.exception, InputError) and "cannot write the result file" in str(
         ran.exception
     )
