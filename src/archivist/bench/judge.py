@@ -8,7 +8,9 @@ pair becomes two claims of the same speaker put through claim reconciliation
 else ``unrelated``), and a support pair becomes a one-message memory asked
 the question with no LLM (a "Yes"/"No" answer, an answer, or an abstention).
 A kind item becomes a one-message chat read by the rule extractor (no claim:
-``chit-chat``; else its claim's kind). Timing is the median wall time per pair
+``chit-chat``; else its claim's kind). A when item is placed by the sentence's
+tense, as the time reader did before the judge (``ahead`` when it lands after
+the day it was said). Timing is the median wall time per pair
 of the judge's batched calls.
 """
 
@@ -22,15 +24,16 @@ from pathlib import Path
 
 from ..config import Settings
 from ..embed.base import Embedder
-from ..judge import Judge, RelationPair, Statement, SupportPair, Verdict
+from ..judge import Judge, RelationPair, Statement, SupportPair, TimeMention, Verdict
 from ..judge.items import Item
 from ..judge.metrics import score_task
+from ..lang.timeground import find_times, tense
 from ..model import Claim, Conversation, Message
 from ..service import MemoryService
 from ..write.reconcile import aspect_stems, reconcile_claims
 from .metrics import percentile
 
-TASKS = ("relation", "support", "kind")
+TASKS = ("relation", "support", "kind", "when")
 # the claim kinds of the rule-based extractor, as the kind task names them
 RULE_KINDS = {
     "fact": "state",
@@ -61,6 +64,18 @@ class RulesJudge:
 
     def kinds(self, statements: Sequence[Statement]) -> list[Verdict]:
         return [self._kind(s) for s in statements]
+
+    def whens(self, mentions: Sequence[TimeMention]) -> list[Verdict]:
+        return [self._when(m) for m in mentions]
+
+    def _when(self, m: TimeMention) -> Verdict:
+        """The time reader without the judge: the sentence's tense places the time."""
+        when = m.said_at or datetime(2024, 1, 1, tzinfo=UTC)
+        refs = find_times(m.sentence, when)
+        ref = next((r for r in refs if r.text.casefold() == m.time.casefold()), None)
+        if ref is None:
+            return Verdict("ahead" if tense(m.sentence) == "future" else "behind", 0.5)
+        return Verdict("ahead" if ref.start > when else "behind", 0.5)
 
     def _kind(self, s: Statement) -> Verdict:
         """The rule extractor on a one-message chat: no claim is chit-chat."""
@@ -124,7 +139,12 @@ def run_judge(judge: Judge, items: Sequence[Item], name: str, source: str = "") 
         for at in range(0, len(chosen), CHUNK):
             chunk = [it.pair for it in chosen[at : at + CHUNK]]
             t0 = time.perf_counter()
-            ask = {"relation": judge.relations, "support": judge.supports, "kind": judge.kinds}
+            ask = {
+                "relation": judge.relations,
+                "support": judge.supports,
+                "kind": judge.kinds,
+                "when": judge.whens,
+            }
             verdicts = ask[task](chunk)  # type: ignore[operator]
             per_pair.append((time.perf_counter() - t0) * 1000 / len(chunk))
             said += [v.label for v in verdicts]

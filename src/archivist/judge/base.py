@@ -1,6 +1,6 @@
 """The judge seam: what a judge is asked, what it answers, and the labels.
 
-Three tasks. ``relation``: does a newer statement by a person end an older state of
+Four tasks. ``relation``: does a newer statement by a person end an older state of
 theirs (``ends``), leave it holding (``continues``: progress, an addition, a
 pause, a word that only looks like an ending) or say nothing of it
 (``unrelated``)? ``support``: does a sentence someone said settle a question
@@ -8,8 +8,10 @@ about a person: ``yes`` or ``no`` for a yes/no question, ``answers`` for a
 wh-question, else ``neither``? ``kind``: what kind of memory is one thing a
 person (or the assistant) said: a standing ``state``, a ``preference``, a
 ``habit``, a ``goal``, a ``value``, a ``lesson``, a ``plan``, a one-off
-``event``, or ``chit-chat`` that is no memory at all? Every implementation (the
-trained model, an LLM, the old rules) answers all three, in batches, with a
+``event``, or ``chit-chat`` that is no memory at all? ``when``: does a time
+someone named without its direction ("the 10k in May", "see u monday") lie
+``ahead`` of when they said it or ``behind`` it? Every implementation (the
+trained model, an LLM, the old rules) answers all four, in batches, with a
 probability.
 """
 
@@ -33,7 +35,13 @@ KIND_LABELS = (
     "event",
     "chit-chat",
 )
-LABELS = {"relation": RELATION_LABELS, "support": SUPPORT_LABELS, "kind": KIND_LABELS}
+WHEN_LABELS = ("ahead", "behind")
+LABELS = {
+    "relation": RELATION_LABELS,
+    "support": SUPPORT_LABELS,
+    "kind": KIND_LABELS,
+    "when": WHEN_LABELS,
+}
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,17 @@ class Statement:
 
 
 @dataclass(frozen=True)
+class TimeMention:
+    """A time ``speaker`` named in ``sentence`` without its direction ("in May", "monday"):
+    does it lie ahead of ``said_at`` or behind it?"""
+
+    sentence: str
+    time: str
+    speaker: str
+    said_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class Verdict:
     """A label with the judge's probability for it (and, from an LLM, its short reason)."""
 
@@ -91,6 +110,10 @@ class Judge(Protocol):
 
     def kinds(self, statements: Sequence[Statement]) -> list[Verdict]:
         """One verdict per statement, in order (labels from KIND_LABELS)."""
+        ...
+
+    def whens(self, mentions: Sequence[TimeMention]) -> list[Verdict]:
+        """One verdict per time mention, in order (labels from WHEN_LABELS)."""
         ...
 
 
@@ -126,3 +149,9 @@ def encode_kind(statement: Statement) -> tuple[str, str]:
     who = statement.speaker.strip() or "someone"
     role = "the assistant" if statement.role == "assistant" else who
     return f"kind. {role} said:", statement.sentence
+
+
+def encode_when(mention: TimeMention) -> tuple[str, str]:
+    """The two segments the cross-encoder reads for a time mention (training uses this too)."""
+    who = mention.speaker.strip() or "someone"
+    return f"when. {mention.time}", f"{who} said: {mention.sentence}"

@@ -4,30 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .base import RelationPair, Statement, SupportPair, Verdict
+from .base import RelationPair, Statement, SupportPair, TimeMention, Verdict
 
 RelationRule = Callable[[RelationPair], Verdict | None]
 SupportRule = Callable[[SupportPair], Verdict | None]
 KindRule = Callable[[Statement], Verdict | None]
+WhenRule = Callable[[TimeMention], Verdict | None]
 
 
 class FakeJudge:
-    """Answers from ``relation``/``support``/``kind`` functions (None: the default verdict:
-    unrelated, neither, state) and keeps everything it was asked, so tests can read what
-    reached the judge."""
+    """Answers from ``relation``/``support``/``kind``/``when`` functions (None: the default
+    verdict: unrelated, neither, state, and an unsure ahead at p 0.5) and keeps everything
+    it was asked, so tests can read what reached the judge."""
 
     def __init__(
         self,
         relation: RelationRule | None = None,
         support: SupportRule | None = None,
         kind: KindRule | None = None,
+        when: WhenRule | None = None,
         name: str = "fake-judge",
     ) -> None:
         self.relation = relation
         self.support = support
         self.kind = kind
+        self.when = when
         self.name = name
-        self.asked: list[RelationPair | SupportPair | Statement] = []
+        self.asked: list[RelationPair | SupportPair | Statement | TimeMention] = []
 
     def relations(self, pairs: Sequence[RelationPair]) -> list[Verdict]:
         self.asked += pairs
@@ -43,3 +46,8 @@ class FakeJudge:
         self.asked += statements
         rule = self.kind or (lambda s: None)
         return [rule(s) or Verdict("state", 0.9) for s in statements]
+
+    def whens(self, mentions: Sequence[TimeMention]) -> list[Verdict]:
+        self.asked += mentions
+        rule = self.when or (lambda m: None)
+        return [rule(m) or Verdict("ahead", 0.5) for m in mentions]

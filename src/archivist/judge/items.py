@@ -5,7 +5,8 @@ items. Relation items: ``{"id", "task": "relation", "speaker", "older",
 "newer", "older_at", "newer_at", "label"}``; support items: ``{"id", "task":
 "support", "speaker", "question", "sentence", "said_at", "label"}``; kind
 items: ``{"id", "task": "kind", "speaker", "role", "sentence", "said_at",
-"label"}``. Extra
+"label"}``; when items: ``{"id", "task": "when", "speaker", "sentence", "time",
+"said_at", "label"}`` (``time`` is a part of ``sentence``). Extra
 fields (``area``, ``group``, ``hard``, ``family``) are kept for reports.
 """
 
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import InputError
-from .base import LABELS, RelationPair, Statement, SupportPair
+from .base import LABELS, RelationPair, Statement, SupportPair, TimeMention
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Item:
 
     id: str
     task: str
-    pair: RelationPair | SupportPair | Statement
+    pair: RelationPair | SupportPair | Statement | TimeMention
     label: str
     extra: dict = field(default_factory=dict)
 
@@ -60,7 +61,7 @@ def parse_item(raw: object, where: str) -> Item:
         raise InputError(f"{where}: a {task} label is one of {', '.join(LABELS[task])}")
     speaker = _text(raw, "speaker", where, required=False)
     if task == "relation":
-        pair: RelationPair | SupportPair | Statement = RelationPair(
+        pair: RelationPair | SupportPair | Statement | TimeMention = RelationPair(
             speaker,
             _text(raw, "older", where),
             _text(raw, "newer", where),
@@ -74,6 +75,11 @@ def parse_item(raw: object, where: str) -> Item:
         pair = Statement(
             _text(raw, "sentence", where), speaker, role, _when(raw.get("said_at"), where)
         )
+    elif task == "when":
+        sentence, time = _text(raw, "sentence", where), _text(raw, "time", where)
+        if time.casefold() not in sentence.casefold():
+            raise InputError(f"{where}: 'time' must be a part of 'sentence'")
+        pair = TimeMention(sentence, time, speaker, _when(raw.get("said_at"), where))
     else:
         pair = SupportPair(
             _text(raw, "question", where),
@@ -82,7 +88,7 @@ def parse_item(raw: object, where: str) -> Item:
             _when(raw.get("said_at"), where),
         )
     known = {"id", "task", "label", "speaker", "older", "newer", "older_at", "newer_at"}
-    known |= {"question", "sentence", "said_at", "role"}
+    known |= {"question", "sentence", "said_at", "role", "time"}
     extra = {k: v for k, v in raw.items() if k not in known}
     return Item(str(raw.get("id", where)), task, pair, label, extra)
 

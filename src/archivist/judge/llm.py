@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..llm.base import LLMError
-from .base import Judge, RelationPair, Statement, SupportPair, Verdict
+from .base import Judge, RelationPair, Statement, SupportPair, TimeMention, Verdict
 
 BATCH = 10  # pairs per call
 # (prompt module, messages, output type) -> validated output; Core.llm_call fits
@@ -61,6 +61,20 @@ class LLMJudge:
         return self._batched(
             statements, rows, prompt.build_kinds, prompt.KindsOut, self._fallback_kinds
         )
+
+    def whens(self, mentions: Sequence[TimeMention]) -> list[Verdict]:
+        """Verdicts for time mentions, BATCH per call."""
+        from ..prompts import judge_pairs as prompt
+
+        rows = [(m.speaker, m.sentence, m.time, _day(m.said_at)) for m in mentions]
+        return self._batched(
+            mentions, rows, prompt.build_whens, prompt.WhensOut, self._fallback_whens
+        )
+
+    def _fallback_whens(self, mentions: Sequence[Any]) -> list[Verdict]:
+        if self.fallback is None:
+            return [Verdict("ahead", 0.0, "not judged") for _ in mentions]
+        return self.fallback.whens(mentions)
 
     def _fallback_kinds(self, statements: Sequence[Any]) -> list[Verdict]:
         if self.fallback is None:

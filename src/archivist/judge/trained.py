@@ -2,8 +2,8 @@
 
 Trained by ``archivist train judge`` (archivist/train/) on the team's written
 pairs (training/judge/), one network with one head for all tasks (three logits
-for ``relation``, four for ``support``, nine for ``kind``); each task reads
-only its own. The
+for ``relation``, four for ``support``, nine for ``kind``, two for ``when``);
+each task reads only its own. The
 tokenizer is the embedder's (same vocabulary). onnxruntime and tokenizers load
 on the first judgement, so constructing costs nothing.
 """
@@ -24,10 +24,12 @@ from .base import (
     RelationPair,
     Statement,
     SupportPair,
+    TimeMention,
     Verdict,
     encode_kind,
     encode_relation,
     encode_support,
+    encode_when,
 )
 
 MODEL_DIR = Path(__file__).with_name("data")
@@ -81,6 +83,14 @@ class TrainedJudge:
     def kinds(self, statements: Sequence[Statement]) -> list[Verdict]:
         """One verdict per statement: state, preference, ... or chit-chat."""
         return self._judge("kind", [encode_kind(s) for s in statements])
+
+    def whens(self, mentions: Sequence[TimeMention]) -> list[Verdict]:
+        """One verdict per time mention: ahead or behind. A model trained before the task
+        existed answers unsure (p 0), so the sentence's tense places the time."""
+        self._load()
+        if "when" not in self._card["labels"]:
+            return [Verdict("ahead", 0.0, "no when task in this model") for _ in mentions]
+        return self._judge("when", [encode_when(m) for m in mentions])
 
     def probabilities(self, task: str, segments: Sequence[tuple[str, str]]) -> np.ndarray:
         """The task's label probabilities, one row per pair (columns: the card's labels)."""

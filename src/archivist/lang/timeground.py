@@ -456,6 +456,14 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
         r"(?!\s*\d)",
         _h_month_alone,
     ),
+    # "the 10k in may": a lowercase "may" after a word that only a month follows (not
+    # "this", and not before a verb: "by may be", "in may have")
+    (
+        r"\b(in|during|since|from|until|till|by|last|next|early|late|mid|of)\s+(may)\b"
+        r"(?!\s*\d|\s+(?:be|have|not|need|want|well|go|get|take|come|also|just|still|even|"
+        r"never|or|as)\b)",
+        _h_month_alone,
+    ),
     (r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?\b", _h_iso),
     # "Wedding is on the 24th": that day of the month said in, or of the next one
     (
@@ -508,6 +516,15 @@ def _found(text: str, at: datetime, mood: str = "") -> tuple[tuple[int, TimeRef]
             taken.append((start, end))
             out.append((start, ref))
     return tuple(sorted(out, key=lambda p: p[0]))
+
+
+def undirected_times(text: str, at: datetime) -> list[str]:
+    """The time expressions of ``text`` whose place on the calendar depends on whether the
+    sentence looks ahead or back ("the 10k in May", "see u monday"): those that land
+    elsewhere read ahead than read back. Their direction is the judge's question."""
+    ahead = dict(_found(text, at, "future"))
+    back = dict(_found(text, at, "past"))
+    return [ref.text for pos, ref in ahead.items() if pos in back and back[pos].start != ref.start]
 
 
 def find_times(text: str, at: datetime, mood: str = "") -> list[TimeRef]:

@@ -1,6 +1,7 @@
 """Task: judge for the judge seam (relation: does newer end older; support: does a
-sentence settle a question; kind: what kind of memory a sentence is). A short reason comes
-before each verdict in the schema."""
+sentence settle a question; kind: what kind of memory a sentence is; when: does a time named
+without its direction lie ahead or behind). A short reason comes before each verdict in the
+schema."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 NAME = "judge_pairs"
-VERSION = "2"
+VERSION = "3"
 
 
 class RelationOut(BaseModel):
@@ -34,6 +35,17 @@ class KindOut(BaseModel):
         "state", "preference", "habit", "goal", "value", "lesson", "plan", "event", "chit-chat"
     ]
     confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class WhenOut(BaseModel):
+    item: int = Field(description="The number of the sentence judged.")
+    reason: str = Field(description="One short sentence: when the named time is.")
+    verdict: Literal["ahead", "behind"]
+    confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class WhensOut(BaseModel):
+    judgements: list[WhenOut] = Field(default_factory=list)
 
 
 class KindsOut(BaseModel):
@@ -81,6 +93,28 @@ a chat (or the assistant said). Decide what kind of memory it is:
   questions to the other, an assistant's filler, advice or general knowledge.
 A sentence about another person is judged the same way ("my sister went vegan": state).
 Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
+
+
+WHEN_SYSTEM = """You place the dates people mention on a calendar. Each item is one sentence
+someone said on a given day and a TIME it names without saying which one ("in May", "monday",
+"at Christmas", "on the 14th"). Decide from the meaning whether that time lies:
+- ahead: after the day it was said (not happened yet: "signed up for the 10k in May",
+  "the wedding's in June", "can't make saturday");
+- behind: before the day it was said (already happened or began: "went in May", "since
+  March", "how was saturday?").
+Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
+
+
+def build_whens(rows: Sequence[tuple[str, str, str, str]]) -> list[dict]:
+    """Messages for (speaker, sentence, time, date) rows, numbered from 1."""
+    blocks = [
+        f"Item {i}: {who} said ({when}): {sentence}\n  TIME: {time}"
+        for i, (who, sentence, time, when) in enumerate(rows, start=1)
+    ]
+    return [
+        {"role": "system", "content": WHEN_SYSTEM},
+        {"role": "user", "content": "\n\n".join(blocks)},
+    ]
 
 
 def build_kinds(rows: Sequence[tuple[str, str, str]]) -> list[dict]:

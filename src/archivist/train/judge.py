@@ -3,7 +3,7 @@
 ``archivist train judge`` reads the team's labelled pairs (training/judge/*.jsonl;
 files named ``fresh-*`` are kept out: they are written after training, to see
 whether it generalises), keeps whole scenario groups aside as the dev split,
-fine-tunes one network for the three tasks (one head; each task reads its own logits),
+fine-tunes one network for the four tasks (one head; each task reads its own logits),
 exports it to ONNX, quantises it to int8 and writes ``judge.onnx`` and
 ``judge.json`` (labels, metrics, data hashes) where the package loads them.
 With ``--compare`` it also fits the cheaper alternative, a logistic head on the
@@ -32,16 +32,18 @@ from ..judge.base import (
     LABELS,
     RelationPair,
     Statement,
+    TimeMention,
     encode_kind,
     encode_relation,
     encode_support,
+    encode_when,
 )
 from ..judge.items import Item, read_items
 from ..judge.metrics import score_task
 from ..judge.trained import CARD_FILE, MODEL_DIR, MODEL_FILE, TrainedJudge, pair_tokenizer
 from ..write.heuristic import in_third_person
 
-TASKS = ("relation", "support", "kind")
+TASKS = ("relation", "support", "kind", "when")
 OFFSETS = {t: sum(len(LABELS[u]) for u in TASKS[: TASKS.index(t)]) for t in TASKS}
 N_OUT = sum(len(LABELS[t]) for t in TASKS)
 NEEDS_EXTRA = (
@@ -57,6 +59,8 @@ def segments(item: Item) -> tuple[str, str]:
         return encode_relation(item.pair)
     if isinstance(item.pair, Statement):
         return encode_kind(item.pair)
+    if isinstance(item.pair, TimeMention):
+        return encode_when(item.pair)
     return encode_support(item.pair)
 
 

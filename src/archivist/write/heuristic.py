@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
-from ..judge import Judge, Statement, Verdict
+from ..judge import Judge, Statement, TimeMention, Verdict
 from ..lang.attributes import LIFE_STAGES, attribute_of, attribute_values
 from ..lang.subject import kin_names, relative_subject, split_clauses
 from ..lang.text import (
@@ -26,7 +26,14 @@ from ..lang.text import (
     query_terms,
     share_in,
 )
-from ..lang.timeground import find_times, ground, is_forward_duration, spans_back, tense
+from ..lang.timeground import (
+    find_times,
+    ground,
+    is_forward_duration,
+    spans_back,
+    tense,
+    undirected_times,
+)
 from ..model import Attachment, Claim, EntityMention, Episode, Message
 from .index_text import resolve_pronouns
 
@@ -444,7 +451,9 @@ def _ruled_kind(core: str, m: Message, known: set[str]) -> str | None:
     return "question" if question else _kind(core, m, known)
 
 
-def _judged_kind(core: str, m: Message, known: set[str], verdict: Verdict) -> str | None:
+def _judged_kind(
+    core: str, m: Message, known: set[str], verdict: Verdict, when: Verdict | None = None
+) -> str | None:
     """The kind of a sentence the judge has read. What it calls chit-chat is no memory:
     none when the old rules would drop it too, else ``chatter`` (searched like any
     claim, so what people said stays findable, but never a state reconciliation ends
@@ -462,7 +471,7 @@ def _judged_kind(core: str, m: Message, known: set[str], verdict: Verdict) -> st
             return "chatter"
         # unsure: the rules' kind ("My favourite food is sushi." read as chit-chat at 0.64)
         return ruled
-    mood = _mood(verdict)
+    mood = _mood(verdict, when)
     if ruled is not None and ruled != "question":
         # the rules' kind, read again only where the judge's mood may move its dates
         return _kind(core, m, known, mood) if mood else ruled
@@ -480,27 +489,44 @@ CHATTER_SURE = 0.8
 MOOD_SURE = 0.85
 
 
-def _mood(verdict: Verdict | None) -> str:
-    """Whether the judge's kind looks ahead ("future": a plan, a goal) or back ("past": an
-    event), which places a yearless date ("signed up for the 10k in May", said in March:
-    this May); "" leaves it to the sentence's tense."""
+# how sure the judge must be that a time named without its direction lies ahead or behind
+# before that, not the kind or the tense, places it
+WHEN_SURE = 0.7
+
+
+def _mood(verdict: Verdict | None, when: Verdict | None = None) -> str:
+    """Whether a sentence's yearless date lies ahead ("future") or behind ("past"): the
+    judge's ``when`` verdict on it when sure ("signed up for the 10k in May", said in
+    March: this May), else its kind (a plan or goal looks ahead, an event back); ""
+    leaves it to the sentence's tense."""
+    if when is not None and when.p >= WHEN_SURE:
+        return "future" if when.label == "ahead" else "past"
     if verdict is None or verdict.p < MOOD_SURE:
         return ""
     return {"plan": "future", "goal": "future", "event": "past"}.get(verdict.label, "")
 
 
 def _sentence_claim(
-    sentence: str, m: Message, known: set[str], kin: Kin, judged: Verdict | None = None
+    sentence: str,
+    m: Message,
+    known: set[str],
+    kin: Kin,
+    judged: Verdict | None = None,
+    when: Verdict | None = None,
 ) -> Claim | None:
     """One claim from one sentence, or None when it holds nothing to remember: the judge's
-    verdict on it decides (``judged``), else the old rules (``_ruled_kind``)."""
+    verdict on it decides (``judged``), else the old rules (``_ruled_kind``); ``when``: the
+    judge's word on whether its yearless date lies ahead or behind."""
     core = _core(sentence, known)
-    kind = _ruled_kind(core, m, known) if judged is None else _judged_kind(core, m, known, judged)
+    if judged is None:
+        kind = _ruled_kind(core, m, known)
+    else:
+        kind = _judged_kind(core, m, known, judged, when)
     if kind is None:
         return None
     addressee = m.addressees[0] if len(m.addressees) == 1 else None
     subject, how = _subject(core, m.speaker, addressee, known, kin)
-    valid_from, valid_to = ground(core, m.timestamp, _mood(judged))
+    valid_from, valid_to = ground(core, m.timestamp, _mood(judged, when))
     if kind == "foresight" and valid_to and (_open_start(core) or _begins_state(core, m.speaker)):
         # "from the 1st of November", "moving to Porto in March": holds from then on
         kind = "fact"
@@ -601,9 +627,10 @@ def heuristic_claims(
         if m.role != "assistant":
             heard.update(query_terms(m.text))
     verdicts = iter(_kinds(judge, said, known))
+    directions = iter(_directions(judge, said, known))
     for m, sentences in said:
         for sentence in sentences:
-            claim = _sentence_claim(sentence, m, known, kin, next(verdicts))
+            claim = _sentence_claim(sentence, m, known, kin, next(verdicts), next(directions))
             if claim is not None:
                 claims.append(claim)
         claims.extend(_caption_claim(m, a) for a in m.attachments if a.caption.strip())
@@ -625,6 +652,26 @@ def _kinds(
     out: list[Verdict | None] = [None] * len(rows)
     for (i, _), v in zip(asked, judge.kinds([s for _, s in asked]), strict=True):
         out[i] = v
+    return out
+
+
+def _directions(
+    judge: Judge | None, said: list[tuple[Message, list[str]]], known: set[str]
+) -> list[Verdict | None]:
+    """The judge's word on whether each sentence's first time named without its direction
+    ("in May", "on Thursday") lies ahead or behind, in order (None where there is none)."""
+    rows = [(m, _core(s, known)) for m, sentences in said for s in sentences]
+    if judge is None:
+        return [None] * len(rows)
+    asked = [
+        (i, TimeMention(core, times[0], m.speaker, m.timestamp))
+        for i, (m, core) in enumerate(rows)
+        if core and (times := undirected_times(core, m.timestamp))
+    ]
+    out: list[Verdict | None] = [None] * len(rows)
+    if asked:
+        for (i, _), v in zip(asked, judge.whens([t for _, t in asked]), strict=True):
+            out[i] = v
     return out
 
 
