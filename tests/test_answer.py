@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -629,3 +630,26 @@ def test_a_question_is_no_ones_evidence_when_whose_it_was_is_checked(tmp_path: P
         # answers, and nothing says it was "Jess's, not Ravi's"
         answer = memory.ask("What pet does Ravi's sister have?", person="Ravi")
         assert not answer.abstain and "greyhound" in answer.answer, answer.answer
+
+
+def test_a_question_naming_a_past_span_is_answered_as_memory_stood_then(tmp_path: Path) -> None:
+    jan = datetime(2025, 1, 14, 9, tzinfo=UTC)
+    sessions = (
+        (("Tom", "Still a software tester at Northgate Bank, living the dream."),),
+        (("Tom", "First month at Brightloop done! The startup life suits me."),),
+    )
+    conv = make_conversation("tp", sessions, people=("Tom", "Priya"), start=jan)
+    later = conv.messages[-1].timestamp.replace(month=7)
+    conv = Conversation(
+        conv.id,
+        conv.participants,
+        (conv.messages[0], replace(conv.messages[1], timestamp=later)),
+    )
+    with MemoryService(tmp_path / "m.db", settings=RULES, embedder=FakeEmbedder()) as m:
+        m.add(conv)
+        at = datetime(2025, 11, 1, tzinfo=UTC)
+        then = m.ask("Where did Tom work in January 2025?", at=at)
+        assert "Northgate" in then.answer and then.said_at == conv.messages[0].timestamp
+        assert m.ask("Where does Tom work now?", at=at).said_at == later
+        # a span still to come keeps the time asked at
+        assert m.ask("Where does Tom work in December 2025?", at=at).said_at == later

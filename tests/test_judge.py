@@ -57,7 +57,8 @@ def test_the_shipped_model_labels_every_task_with_probabilities(model: TrainedJu
     assert model.relations([]) == [] and model.supports([]) == []
     card = model.card
     assert card["labels"]["relation"] == ["ends", "continues", "unrelated"]
-    assert card["offsets"] == {"relation": 0, "support": 3, "kind": 7}
+    assert card["offsets"] == {"relation": 0, "support": 3, "kind": 7, "when": 16}
+    assert card["labels"]["when"] == ["ahead", "behind"]
     assert card["labels"]["kind"] == list(KIND_LABELS)
 
 

@@ -149,3 +149,17 @@ def test_bench_judge_scores_when_items(tmp_path: Path, judge: str) -> None:
     assert when["n"] == 2 and set(when["by_label"]) == set(WHEN_LABELS)
     if judge == "rules":  # the tense reads "signed up" as past: the old reader's mistake
         assert [w["id"] for w in when["wrong"]] == ["w1"]
+
+
+def test_a_model_trained_before_the_task_answers_unsure(tmp_path: Path) -> None:
+    from archivist.judge.trained import CARD_FILE, MODEL_DIR, MODEL_FILE
+
+    card = json.loads((MODEL_DIR / CARD_FILE).read_text(encoding="utf-8"))
+    del card["labels"]["when"], card["offsets"]["when"]
+    (tmp_path / CARD_FILE).write_text(json.dumps(card), encoding="utf-8")
+    (tmp_path / MODEL_FILE).symlink_to(MODEL_DIR / MODEL_FILE)
+    older = TrainedJudge(tmp_path)
+    (v,) = older.whens([TimeMention("booked the dentist for thursday", "thursday", "Amira")])
+    assert v.p == 0.0  # below any threshold: the tense places the date, as before
+    (claim,) = heuristic_claims([said("I did the 10k in May")], judge=older)
+    assert claim.valid_from == datetime(2024, 5, 1, tzinfo=UTC)

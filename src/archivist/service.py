@@ -513,12 +513,16 @@ class MemoryService(MemoryViews, MemoryEdits):
 
         Uses the configured LLM when there is one (falling back to an extractive
         answer if it fails); a question that pins someone else's action on the
-        named person abstains and says whose it was. Returns a read.answer.Answer.
+        named person abstains and says whose it was; one that names a past span
+        ("in January 2025") is answered as memory stood at its end. Returns a
+        read.answer.Answer.
         """
-        from .read.answer import answer_from, retrieve
+        from .read.answer import answer_from, asked_at, retrieve
 
         if not isinstance(question, str) or not question.strip():
             raise InputError("ask() needs a non-empty question")
+        # "Where did Tom work in January 2025?": memory as it stood at the end of January
+        at = asked_at(question, at, self.core.clock())
         ev = retrieve(self.core, question, person=person, conversation=conversation, at=at, k=k)
         return answer_from(self.core, question, ev, at=at)
 

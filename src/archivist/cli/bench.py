@@ -217,9 +217,10 @@ def judge(ctx: Context, path: Path, which: str, as_json: bool, save: Path | None
 
     PATH: {"items": [...]} (or JSON lines) of relation items (speaker, older,
     newer, older_at, newer_at, label ends|continues|unrelated), support items
-    (speaker, question, sentence, said_at, label yes|no|answers|neither) and
+    (speaker, question, sentence, said_at, label yes|no|answers|neither),
     kind items (speaker, role, sentence, said_at, label state|preference|habit|
-    goal|value|lesson|plan|event|chit-chat).
+    goal|value|lesson|plan|event|chit-chat) and when items (speaker, sentence,
+    time, said_at, label ahead|behind).
     """
     from ..bench.judge import RulesJudge, judge_table, run_judge
     from ..judge import LLMJudge, TrainedJudge
