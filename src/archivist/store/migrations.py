@@ -764,6 +764,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE claim_edits ADD COLUMN fields TEXT NOT NULL DEFAULT '{}'",
         ),
     ),
+    Migration(
+        "0016_claims_closed_by",
+        (
+            # The claims another one closed, by the one that closed them: a deletion
+            # reopens those whose closer is gone (store/reconcile.py ``_reopen_orphans``)
+            # reading them alone, not every claim of the store.
+            "CREATE INDEX claims_closed_by ON claims(replaced_by) WHERE replaced_by IS NOT NULL",
+        ),
+    ),
 )
 
 
