@@ -206,8 +206,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "0001_message_log",
         (
             # Needs the extension's owner rights once; on a managed server an admin
-            # runs it beforehand and IF NOT EXISTS then asks for nothing.
-            Only("postgres", "CREATE EXTENSION IF NOT EXISTS vector"),
+            # runs it beforehand and IF NOT EXISTS then asks for nothing. In public, where
+            # every tenant's schema finds it (the store's search path is the tenant's
+            # schema, then the server's): installed into the first tenant's schema, it
+            # would be missing from the others and dropped with that tenant.
+            Only("postgres", "CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"),
             """CREATE TABLE meta (
                 key TEXT PRIMARY KEY,
                 value TEXT NOT NULL
