@@ -385,12 +385,16 @@ class MessageLog(Audit):
             "DELETE FROM episodes WHERE n_messages > "
             "(SELECT count(*) FROM episode_messages em WHERE em.episode_id = episodes.id)"
         )
-        db.execute(  # every table that embeds keeps its vectors (NULL hashes filtered out)
-            "DELETE FROM vectors WHERE hash NOT IN (SELECT embed_hash FROM messages) "
-            "AND hash NOT IN (SELECT embed_hash FROM claims) "
-            "AND hash NOT IN (SELECT embed_hash FROM episodes WHERE embed_hash IS NOT NULL) "
-            "AND hash NOT IN (SELECT embed_hash FROM entities WHERE embed_hash IS NOT NULL) "
-            "AND hash NOT IN (SELECT embed_hash FROM claim_edits WHERE embed_hash IS NOT NULL)"
+        # every table that embeds keeps its vectors: the hashes no row uses, as one set
+        # difference (NOT IN over a large subquery makes PostgreSQL rescan it per vector
+        # once it no longer fits work_mem as a hash)
+        db.execute(
+            "DELETE FROM vectors WHERE hash IN (SELECT hash FROM vectors "
+            "EXCEPT SELECT embed_hash FROM messages "
+            "EXCEPT SELECT embed_hash FROM claims "
+            "EXCEPT SELECT embed_hash FROM episodes WHERE embed_hash IS NOT NULL "
+            "EXCEPT SELECT embed_hash FROM entities WHERE embed_hash IS NOT NULL "
+            "EXCEPT SELECT embed_hash FROM claim_edits WHERE embed_hash IS NOT NULL)"
         )
         self._bump_vector_epoch(db)
         self._forget_in_logs(db)  # type: ignore[attr-defined]  # store/consolidate.py
@@ -441,7 +445,8 @@ class MessageLog(Audit):
                         (json.dumps(kept), cid),
                     )
             db.execute(
-                "DELETE FROM conversations WHERE id NOT IN (SELECT conversation FROM messages)"
+                "DELETE FROM conversations WHERE NOT EXISTS "
+                "(SELECT 1 FROM messages m WHERE m.conversation = conversations.id)"
             )
             if n:
                 self._after_delete(db)
