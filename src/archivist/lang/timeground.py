@@ -194,9 +194,9 @@ def _weekday(name: str) -> int:
 
 
 def _h_weekday(m: re.Match, at: datetime, text: str, mood: str = "") -> TimeRef:
-    """last/next/this/on <weekday>, and until/by/from/since <weekday>."""
+    """last/next/this/on/for <weekday>, and until/by/from/since <weekday>."""
     which, target, d = " ".join(m[1].lower().split()), _weekday(m[2]), at.date()
-    if which == "on":
+    if which in ("on", "for"):  # "booked the dentist for thursday": the mood says which
         which = {"future": "next", "past": "last"}.get(mood or tense(text), "this")
     if which in ("last", "this past"):
         back = (d.weekday() - target) % 7 or 7
@@ -422,7 +422,7 @@ _RAW_PATTERNS: list[tuple[str, Handler]] = [
     # "until the end of the month": the period it is said in ("of next month": next's)
     (r"\bthe\s+end\s+of\s+(the)\s+(week|month|year)\b", _h_relative_period),
     (
-        rf"\b(last|next|this|this\s+past|this\s+coming|on|until|till|by|before|from|after|since)"
+        rf"\b(last|next|this|this\s+past|this\s+coming|on|for|until|till|by|before|from|after|since)"
         # not "on Thursdays" nor "on Thursday nights": a habit, not a day
         rf"\s+{_WD}\b(?!s|\s+(?:nights|mornings|afternoons|evenings)\b)",
         _h_weekday,
