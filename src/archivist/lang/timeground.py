@@ -520,7 +520,7 @@ def _found(text: str, at: datetime, mood: str = "") -> tuple[tuple[int, TimeRef]
 
 def undirected_times(text: str, at: datetime) -> list[str]:
     """The time expressions of ``text`` whose place on the calendar depends on whether the
-    sentence looks ahead or back ("the 10k in May", "see u monday"): those that land
+    sentence looks ahead or back ("the 10k in May", "for thursday"): those that land
     elsewhere read ahead than read back. Their direction is the judge's question."""
     ahead = dict(_found(text, at, "future"))
     back = dict(_found(text, at, "past"))
