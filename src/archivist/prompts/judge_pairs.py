@@ -105,49 +105,47 @@ someone said on a given day and a TIME it names without saying which one ("in Ma
 Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
 
 
-def build_whens(rows: Sequence[tuple[str, str, str, str]]) -> list[dict]:
-    """Messages for (speaker, sentence, time, date) rows, numbered from 1."""
-    blocks = [
-        f"Item {i}: {who} said ({when}): {sentence}\n  TIME: {time}"
-        for i, (who, sentence, time, when) in enumerate(rows, start=1)
-    ]
+def _numbered(system: str, items: Sequence[str]) -> list[dict]:
+    """The system message and one user message of ``items`` as "Item 1: …", "Item 2: …"."""
+    blocks = [f"Item {i}: {item}" for i, item in enumerate(items, start=1)]
     return [
-        {"role": "system", "content": WHEN_SYSTEM},
+        {"role": "system", "content": system},
         {"role": "user", "content": "\n\n".join(blocks)},
     ]
+
+
+def build_whens(rows: Sequence[tuple[str, str, str, str]]) -> list[dict]:
+    """Messages for (speaker, sentence, time, date) rows, numbered from 1."""
+    return _numbered(
+        WHEN_SYSTEM,
+        [f"{who} said ({when}): {sentence}\n  TIME: {time}" for who, sentence, time, when in rows],
+    )
 
 
 def build_kinds(rows: Sequence[tuple[str, str, str]]) -> list[dict]:
     """Messages for (speaker, sentence, date) rows, numbered from 1."""
-    blocks = [
-        f"Item {i}: {who} said ({when}): {sentence}"
-        for i, (who, sentence, when) in enumerate(rows, start=1)
-    ]
-    return [
-        {"role": "system", "content": KIND_SYSTEM},
-        {"role": "user", "content": "\n\n".join(blocks)},
-    ]
+    return _numbered(
+        KIND_SYSTEM, [f"{who} said ({when}): {sentence}" for who, sentence, when in rows]
+    )
 
 
 def build_relations(pairs: Sequence[tuple[str, str, str, str, str]]) -> list[dict]:
     """Messages for (speaker, older, older date, newer, newer date) pairs, numbered from 1."""
-    blocks = [
-        f"Item {i}: speaker {who}\n  OLDER ({was}): {older}\n  NEWER ({now}): {newer}"
-        for i, (who, older, was, newer, now) in enumerate(pairs, start=1)
-    ]
-    return [
-        {"role": "system", "content": RELATION_SYSTEM},
-        {"role": "user", "content": "\n\n".join(blocks)},
-    ]
+    return _numbered(
+        RELATION_SYSTEM,
+        [
+            f"speaker {who}\n  OLDER ({was}): {older}\n  NEWER ({now}): {newer}"
+            for who, older, was, newer, now in pairs
+        ],
+    )
 
 
 def build_supports(pairs: Sequence[tuple[str, str, str, str]]) -> list[dict]:
     """Messages for (question, speaker, sentence, date) pairs, numbered from 1."""
-    blocks = [
-        f"Item {i}: QUESTION: {question}\n  {who} said ({when}): {sentence}"
-        for i, (question, who, sentence, when) in enumerate(pairs, start=1)
-    ]
-    return [
-        {"role": "system", "content": SUPPORT_SYSTEM},
-        {"role": "user", "content": "\n\n".join(blocks)},
-    ]
+    return _numbered(
+        SUPPORT_SYSTEM,
+        [
+            f"QUESTION: {question}\n  {who} said ({when}): {sentence}"
+            for question, who, sentence, when in pairs
+        ],
+    )
