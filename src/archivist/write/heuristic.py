@@ -509,17 +509,17 @@ def _mood(verdict: Verdict | None, when: Verdict | None = None) -> str:
 
 
 def _sentence_claim(
-    sentence: str,
+    core: str,
     m: Message,
     known: set[str],
     kin: Kin,
     judged: Verdict | None = None,
     when: Verdict | None = None,
 ) -> Claim | None:
-    """One claim from one sentence, or None when it holds nothing to remember: the judge's
-    verdict on it decides (``judged``), else the old rules (``_ruled_kind``); ``when``: the
-    judge's word on whether its yearless date lies ahead or behind."""
-    core = _core(sentence, known)
+    """One claim from one sentence (``core``: as a claim would say it, ``_core``), or None
+    when it holds nothing to remember: the judge's verdict on it decides (``judged``), else
+    the old rules (``_ruled_kind``); ``when``: the judge's word on whether its yearless
+    date lies ahead or behind."""
     if judged is None:
         kind = _ruled_kind(core, m, known)
     else:
@@ -628,22 +628,21 @@ def heuristic_claims(
         said.append((m, kept))
         if m.role != "assistant":
             heard.update(query_terms(m.text))
-    verdicts = iter(_kinds(judge, said, known))
-    directions = iter(_directions(judge, said, known))
+    # each sentence as a claim would say it, read once for both of the judge's questions
+    cores = [(m, _core(s, known)) for m, sentences in said for s in sentences]
+    judged = iter(zip(cores, _kinds(judge, cores), _directions(judge, cores), strict=True))
     for m, sentences in said:
-        for sentence in sentences:
-            claim = _sentence_claim(sentence, m, known, kin, next(verdicts), next(directions))
-            if claim is not None:
+        for _ in sentences:
+            (_, core), kind, when = next(judged)
+            if (claim := _sentence_claim(core, m, known, kin, kind, when)) is not None:
                 claims.append(claim)
         claims.extend(_caption_claim(m, a) for a in m.attachments if a.caption.strip())
     return claims
 
 
-def _kinds(
-    judge: Judge | None, said: list[tuple[Message, list[str]]], known: set[str]
-) -> list[Verdict | None]:
-    """The judge's kind verdict on every sentence, in order (all None without a judge)."""
-    rows = [(m, _core(s, known)) for m, sentences in said for s in sentences]
+def _kinds(judge: Judge | None, rows: list[tuple[Message, str]]) -> list[Verdict | None]:
+    """The judge's kind verdict on every sentence (its message and core), in order (all None
+    without a judge)."""
     if judge is None:
         return [None] * len(rows)
     asked = [
@@ -657,12 +656,10 @@ def _kinds(
     return out
 
 
-def _directions(
-    judge: Judge | None, said: list[tuple[Message, list[str]]], known: set[str]
-) -> list[Verdict | None]:
-    """The judge's word on whether each sentence's first time named without its direction
-    ("in May", "on Thursday") lies ahead or behind, in order (None where there is none)."""
-    rows = [(m, _core(s, known)) for m, sentences in said for s in sentences]
+def _directions(judge: Judge | None, rows: list[tuple[Message, str]]) -> list[Verdict | None]:
+    """The judge's word on whether each sentence's (its message and core) first time named
+    without its direction ("in May", "on Thursday") lies ahead or behind, in order (None
+    where there is none)."""
     if judge is None:
         return [None] * len(rows)
     asked = [
