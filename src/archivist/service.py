@@ -517,7 +517,8 @@ class MemoryService(MemoryViews, MemoryEdits):
         ("in January 2025") is answered as memory stood at its end. Returns a
         read.answer.Answer.
         """
-        from .read.answer import answer_from, asked_at, retrieve
+        from .read.answer import answer_from, retrieve
+        from .read.extractive import asked_at
 
         if not isinstance(question, str) or not question.strip():
             raise InputError("ask() needs a non-empty question")

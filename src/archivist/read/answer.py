@@ -518,20 +518,6 @@ def _shape(question: str, at: datetime) -> Shape:
     return shape
 
 
-def asked_at(question: str, at: datetime | None, now: datetime) -> datetime | None:
-    """When a question asks memory to stand: the end of the one past span it names
-    ("What shift was Kofi working in November 2023?" is answered from what was said by
-    the end of November 2023 and held then), else ``at``. A yes/no question reads its
-    span itself (``Shape.during``: what held then, told later too)."""
-    ref = at or now
-    spans = find_times(question, ref)
-    if len(spans) != 1 or spans[0].end is None or spans[0].end > ref:
-        return at
-    if _shape(question, ref).form == "yes_no":
-        return at
-    return spans[0].end
-
-
 def _spoken_by_others(
     ranked: Sequence[Sentence], names: Sequence[str], asked: str
 ) -> list[Sentence]:

@@ -50,7 +50,7 @@ from ..lang.phrasing import (
     names_one,
     other_kind,
 )
-from ..lang.query import SPEECH_WHO, asks_who
+from ..lang.query import SPEECH_WHO, asks_when, asks_who
 from ..lang.text import (
     CALENDAR_WORDS,
     ENDING,
@@ -169,6 +169,20 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
         length=form == "open" and bool(HOW_LONG.match(question)),
         why=form == "open" and bool(_WHY.match(question)),
     )
+
+
+def asked_at(question: str, at: datetime | None, now: datetime) -> datetime | None:
+    """When a question asks memory to stand: the end of the one past span it names
+    ("What shift was Kofi working in November 2023?" is answered from what was said by
+    the end of November 2023 and held then), else ``at``. A yes/no question reads its
+    span itself (``Shape.during``: what held then, told later too)."""
+    ref = at or now
+    spans = find_times(question, ref)
+    if len(spans) != 1 or spans[0].end is None or spans[0].end > ref:
+        return at
+    if shape_of(question, asks_when=asks_when(question)).form == "yes_no":
+        return at
+    return spans[0].end
 
 
 # Aspects of a life a short question asks about in one word ("Where does she
