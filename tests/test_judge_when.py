@@ -164,3 +164,27 @@ def test_a_model_trained_before_the_task_answers_unsure(tmp_path: Path) -> None:
     assert v.p == 0.0  # below any threshold: the tense places the date, as before
     (claim,) = heuristic_claims([said("I did the 10k in May")], judge=older)
     assert claim.valid_from == datetime(2024, 5, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("label, said", [("ahead", "May 2025"), ("behind", "May 2024")])
+def test_a_when_answer_gives_the_date_the_judge_placed(
+    tmp_path: Path, label: str, said: str
+) -> None:
+    from archivist.config import Settings
+    from archivist.model import Conversation
+    from archivist.service import MemoryService
+    from archivist.testing import FakeEmbedder
+    from archivist.write.archivist import HeuristicArchivist
+
+    msg = Message("1", "c", 1, "Tom", "I signed up for the Sheffield 10k in May", MARCH)
+    judge = FakeJudge(when=lambda m: Verdict(label, 0.9))
+    with MemoryService(
+        tmp_path / "m.db",
+        settings=Settings(judge="model"),
+        embedder=FakeEmbedder(),
+        archivist=HeuristicArchivist(judge=judge),
+    ) as mem:
+        mem.add(Conversation("c", ("Tom", "Priya"), (msg,)))
+        answer = mem.ask("When is Tom's 10k?", at=MARCH.replace(day=20))
+    # the date the claim took from the judge, not the one the tense ("signed") gives
+    assert answer.answer == said and answer.said_at == msg.timestamp
