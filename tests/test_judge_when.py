@@ -167,7 +167,7 @@ def test_a_model_trained_before_the_task_answers_unsure(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("label, said", [("ahead", "May 2025"), ("behind", "May 2024")])
-def test_a_when_answer_gives_the_date_the_judge_placed(
+def test_answers_and_context_give_the_date_the_judge_placed(
     tmp_path: Path, label: str, said: str
 ) -> None:
     from archivist.config import Settings
@@ -186,5 +186,7 @@ def test_a_when_answer_gives_the_date_the_judge_placed(
     ) as mem:
         mem.add(Conversation("c", ("Tom", "Priya"), (msg,)))
         answer = mem.ask("When is Tom's 10k?", at=MARCH.replace(day=20))
+        shown = mem.context("how's the training?", person="Tom", at=MARCH.replace(day=20))
     # the date the claim took from the judge, not the one the tense ("signed") gives
     assert answer.answer == said and answer.said_at == msg.timestamp
+    assert f"in May [{said}]" in shown.text

@@ -33,7 +33,7 @@ Conventions, kept simple on purpose:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 from functools import lru_cache
@@ -598,19 +598,32 @@ _HAS_YEAR = re.compile(r"\b\d{4}\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])(\s+)")
 
 
+def as_placed(text: str, at: datetime, ref: TimeRef, placed: Collection[datetime]) -> TimeRef:
+    """``ref`` (found in ``text``, said at ``at``) as memory placed it: of its readings
+    ahead and back, the one whose start is in ``placed`` (the starts of the sentence's
+    claims, which took the direction from the judge: "the 10k in May", said in March,
+    is this May), else ``ref`` as the tense reads it."""
+    if placed:
+        for mood in ("future", "past"):
+            for other in find_times(text, at, mood):
+                if other.text == ref.text and other.start in placed:
+                    return other
+    return ref
+
+
 @lru_cache(maxsize=8192)  # the same stored lines are dated for every context shown
-def dated(text: str, at: datetime) -> str:
+def dated(text: str, at: datetime, placed: tuple[datetime, ...] = ()) -> str:
     """``text`` with each time it names relative to ``at`` resolved after it, in
     brackets: "ran a charity race last Saturday [20 May 2023]". A time that names its
-    year ("5 May 2023", "2023-05-05") is left as it is."""
+    year ("5 May 2023", "2023-05-05") is left as it is; ``placed``: see ``as_placed``."""
     if len(parts := _SENTENCE_END.split(text)) > 1:  # each read in its own tense
-        return "".join(dated(p, at) if i % 2 == 0 else p for i, p in enumerate(parts))
+        return "".join(dated(p, at, placed) if i % 2 == 0 else p for i, p in enumerate(parts))
     out, end = [], 0
     for pos, ref in _found(text, at):
         if _HAS_YEAR.search(ref.text):
             continue
         stop = pos + len(ref.text)
-        out += [text[end:stop], f" [{spoken_span(ref)}]"]
+        out += [text[end:stop], f" [{spoken_span(as_placed(text, at, ref, placed))}]"]
         end = stop
     return "".join(out) + text[end:] if out else text
 

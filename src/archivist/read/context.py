@@ -637,7 +637,8 @@ def _message_candidates(
 
     def candidate(m: Message) -> Candidate:
         key = (m.conversation, m.id)
-        line = message_line(m, everyone[m.conversation])
+        starts = sorted({c.valid_from for c in said.get(key, ()) if c.valid_from is not None})
+        line = message_line(m, everyone[m.conversation], tuple(starts))
         short = excerpt(line, *cut) if cut is not None and key not in last else line
         if ended[key] is not None:
             line, short = history_line(line, ended[key]), history_line(short, ended[key])

@@ -55,12 +55,16 @@ def claim_line(c: Claim) -> str:
     tags = ", ".join(t for t in (c.kind, "" if c.source == "first_hand" else c.source) if t)
     last = last_day(c.valid_to) if c.valid_to else None
     until = f" (until {spoken_day(last)})" if c.kind == "foresight" and last else ""
-    return f"[{spoken_day(c.said_at)}] {c.speaker} ({tags}): {dated(c.text, c.said_at)}{until}"
+    text = dated(c.text, c.said_at, (c.valid_from,) if c.valid_from else ())
+    return f"[{spoken_day(c.said_at)}] {c.speaker} ({tags}): {text}{until}"
 
 
-def message_line(m: Message, everyone: Collection[str] = ()) -> str:
+def message_line(
+    m: Message, everyone: Collection[str] = (), placed: tuple[datetime, ...] = ()
+) -> str:
     """``[8 May 2023] Ana → Lee: text``, a relative time in the text resolved ("see you
-    tomorrow [9 May 2023]"). The day, not the hour: the lines' order tells the rest.
+    tomorrow [9 May 2023]"), as the message's claims placed it (``placed``: their starts,
+    ``timeground.as_placed``). The day, not the hour: the lines' order tells the rest.
 
     ``everyone``: the conversation's participants. A message to all the others
     (every message of a two-person chat) is written ``Ana: text``: the arrow would
@@ -73,7 +77,7 @@ def message_line(m: Message, everyone: Collection[str] = ()) -> str:
         else ""
     )
     role = " (system)" if m.role == "system" else ""
-    text = dated(m.indexed_text(), m.timestamp)
+    text = dated(m.indexed_text(), m.timestamp, placed)
     return f"[{spoken_day(m.timestamp)}] {m.speaker}{role}{to}: {text}"
 
 

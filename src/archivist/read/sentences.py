@@ -16,7 +16,7 @@ from datetime import datetime
 from ..lang.denial import TOKEN
 from ..lang.phrasing import INSTEAD, NO_LONGER_LEAD, NO_LONGER_TAIL, SWAPS
 from ..lang.text import is_stopword, stem, words
-from ..lang.timeground import TimeRef, find_times
+from ..lang.timeground import as_placed, find_times
 from ..model import Claim, Hit, Message
 
 # Where one sentence ends and the next begins: the one split of answers and context.
@@ -182,24 +182,12 @@ def event_time(s: Sentence, question: str = "", wanted: Sequence[str] = ()) -> t
         found = with_cue + found
     if found:
         part, ref = found[0]
-        if s.when is not None and part is parts[0] and s.when in _readings(part, said, ref):
-            # a date whose year or week depends on the direction, which the sentence's
-            # claim took from the judge ("the 10k in May", said in March: this May)
-            return s.when, ref.granularity
+        if s.when is not None and part is parts[0]:  # as its claim placed it
+            ref = as_placed(part, said, ref, (s.when,))
         return ref.start, ref.granularity
     if s.when is not None:
         return s.when, "day"
     return s.message.timestamp, "day"
-
-
-def _readings(text: str, said: datetime, ref: TimeRef) -> set[datetime]:
-    """Where ``ref`` lands read ahead and read back."""
-    return {
-        r.start
-        for mood in ("future", "past")
-        for r in find_times(text, said, mood)
-        if r.text == ref.text
-    }
 
 
 def quoted(s: Sentence, *, drop_replaced: bool = False, wanted: Sequence[str] = ()) -> str:
