@@ -20,7 +20,7 @@ from datetime import datetime
 
 from ..errors import InputError
 from ..model import AUDIT_KINDS, MAX_ID, AuditEntry, DeletedClaim, text_problem
-from .common import Body, Connection, record
+from .common import Body, Connection, record, retried
 
 MAX_ACTOR = 200  # characters of an actor name
 _AUDIT_COLS = "id, at, actor, kind, scope, messages, claims"
@@ -47,6 +47,7 @@ def check_actor(actor: str) -> str:
 class Audit(Body):
     """The audit part of the Store protocol (see the module docstring)."""
 
+    @retried
     def append_audit(
         self,
         actor: str,

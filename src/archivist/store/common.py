@@ -8,7 +8,10 @@ the connection), plus keyword ranking and vector search, which differ in kind.
 
 from __future__ import annotations
 
+import functools
 import json
+import random
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -17,13 +20,18 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..clock import Clock, system_clock
-from ..errors import InputError
+from ..errors import InputError, StoreError
 from .dialect import Dialect, Rows
 from .sql import Filters
 
 T = TypeVar("T")
 _INT64 = range(-(2**63), 2**63).__contains__
 FILLS_KEPT = 10_000  # vector_fills rows kept; a cache further behind reloads in full
+# A write the server aborted as a whole (to break a deadlock, a serialization conflict,
+# a connection lost before its commit) is run again, up to this many tries in all, after
+# pauses growing from BACKOFF_S (jittered, so two writers that collided part)
+TRIES = 5
+BACKOFF_S = 0.02
 
 
 class Connection(Protocol):
@@ -48,6 +56,30 @@ def bind_error(e: Exception) -> InputError:
     if isinstance(e, UnicodeEncodeError):
         return InputError(f"a value holds a lone surrogate at character {e.start}")
     return InputError("an integer is out of the 64-bit range the store holds")
+
+
+def retried(method: Callable[..., T]) -> Callable[..., T]:
+    """A store write run again when its failure was transient (the backend's
+    ``_transient``): the server rolled its whole transaction back, so running the method
+    again is running it once. Never from inside an outer transaction, which the failure
+    aborted too: the outer write's own method runs again. After ``TRIES`` a one-line
+    StoreError says what kept failing."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        for attempt in range(1, TRIES + 1):
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as e:
+                if not self._transient(e) or self._in_transaction():
+                    raise
+                if attempt == TRIES:
+                    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    raise StoreError(f"{method.__name__} failed {TRIES} times: {first}") from e
+            time.sleep(BACKOFF_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
+        raise AssertionError("unreachable")
+
+    return run
 
 
 def all_of(*conds: tuple[str, Sequence] | None) -> tuple[str, list]:
@@ -87,6 +119,15 @@ class Body:
 
     def _write(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
+
+    def _transient(self, error: BaseException) -> bool:
+        """Whether a write that raised ``error`` was rolled back whole and may simply run
+        again (see ``retried``). SQLite waits for its lock instead (busy_timeout)."""
+        return False
+
+    def _in_transaction(self) -> bool:
+        """Whether a write transaction is open on this thread's connection."""
+        return False
 
     # What differs in kind between the engines (store/sqlite.py, store/postgres.py):
 

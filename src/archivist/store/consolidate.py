@@ -15,7 +15,7 @@ import numpy as np
 
 from ..model import Claim, Entity, Scene, Summary
 from . import sql as q
-from .common import Body, Connection, all_of, json_tuple, record
+from .common import Body, Connection, all_of, json_tuple, record, retried
 from .derived import CLAIM_COLS, row_to_claim
 from .vecindex import pack
 
@@ -109,6 +109,7 @@ class Consolidation(Body):
         """Stored narrative vectors of episodes under ``model`` (episodes without one left out)."""
         return self._vectors_of("episodes", model, episode_ids)
 
+    @retried
     def save_scenes(
         self,
         conversation: str,
@@ -216,6 +217,7 @@ class Consolidation(Body):
         )
         return [(_row_to_summary(r[:-1]), r[-1]) for r in rows]
 
+    @retried
     def replace_summaries(
         self,
         conversation: str,
@@ -278,6 +280,7 @@ class Consolidation(Body):
             for eid, cs in links.items()
         }
 
+    @retried
     def save_dossiers(self, rows: Iterable[tuple[int, str, str]]) -> int:
         """Write (entity id, dossier, dossier_hash) rows; returns how many were written."""
         with self._write() as db:
@@ -375,6 +378,7 @@ class Consolidation(Body):
             out += [row_to_claim(r) for r in rows]
         return out
 
+    @retried
     def save_key_info(self, rows: Iterable[tuple[str, str, str]]) -> int:
         """Write (person id, key_info, key_info_hash) rows; returns how many were written."""
         with self._write() as db:
@@ -391,6 +395,7 @@ class Consolidation(Body):
 
     # -- context log and usefulness ----------------------------------------------------
 
+    @retried
     def log_context(
         self,
         person: str | None,
@@ -525,6 +530,7 @@ class Consolidation(Body):
         )
         return [(i, [tuple(x[:3]) for x in json.loads(items)], reply) for i, items, reply in rows]  # type: ignore[misc]
 
+    @retried
     def record_usefulness(
         self, log_ids: Iterable[int], outcomes: Iterable[tuple[str, str, bool]]
     ) -> None:

@@ -21,7 +21,7 @@ from ..errors import StaleExtraction
 from ..model import Claim, EntityMention, Episode
 from . import sql as q
 from .audit import Audit
-from .common import Connection, dt, iso
+from .common import Connection, dt, iso, retried
 from .records import ExtractionMark, IndexedClaim, IndexedEpisode
 
 
@@ -145,6 +145,7 @@ class DerivedMemory(Audit):
         row = self._db.execute("SELECT value FROM llm_cache WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    @retried
     def llm_cache_put(self, key: str, task: str, model: str, value: str) -> None:
         with self._write() as db:
             db.execute(
@@ -164,6 +165,7 @@ class DerivedMemory(Audit):
         "retries",
     )
 
+    @retried
     def add_llm_usage(self, model: str, usage: dict[str, dict]) -> None:
         """Add per-task counters (llm.accounting summaries) to the lifetime totals."""
         cols = ", ".join(self._USAGE)
@@ -205,6 +207,7 @@ class DerivedMemory(Audit):
         )
         return {s: ExtractionMark(n, last, method) for s, n, last, method in rows.fetchall()}
 
+    @retried
     def save_extraction(
         self,
         conversation: str,
@@ -425,6 +428,7 @@ class DerivedMemory(Audit):
         )
         return cid
 
+    @retried
     def clear_derived(self, conversation: str | None = None, *, actor: str | None = None) -> None:
         """Forget derived memory (all, or one conversation's) so it can be rebuilt.
         ``actor``: who asked (a rebuild), for the audit line written with the clearing."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import sql as q
 from .audit import Audit
-from .common import Connection, iso
+from .common import Connection, iso, retried
 from .derived import CLAIM_COLS, row_to_claim
 
 USER_METHOD = "user-correction"
@@ -84,6 +84,7 @@ class ClaimEdits(Audit):
 
     # -- the edits themselves ---------------------------------------------------------
 
+    @retried
     def correct_claim(
         self,
         claim_id: int,
@@ -135,6 +136,7 @@ class ClaimEdits(Audit):
             self._invalidate(db, old.conversation, [old.id, new_id])  # type: ignore[list-item]
         return new_id
 
+    @retried
     def forget_claims(
         self, claim_ids: Iterable[int], reason: str = "", *, actor: str | None = None
     ) -> int:
@@ -175,6 +177,7 @@ class ClaimEdits(Audit):
         ).fetchone()
         return row[0] if row else None
 
+    @retried
     def delete_message(self, conversation: str, msg_id: str, *, actor: str | None = None) -> int:
         """Remove one message from every index, with what was derived from it; 0 or 1.
         ``actor``: who asked, for the audit line written with the deletion."""
@@ -205,6 +208,7 @@ class ClaimEdits(Audit):
                 self._audit(db, actor, "message", scope, messages=1, claims=claims)
         return 1
 
+    @retried
     def reset(self, *, actor: str | None = None) -> None:
         """Empty every table of memory (the migration ledger stays): a fresh store.
 

@@ -22,7 +22,7 @@ from ..errors import EmbeddingMismatch, InputError
 from ..model import MAX_YEAR, MIN_YEAR, Attachment, Conversation, Message, metadata_json
 from . import sql as q
 from .audit import Audit
-from .common import FILLS_KEPT, Connection
+from .common import FILLS_KEPT, Connection, retried
 from .records import AddResult, IndexedMessage
 
 # model.MIN_YEAR..MAX_YEAR as epoch seconds, for counting messages stored outside them.
@@ -199,6 +199,7 @@ class MessageLog(Audit):
         ):
             self._first_vectors(db, model, dim)
 
+    @retried
     def add_conversation(
         self,
         conv: Conversation,
@@ -341,6 +342,7 @@ class MessageLog(Audit):
             ).fetchall()
         )
 
+    @retried
     def fill_message_vectors(
         self, conversation: str, model: str, vectors: dict[str, np.ndarray]
     ) -> int:
@@ -399,6 +401,7 @@ class MessageLog(Audit):
         self._bump_vector_epoch(db)
         self._forget_in_logs(db)  # type: ignore[attr-defined]  # store/consolidate.py
 
+    @retried
     def delete_conversation(self, conversation: str, *, actor: str | None = None) -> int:
         """Remove a conversation and everything derived from it; returns messages removed.
         ``actor``: who asked, for the audit line written with the deletion."""
@@ -414,6 +417,7 @@ class MessageLog(Audit):
                     self._audit(db, actor, "conversation", scope, messages=n, claims=claims)
         return max(n, 0)
 
+    @retried
     def delete_person(
         self, person: str, received: bool = False, *, actor: str | None = None
     ) -> int:

@@ -19,7 +19,7 @@ from datetime import datetime
 
 from ..model import Decision, Person
 from . import sql as q
-from .common import Body, Connection, json_tuple, record
+from .common import Body, Connection, json_tuple, record, retried
 
 
 def person_id_for(conversation: str, name: str) -> str:
@@ -33,6 +33,7 @@ class People(Body):
 
     # -- identities and persons ---------------------------------------------------------
 
+    @retried
     def ensure_identities(self, conversations: Sequence[str] | None = None) -> int:
         """Give every non-system speaker of every conversation an identity and a person.
 
@@ -118,6 +119,7 @@ class People(Body):
         )
         return [tuple(r) for r in rows]  # type: ignore[misc]
 
+    @retried
     def declare_identity(
         self, conversation: str, name: str, user_id: str
     ) -> list[tuple[str, str]] | None:
@@ -162,6 +164,7 @@ class People(Body):
             _drop_empty_persons(db)
         return joined
 
+    @retried
     def split_identity(self, conversation: str, name: str) -> str:
         """Move one identity out of its person into a new, undeclared person of its own
         (the user split them); returns the new person's id."""
@@ -192,6 +195,7 @@ class People(Body):
             _drop_empty_persons(db)
         return pid
 
+    @retried
     def merge_persons(self, keep: str, drop: str) -> None:
         """Move every identity of ``drop`` under ``keep`` and remove ``drop``."""
         with self._write() as db:
@@ -199,6 +203,7 @@ class People(Body):
 
     # -- decisions ------------------------------------------------------------------------
 
+    @retried
     def add_decision(
         self, decision: Decision, fingerprint: str = "", merge: tuple[str, str] | None = None
     ) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -57,17 +57,39 @@ def _sql(sql: str | pgsql.Composable, params: Sequence) -> str | pgsql.Composabl
     return to_format_style(sql) if params and isinstance(sql, str) else sql
 
 
+class LostConnection(StoreError):
+    """The connection to the server broke before a write committed: nothing of it was
+    stored, and the next call opens a new connection."""
+
+
+# What the server rolls a whole transaction back for, so that running it again is safe:
+# a deadlock broken, a serialization conflict (SQLSTATE 40P01, 40001)
+_TRANSIENT = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+
+
 class _PgConnection:
     """One psycopg connection under a lock, with the body's connection API (``?`` SQL).
 
     Inside ``transaction()`` statements join it; outside, each statement is its
     own transaction, ended at once so no snapshot or lock is held between calls.
+    A connection the server or the network broke is opened again (``connect``) by the
+    next call that starts outside a transaction.
     """
 
-    def __init__(self, conn: psycopg.Connection, lock: threading.RLock) -> None:
-        self._conn = conn
+    def __init__(self, connect: Callable[[], psycopg.Connection], lock: threading.RLock) -> None:
+        self._connect = connect
+        self._conn = connect()
         self._lock = lock
         self._depth = 0
+        self._owner = 0  # the thread whose transaction is open
+
+    def in_transaction(self) -> bool:
+        """Whether this thread has a transaction open."""
+        return self._depth > 0 and self._owner == threading.get_ident()
+
+    def _live(self) -> None:
+        if self._conn.closed:
+            self._conn = self._connect()
 
     @contextmanager
     def transaction(self) -> Iterator[_PgConnection]:
@@ -80,27 +102,47 @@ class _PgConnection:
                 finally:
                     self._depth -= 1
                 return
+            self._live()
             self._conn.rollback()  # nothing is open between calls; be sure
-            self._depth = 1
+            self._depth, self._owner = 1, threading.get_ident()
             try:
                 yield self
             except BaseException as e:
                 self._rollback(e)
                 raise
             else:
-                self._conn.commit()
+                self._commit()
             finally:
                 self._depth = 0
 
+    def _commit(self) -> None:
+        try:
+            self._conn.commit()
+        except _TRANSIENT:
+            raise  # rolled back whole by the server: may run again
+        except psycopg.OperationalError as e:
+            if not self._conn.closed:
+                raise
+            raise StoreError(
+                "lost the connection to PostgreSQL while committing: the last write may "
+                f"or may not be stored ({_one_line(e)})"
+            ) from e
+
     def _rollback(self, cause: BaseException) -> None:
-        """Roll back after ``cause``; a connection already lost is a StoreError saying so."""
+        """Roll back after ``cause``; a connection already lost is a LostConnection."""
         try:
             self._conn.rollback()
         except psycopg.Error as e:
-            raise StoreError(f"lost the connection to PostgreSQL: {_one_line(e)}") from cause
+            raise LostConnection(f"lost the connection to PostgreSQL: {_one_line(e)}") from cause
+        if self._conn.closed:
+            raise LostConnection(
+                f"lost the connection to PostgreSQL: {_one_line(cause)}"
+            ) from cause
 
     def _run(self, call):
         with self._lock:
+            if not self._depth:
+                self._live()
             try:
                 out = call(self._conn.cursor())
             except BaseException as e:
@@ -110,7 +152,7 @@ class _PgConnection:
                     raise bind_error(e) from e
                 raise
             if not self._depth:
-                self._conn.commit()
+                self._commit()
             return out
 
     def execute(self, sql, params: Sequence = ()) -> Rows:
@@ -149,6 +191,10 @@ class _PgConnection:
     def closed(self) -> bool:
         return self._conn.closed
 
+    @property
+    def raw(self) -> psycopg.Connection:
+        return self._conn
+
 
 class PostgresStore(Store):
     """The server Store. Safe to share between threads (one connection, one lock)."""
@@ -159,20 +205,16 @@ class PostgresStore(Store):
     def __init__(self, dsn: str, *, schema: str = "public", clock: Clock = system_clock) -> None:
         self.schema = schema
         self.clock = clock
-        try:
-            self._pg: psycopg.Connection = psycopg.connect(dsn, autocommit=False)
-        except psycopg.Error as e:
-            raise StoreError(f"cannot connect to PostgreSQL: {_one_line(e)}") from e
-        self.path = f"{self._pg.info.dsn} schema={schema}"  # what stats() shows; no password
+        self._dsn = dsn
         self._lock = threading.RLock()
-        self._db = _PgConnection(self._pg, self._lock)
+        self._db = _PgConnection(self._connect, self._lock)
+        self.path = f"{self._db.raw.info.dsn} schema={schema}"  # what stats() shows; no password
         # table -> (top key, N, avgdl, lexeme -> document count): BM25's corpus statistics
         self._corpus: dict[str, tuple[int, int, float, dict[str, int]]] = {}
         try:
-            self._use_schema(schema)
             self.migrate()
         except psycopg.Error as e:
-            self._pg.close()
+            self._db.raw.close()
             raise StoreError(f"{self.path} is not a usable archivist store: {e}") from e
 
     # -- plumbing -------------------------------------------------------------------
@@ -180,20 +222,38 @@ class PostgresStore(Store):
     def _write(self):
         return self._db.transaction()
 
-    def _use_schema(self, schema: str) -> None:
-        """Put ``schema`` first on the search path (creating it), keeping the server's path
-        after it so an extension installed elsewhere (e.g. ``extensions``) still resolves."""
-        with self._write() as db:
-            if schema != "public":
-                db.execute(
-                    pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(pgsql.Identifier(schema))
+    def _connect(self) -> psycopg.Connection:
+        """A new connection with the store's schema first on its search path (created if
+        need be), the server's path kept after it so an extension installed elsewhere
+        (e.g. ``extensions``) still resolves."""
+        try:
+            conn = psycopg.connect(self._dsn, autocommit=False)
+        except psycopg.Error as e:
+            raise StoreError(f"cannot connect to PostgreSQL: {_one_line(e)}") from e
+        try:
+            if self.schema != "public":
+                conn.execute(
+                    pgsql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                        pgsql.Identifier(self.schema)
+                    )
                 )
-            path = pgsql.Identifier(schema).as_string(self._pg)
-            db.execute(
-                "SELECT set_config('search_path', ? || ', ' || current_setting('search_path'), "
+            conn.execute(
+                "SELECT set_config('search_path', %s || ', ' || current_setting('search_path'), "
                 "false)",
-                (path,),
+                (pgsql.Identifier(self.schema).as_string(conn),),
             )
+            conn.commit()
+        except psycopg.Error as e:
+            conn.close()
+            where = f"{conn.info.dsn} schema={self.schema}"
+            raise StoreError(f"{where} is not a usable archivist store: {e}") from e
+        return conn
+
+    def _transient(self, error: BaseException) -> bool:
+        return isinstance(error, (*_TRANSIENT, LostConnection))
+
+    def _in_transaction(self) -> bool:
+        return self._db.in_transaction()
 
     def _lock_migrations(self, db) -> None:
         """One migrating process at a time, whatever the tables: an advisory lock."""
@@ -219,9 +279,9 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         with self._lock:
-            if not self._pg.closed:
-                self._pg.rollback()
-                self._pg.close()
+            if not self._db.closed:
+                self._db.raw.rollback()
+                self._db.raw.close()
 
     # -- keyword search ---------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import socket
 from pathlib import Path
 
 from ..model import Job
-from .common import Body, record
+from .common import Body, record, retried
 
 _JOB_COLS = "id, kind, key, payload, status, attempts, error, result"
 
@@ -73,6 +73,7 @@ def _row_to_job(r: tuple) -> Job:
 class JobQueue(Body):
     """The queue's part of the Store protocol (JobStore), plus the meta table."""
 
+    @retried
     def enqueue_job(
         self, kind: str, key: str, payload: dict, not_before: float | None = None
     ) -> int | None:
@@ -89,6 +90,7 @@ class JobQueue(Body):
             ).fetchone()
         return int(row[0]) if row else None
 
+    @retried
     def take_job(self, now: float, lease_s: float, max_attempts: int) -> Job | None:
         """The oldest runnable job (queued, or running with an expired lease), now leased."""
         lock = self._d.skip_locked
@@ -124,6 +126,7 @@ class JobQueue(Body):
         job = _row_to_job(row)
         return Job(**{**job.__dict__, "status": "running", "attempts": job.attempts + 1})
 
+    @retried
     def finish_job(
         self,
         job_id: int,
@@ -140,6 +143,7 @@ class JobQueue(Body):
                 (status, json.dumps(result, default=str), error, retry_at, self._now_iso(), job_id),
             )
 
+    @retried
     def release_job(self, job_id: int) -> None:
         """Put back a running job its runner stopped at a checkpoint (the store is
         closing): queued at once, to run again in full, the attempt not counted."""
@@ -168,6 +172,7 @@ class JobQueue(Body):
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    @retried
     def set_meta(self, key: str, value: str) -> None:
         with self._write() as db:
             db.execute(

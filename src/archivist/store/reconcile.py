@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import StaleReconciliation
 from ..model import Claim, ClaimEvent, Conflict, Entity
 from . import sql as q
-from .common import Body, Connection, all_of, dt, json_tuple, record
+from .common import Body, Connection, all_of, dt, json_tuple, record, retried
 from .derived import CLAIM_COLS, claim_cols, decoded_claim, row_to_claim
 from .records import ReconcileBasis, ReconcileBatch
 
@@ -291,6 +291,7 @@ class Reconciliation(Body):
             [(c, eid) for c in claim_ids],
         )
 
+    @retried
     def reset_reconciliation(self, conversation: str) -> None:
         """Forget a conversation's reconciliation (claims back to as-extracted)."""
         with self._write() as db:
