@@ -85,6 +85,10 @@ ASSISTANT_WEIGHT = 0.5  # the assistant's sentences are not the user's facts
 # unclear in a message someone else said ("He booked that seafood place", said by Ava).
 OWN_WEIGHT = 1.25
 OTHER_OWNER_WEIGHT = 0.6
+# what someone says to a person of them ("made the tiramisu recipe for you", "how are you
+# getting on with the pills"), beside what they say themselves: mostly a reply or a
+# question, weaker word of their life than their own
+TOLD_WEIGHT = 0.7
 UNCLEAR_WEIGHT = 0.8
 ASPECT_CUE = 0.5  # lexical credit for a word of the aspect asked about (halved in relevance)
 WHEN_WEIGHT = 1.6  # "when" questions: a sentence that names a time
@@ -297,7 +301,9 @@ def _ownership(s: Sentence, person: str) -> float:
     if re.search(rf"\b{re.escape(key)}\b", s.text.casefold()):
         return OWN_WEIGHT  # "My brother Kofi just started as a paramedic" is about Kofi
     if s.owner is not None:
-        return OWN_WEIGHT if s.owner.casefold() == key else OTHER_OWNER_WEIGHT
+        if s.owner.casefold() != key:
+            return OTHER_OWNER_WEIGHT
+        return OWN_WEIGHT * (1.0 if s.message.speaker.casefold() == key else TOLD_WEIGHT)
     if s.message.speaker.casefold() == key or key in s.text.casefold():
         return 1.0
     return UNCLEAR_WEIGHT
@@ -404,8 +410,8 @@ def rank_sentences(
             score *= REASON_WEIGHT  # "Why did the band end?" - "…no more, the drummer moved"
         elif shape.form == "count" and count_in(s.text) is not None:
             score *= WHEN_WEIGHT  # "How many engineers…?" - "…the payments team, eight engineers"
-        if s.text.rstrip().endswith("?"):
-            score *= 0.3  # a question states little
+        if s.text.rstrip().endswith("?") or s.idle:
+            score *= 0.3  # a question states little, small talk nothing
         scored.append((s, rel, score))
     if shape.now and shape.form != "when" and not shape.before and span > 0:
         best = max((x[2] for x in scored), default=0.0)

@@ -24,6 +24,8 @@ from ..model import Claim, Hit, Message
 SENTENCE_BREAK = re.compile(
     r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)\s+"
 )
+# claim kinds that tell nothing: a question asked, small talk the judge read as such
+IDLE_KINDS = frozenset({"question", "chatter"})
 _UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 
 
@@ -43,6 +45,8 @@ class Sentence:
     # the question a short reply answers, with who asked it ("Andrés: So who's this
     # Marisol?" for "My girlfriend!"): read with the reply, quoted beside it
     asked: str = ""
+    # all it states is small talk or a question (its claims' kinds): it tells nothing
+    idle: bool = False
 
 
 def window_end(text: str, said: datetime) -> datetime | None:
@@ -118,6 +122,7 @@ def message_sentences(
                     when=min(starts) if starts else None,
                     subject=subject,
                     asked=prompt if i == 0 else "",
+                    idle=bool(mine) and all(c.kind in IDLE_KINDS for c in mine),
                 )
             )
     return out
