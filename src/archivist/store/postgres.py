@@ -244,8 +244,8 @@ class PostgresStore(Store):
             )
             conn.commit()
         except psycopg.Error as e:
-            conn.close()
             where = f"{conn.info.dsn} schema={self.schema}"
+            conn.close()
             raise StoreError(f"{where} is not a usable archivist store: {e}") from e
         return conn
 
