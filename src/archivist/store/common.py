@@ -58,6 +58,11 @@ def bind_error(e: Exception) -> InputError:
     return InputError("an integer is out of the 64-bit range the store holds")
 
 
+def one_line(error: BaseException) -> str:
+    """A driver's message on one line (libpq's span several)."""
+    return " ".join(str(error).split())
+
+
 def retried(method: Callable[..., T]) -> Callable[..., T]:
     """A store write run again when its failure was transient (the backend's
     ``_transient``): the server rolled its whole transaction back, so running the method
@@ -74,8 +79,8 @@ def retried(method: Callable[..., T]) -> Callable[..., T]:
                 if not self._transient(e) or self._in_transaction():
                     raise
                 if attempt == TRIES:
-                    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                    raise StoreError(f"{method.__name__} failed {TRIES} times: {first}") from e
+                    why = one_line(e) or type(e).__name__
+                    raise StoreError(f"{method.__name__} failed {TRIES} times: {why}") from e
             time.sleep(BACKOFF_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
         raise AssertionError("unreachable")
 

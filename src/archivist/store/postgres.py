@@ -43,7 +43,7 @@ from ..model import Entity
 from . import sql as q
 from . import sql_pg as pq
 from .base import Store
-from .common import BIND_ERRORS, all_of, bind_error
+from .common import BIND_ERRORS, all_of, bind_error, one_line
 from .dialect import POSTGRES, Rows, to_format_style
 from .reconcile import ENTITY_COLS, row_to_entity
 
@@ -125,7 +125,7 @@ class _PgConnection:
                 raise
             raise StoreError(
                 "lost the connection to PostgreSQL while committing: the last write may "
-                f"or may not be stored ({_one_line(e)})"
+                f"or may not be stored ({one_line(e)})"
             ) from e
 
     def _rollback(self, cause: BaseException) -> None:
@@ -133,11 +133,9 @@ class _PgConnection:
         try:
             self._conn.rollback()
         except psycopg.Error as e:
-            raise LostConnection(f"lost the connection to PostgreSQL: {_one_line(e)}") from cause
+            raise LostConnection(f"lost the connection to PostgreSQL: {one_line(e)}") from cause
         if self._conn.closed:
-            raise LostConnection(
-                f"lost the connection to PostgreSQL: {_one_line(cause)}"
-            ) from cause
+            raise LostConnection(f"lost the connection to PostgreSQL: {one_line(cause)}") from cause
 
     def _run(self, call):
         with self._lock:
@@ -229,7 +227,7 @@ class PostgresStore(Store):
         try:
             conn = psycopg.connect(self._dsn, autocommit=False)
         except psycopg.Error as e:
-            raise StoreError(f"cannot connect to PostgreSQL: {_one_line(e)}") from e
+            raise StoreError(f"cannot connect to PostgreSQL: {one_line(e)}") from e
         try:
             if self.schema != "public":
                 conn.execute(
@@ -393,8 +391,3 @@ class PostgresStore(Store):
             rows = db.execute(sql, params).fetchall()
         # relaxed order: the index hands rows back nearly sorted
         return sorted(((int(k), float(s)) for k, s in rows), key=lambda r: (-r[1], r[0]))
-
-
-def _one_line(error: BaseException) -> str:
-    """A driver's message on one line (libpq's span several)."""
-    return " ".join(str(error).split())
