@@ -121,3 +121,55 @@ def test_a_read_on_a_dropped_connection_fails_in_one_line_and_the_next_reconnect
         pg.meta("k")
     assert "\n" not in str(err.value)
     assert pg.meta("k") == "v"  # read from the store's own schema: its search path is back
+
+
+def test_two_processes_appending_to_one_conversation_never_share_a_position(
+    pg, pg_dsn: str
+) -> None:
+    """Two stores on their own connections (as two server processes hold them) append
+    turns to one conversation at the same moments: every turn is stored once, at its own
+    position, whichever committed first (the conversation's row is locked before the
+    stored positions are read)."""
+    import threading
+
+    import psycopg
+
+    from archivist.store.postgres import PostgresStore
+
+    other = PostgresStore(pg_dsn, schema=pg.schema)
+    with psycopg.connect(pg_dsn, autocommit=True) as con:  # a slow insert widens the race
+        con.execute(
+            f'CREATE FUNCTION "{pg.schema}".slow() RETURNS trigger LANGUAGE plpgsql AS $$ '
+            "BEGIN PERFORM pg_sleep(0.02); RETURN NEW; END $$"
+        )
+        con.execute(
+            f'CREATE TRIGGER slow BEFORE INSERT ON "{pg.schema}".messages '
+            f'FOR EACH ROW EXECUTE FUNCTION "{pg.schema}".slow()'
+        )
+    embedder = FakeEmbedder()
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def append(store, who: str) -> None:
+        try:
+            for n in range(8):
+                turn = [(who, f"{who} says thing {n}")]
+                conv = make_conversation("shared", [turn], id_prefix=f"{who}{n}-")
+                rows, vectors = indexed(conv, embedder)
+                start.wait() if n == 0 else None
+                store.add_conversation(conv, rows, embedder.name, vectors)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            failures.append(e)
+
+    threads = [threading.Thread(target=append, args=a) for a in ((pg, "Ana"), (other, "Lee"))]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        other.close()
+    assert failures == []
+    stored = [m for _, m in pg.conversation_messages("shared")]
+    assert len(stored) == 16
+    assert len({m.seq for m in stored}) == 16
