@@ -491,3 +491,8 @@ def test_a_sentence_of_two_facts_becomes_two_claims_with_one_evidence() -> None:
     ]
     assert {c.evidence for c in claims} == {("D1:1",)} and {c.subject for c in claims} == {"Tom"}
     assert split_clauses("I like it, I think") == ["I like it, I think"]  # too short to stand
+    # chat writes the pronoun in lower case: the clause is still its own fact
+    assert split_clauses("still a tester at northgate bank, and i still live in leeds 🙃") == [
+        "still a tester at northgate bank",
+        "i still live in leeds 🙃",
+    ]

@@ -186,10 +186,10 @@ def mentions_kin(question: str) -> bool:
 
 
 # ", and I still live in Leeds", "; my partner eats meat": a clause joined on with its own
-# first-person subject
+# first-person subject, written as chat writes it too (", and i still live in leeds")
 _OWN_CLAUSE = re.compile(
     r"\s*(?:,\s*(?:and|but|plus)|;)\s+"
-    r"(?=(?:I|I'm|I’m|I've|I’ve|I'll|I’ll|I'd|I’d|we|we're|we’re|we've|we’ve|my|our)\s)"
+    r"(?=(?i:i|i'm|i’m|im|i've|i’ve|ive|i'll|i’ll|i'd|i’d|we|we're|we’re|we've|we’ve|my|our)\s)"
 )
 
 
