@@ -12,6 +12,7 @@ openai = pytest.importorskip("openai")
 
 from archivist.bench.load import FakeUpstream, LoadConfig, load_table, reply_for, run_load  # noqa: E402
 from archivist.config import Settings  # noqa: E402
+from archivist.errors import ConfigError  # noqa: E402
 from archivist.read.context import ContextItem  # noqa: E402
 from archivist.server import proxy  # noqa: E402
 from archivist.server.app import ServerSettings, create_app  # noqa: E402
@@ -302,3 +303,39 @@ def test_one_user_in_two_chats_is_one_person_and_the_assistant_one_more(app, ups
     assert len(people) == 2
     sessions = {c["id"]: c for c in t.memory.conversations()}
     assert [sessions[cid]["sessions"] for cid in ("c1", "c2")] == [1, 1]
+
+
+def test_the_proxy_as_several_processes_on_one_port_loses_and_duplicates_nothing(
+    tmp_path,
+) -> None:
+    """What ``archivist serve --workers 2`` runs: uvicorn's supervisor and two processes
+    accepting on one socket, each with its own store connection and background worker."""
+    cfg = LoadConfig(chats=6, turns=3, latency_ms=1, max_seconds=60, seed=2, workers=2)
+    result = run_load(
+        cfg, tmp_path, memory_settings=Settings(embedder="fake"), separate_process=True
+    )
+    assert result["completed"] and result["turns"]["done"] == 18
+    m = result["messages"]
+    assert m["sent"] == m["stored"] == 6 * 7 and m["lost"] == m["extra"] == m["duplicated"] == 0
+    assert "proxy processes                   2" in load_table(result)
+
+
+def test_server_settings_reach_worker_processes_in_a_private_file(tmp_path) -> None:
+    import os
+    import stat
+
+    from archivist.server.workers import SETTINGS_FILE_ENV, app_from_settings_file, settings_file
+
+    settings = ServerSettings(
+        data_dir=tmp_path, keys=KEYS, memory=Settings(embedder="fake"), background="thread"
+    )
+    with settings_file(settings) as path:
+        assert os.environ[SETTINGS_FILE_ENV] == str(path)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        app = app_from_settings_file()
+        assert app.state.settings == settings
+        app.state.registry.close()
+    assert SETTINGS_FILE_ENV not in os.environ and not path.exists()
+    with pytest.raises(ConfigError, match="archivist serve"):
+        app_from_settings_file()

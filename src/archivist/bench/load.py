@@ -18,10 +18,12 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from contextlib import closing
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from ..model import content_hash
 
 try:
@@ -245,6 +247,28 @@ def _serve_proxy(settings: Any, port: int, ready: Any) -> None:
     _serve(create_app(settings), port, ready)
 
 
+def _serve_proxy_workers(settings: Any, workers: int, port: int, ready: Any) -> None:
+    """Child process: ``archivist serve --workers N``'s server on 127.0.0.1:port (uvicorn's
+    supervisor and its N processes); ready once one of them answers."""
+    import threading
+
+    from ..server.workers import serve_workers
+
+    def announce() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).is_success:
+                    ready.set()
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+
+    threading.Thread(target=announce, daemon=True).start()
+    serve_workers(settings, "127.0.0.1", port, workers, "error")
+
+
 def _serve_upstream(latency_s: float, fail_rate: float, seed: int, port: int, ready: Any) -> None:
     """Child process: the fake upstream (its counters at GET /stats)."""
     _serve(FakeUpstream(latency_s, fail_rate, seed).app, port, ready)
@@ -319,6 +343,7 @@ class LoadConfig:
     max_seconds: float = 300.0
     retries: int = 20
     seed: int = 0
+    workers: int = 1  # proxy processes on the one port (archivist serve --workers)
 
 
 @dataclass
@@ -416,27 +441,31 @@ async def _chat(
             await on_turn()
 
 
-def _count(db: Path, histories: dict[str, list[dict]]) -> dict:
+def tenant_store(settings: Any) -> Any:
+    """The bench tenant's store as the proxy opened it: ``<data_dir>/bench.db``, or its
+    PostgreSQL schema when the memory settings name PostgreSQL."""
+    from ..server.tenants import tenant_settings
+    from ..store.registry import open_store
+
+    path = settings.resolved_data_dir() / f"{TENANT}.db"
+    return open_store(tenant_settings(settings.memory, TENANT, path, "manual"))
+
+
+def _count(store: Any, histories: dict[str, list[dict]]) -> dict:
     """Compare each chat's final history with its stored log: lost, extra, duplicated."""
     from collections import Counter
 
-    from ..store.sqlite import SQLiteStore
-
     sent = stored = lost = extra = duplicated = 0
-    store = SQLiteStore(db)
-    try:
-        for cid, history in histories.items():
-            want = Counter((m["role"], m["content"]) for m in history)
-            rows = [m for _, m in store.conversation_messages(cid)]
-            have = Counter((m.role, m.text) for m in rows)
-            positions = [m.id.split("-", 1)[0] for m in rows]
-            sent += sum(want.values())
-            stored += len(rows)
-            lost += sum((want - have).values())
-            extra += sum((have - want).values())
-            duplicated += len(positions) - len(set(positions))
-    finally:
-        store.close()
+    for cid, history in histories.items():
+        want = Counter((m["role"], m["content"]) for m in history)
+        rows = [m for _, m in store.conversation_messages(cid)]
+        have = Counter((m.role, m.text) for m in rows)
+        positions = [m.id.split("-", 1)[0] for m in rows]
+        sent += sum(want.values())
+        stored += len(rows)
+        lost += sum((want - have).values())
+        extra += sum((have - want).values())
+        duplicated += len(positions) - len(set(positions))
     return {"sent": sent, "stored": stored, "lost": lost, "extra": extra, "duplicated": duplicated}
 
 
@@ -467,15 +496,21 @@ class _Proxy:
     """The proxy under test: started, stopped gracefully (its counters kept), restarted on
     the same port; in its own process or in a thread of this one."""
 
-    def __init__(self, settings: Any, memory_factory: Any, own_process: bool) -> None:
+    def __init__(
+        self, settings: Any, memory_factory: Any, own_process: bool, workers: int = 1
+    ) -> None:
         from collections import Counter
 
         self.settings, self.memory_factory, self.own_process = settings, memory_factory, own_process
+        self.workers = workers  # from 2 on: several processes, the status is one of theirs
         self.counters: Counter[str] = Counter()
         self.turn_ms: list[dict] = []  # the proxy's own memory time per run (restarts split it)
         self.server = self._start()
 
     def _start(self, port: int = 0) -> Any:
+        if self.own_process and self.workers > 1:
+            spec = (self.settings, self.workers)
+            return ProcessServer(None, port, target=_serve_proxy_workers, args=spec).start()
         if self.own_process:
             return ProcessServer(self.settings, port).start()
         from ..server.app import create_app
@@ -527,21 +562,30 @@ def run_load(
     from ..server.app import ServerSettings
 
     own_process = separate_process and memory_factory is None
+    if cfg.workers > 1 and not own_process:
+        raise ConfigError("several proxy processes need the proxy in its own process")
+    settings = ServerSettings(
+        data_dir=data_dir,
+        keys=((KEY, TENANT),),
+        context_budget=cfg.context_budget,
+        drift_guard=cfg.drift_guard,
+        memory=memory_settings or Settings(),
+    )
+    with closing(tenant_store(settings)) as store:  # before any process starts
+        if store.stats()["messages"]:
+            raise ConfigError(f"the bench tenant's store ({store.path}) is not empty")
     upstream = FakeUpstream(cfg.latency_ms / 1000, cfg.fail_rate, cfg.seed)
     if own_process:  # the clients' process does nothing but send
         spec = (cfg.latency_ms / 1000, cfg.fail_rate, cfg.seed)
         up: Any = ProcessServer(None, target=_serve_upstream, args=spec).start()
     else:
         up = LoopbackServer(upstream.app).start()
-    settings = ServerSettings(
-        data_dir=data_dir,
-        keys=((KEY, TENANT),),
-        upstream_base_url=up.url,
-        context_budget=cfg.context_budget,
-        drift_guard=cfg.drift_guard,
-        memory=memory_settings or Settings(),
-    )
-    proxy = _Proxy(settings, memory_factory, own_process)
+    settings = replace(settings, upstream_base_url=up.url)
+    try:
+        proxy = _Proxy(settings, memory_factory, own_process, cfg.workers)
+    except BaseException:
+        up.stop()  # a child left running would keep this process from exiting
+        raise
     tally = _Tally()
     urls = {"direct": up.url + "/chat/completions", "proxy": proxy.server.url + "/chat/completions"}
     half = cfg.chats * cfg.turns // 2
@@ -569,6 +613,8 @@ def run_load(
             upstream.calls, upstream.failed = stats["calls"], stats["failed"]
             upstream.context = stats["context"]
         up.stop()
+    with closing(tenant_store(settings)) as store:
+        messages = _count(store, tally.histories)
     return {
         "config": asdict(cfg),
         "completed": completed,
@@ -577,7 +623,7 @@ def run_load(
         "retries": tally.retries,
         "restarts": tally.restarts,
         "latency_ms": _latency(tally),
-        "messages": _count(Path(data_dir) / f"{TENANT}.db", tally.histories),
+        "messages": messages,
         "upstream": {"calls": upstream.calls, "failed": upstream.failed},
         # what the proxy injected, as the upstream received it: items that repeat the
         # request's own messages, and items shown twice in one context (both should be 0)
@@ -594,6 +640,11 @@ def load_table(result: dict) -> str:
     mem = result["turn_memory_ms"]  # one entry per proxy run (a restart starts another)
     rows = [
         ("chats x turns", f"{cfg['chats']} x {cfg['turns']} ({result['turns']['done']} done)"),
+        (
+            "proxy processes",
+            str(cfg.get("workers", 1))
+            + (" (timings: one of them)" if cfg.get("workers", 1) > 1 else ""),
+        ),
         ("upstream latency", f"{cfg['latency_ms']} ms, fail rate {cfg['fail_rate']:.0%}"),
         ("user think time", f"{cfg['think_ms']} ms mean" if cfg["think_ms"] else "none (lockstep)"),
         ("direct p50 / p95", f"{lat['direct_p50']} / {lat['direct_p95']} ms"),

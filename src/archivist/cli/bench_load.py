@@ -37,6 +37,14 @@ from .common import Context, emit_json, pass_ctx
 )
 @click.option("--max-seconds", default=300.0, show_default=True, help="Stop the run after this.")
 @click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Proxy processes on one port, as 'archivist serve --workers N' runs them (the "
+    "store is the configured one: $ARCHIVIST_STORE=postgres for PostgreSQL).",
+)
+@click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the tenant store goes (default: a temporary dir).",
@@ -62,6 +70,7 @@ def load(
     budget: int,
     chats_per_user: int,
     max_seconds: float,
+    workers: int,
     data_dir: Path | None,
     in_process: bool,
     as_json: bool,
@@ -91,7 +100,10 @@ def load(
         context_budget=budget,
         chats_per_user=chats_per_user,
         max_seconds=max_seconds,
+        workers=workers,
     )
+    if workers > 1 and in_process:
+        raise click.UsageError("--workers runs proxy processes: it cannot be --in-process")
     with tempfile.TemporaryDirectory(prefix="archivist-load-") as tmp:
         target = data_dir or Path(tmp)
         if (target / "bench.db").exists():

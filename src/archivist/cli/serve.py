@@ -43,6 +43,14 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
     help="A name this server answers to besides loopback's (repeat; $ARCHIVIST_ALLOWED_HOSTS). "
     "Any other Host is refused where no key protects memory.",
 )
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes on the one port, each with its own store connections and "
+    "background worker (for PostgreSQL; a SQLite store serialises their writes).",
+)
 @click.option("--log-level", default="info", show_default=True)
 @pass_ctx
 def serve(
@@ -59,6 +67,7 @@ def serve(
     drift_guard: bool | None,
     open_access: bool,
     allowed_hosts: tuple[str, ...],
+    workers: int,
     log_level: str,
 ) -> None:
     """Serve memory over HTTP: REST under /v1/memory, chat proxy at /v1/chat/completions.
@@ -98,12 +107,17 @@ def serve(
             f"--open serves every memory without keys, so it listens on loopback only "
             f"({', '.join(LOOPBACK)}), not {host}: configure API keys to serve on {host}"
         )
-    app = create_app(settings)
     click.echo(
-        f"archivist on http://{host}:{port} (docs /docs); data in {settings.resolved_data_dir()}",
+        f"archivist on http://{host}:{port} (docs /docs); data in {settings.resolved_data_dir()}"
+        + (f"; {workers} processes" if workers > 1 else ""),
         err=True,
     )
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    if workers > 1:
+        from ..server.workers import serve_workers
+
+        serve_workers(settings, host, port, workers, log_level)
+        return
+    uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
 
 
 @click.command()
