@@ -23,6 +23,7 @@ import pytest
 
 from archivist.config import Settings
 from archivist.core import Core
+from archivist.errors import ConfigError
 from archivist.jobs import ROUND, JobRunner
 from archivist.model import (
     ClaimEvent,
@@ -777,6 +778,25 @@ def test_what_is_forgotten_leaves_the_context_log_and_the_llm_cache(make_memory)
     assert mem.store.llm_cache_get("k") is None
     mem.forget_claim(vegetarian.id)
     assert mem.store.context_logs() == []
+
+
+def test_the_context_log_keeps_its_newest_rows_and_never_reuses_an_id(make_memory) -> None:
+    mem = make_memory(context_log_keep=3)
+    ids = [
+        mem.record_context([("message", f"chat/D1:{n}", f"turn {n}")], f"reply {n}")
+        for n in range(5)
+    ]
+    assert ids == sorted(set(ids))
+    assert [log["reply"] for log in mem.store.context_logs()] == ["reply 4", "reply 3", "reply 2"]
+    again = mem.record_context([("message", "chat/D1:9", "turn 9")], "reply 9")
+    assert again > ids[-1]
+    assert len(mem.store.context_logs()) == 3
+    everything = make_memory(context_log_keep=0)  # the same store, opened keeping all
+    for n in range(5):
+        everything.record_context([("message", f"c/D1:{n}", "x")], f"r{n}")
+    assert len(everything.store.context_logs()) == 3 + 5
+    with pytest.raises(ConfigError, match="context_log_keep"):
+        Settings(context_log_keep=-1)
 
 
 def test_a_request_holding_all_its_user_s_memory_is_shown_nothing(make_memory) -> None:

@@ -70,6 +70,9 @@ class Settings:
     # message) until it has extract_min_tail messages or the chat is idle this long.
     extract_min_tail: int = 8
     extract_idle_s: float = 120.0  # seconds of quiet after which a short tail is read
+    # context-log rows a store keeps, the newest (0: all): one per proxied or recorded
+    # turn, read by the browser's "what the assistant saw" and by usefulness scoring
+    context_log_keep: int = 100_000
 
     def __post_init__(self) -> None:
         # Provider names (embedder, llm) are checked by their registries, the one place
@@ -96,6 +99,8 @@ class Settings:
             raise ConfigError("consolidate_every must be >= 1")
         if self.llm_timeout <= 0 or self.llm_concurrency < 1:
             raise ConfigError("llm_timeout must be > 0 and llm_concurrency >= 1")
+        if self.context_log_keep < 0:
+            raise ConfigError("context_log_keep must be >= 0 (0 keeps every row)")
 
     def with_(self, **changes: object) -> Settings:
         """A copy with some fields changed (Settings are never mutated)."""
@@ -140,6 +145,7 @@ class Settings:
             ("consolidate_every", int),
             ("extract_min_tail", int),
             ("extract_idle_s", float),
+            ("context_log_keep", int),
         ):
             if v := env.get(ENV_PREFIX + name.upper()):
                 try:

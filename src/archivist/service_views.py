@@ -232,7 +232,9 @@ class MemoryViews(Checked):
         rows = list(items)
         if not all(isinstance(r, (tuple, list)) and len(r) in (3, 4) for r in rows):
             raise InputError("record_context() items are (kind, id, text[, score]) tuples")
-        return self.store.log_context(person, conversation, rows, reply or "", turn_id)
+        return self.store.log_context(
+            person, conversation, rows, reply or "", turn_id, keep=self.settings.context_log_keep
+        )
 
     def usefulness(self, kind: str, ids: Iterable[str | int]) -> dict[str | int, float]:
         """How useful each item turned out to be: (used + 1) / (shown + 2); 0.5 if never scored."""

@@ -403,10 +403,13 @@ class Consolidation(Body):
         items: Sequence[Sequence],
         reply: str,
         turn_id: str = "",
+        keep: int = 0,
     ) -> int:
         """Record what was shown for one assistant turn and the reply it got: (kind, id,
         text) items, each with its assembly score when given as a fourth element;
-        ``turn_id``: the message of ``conversation`` the context was assembled for."""
+        ``turn_id``: the message of ``conversation`` the context was assembled for.
+        ``keep``: the newest rows kept (0: all); older ones go in the same transaction,
+        so the log of a long-served store stays bounded (ids only grow: one range)."""
         rows = [[k, str(i), t, *(float(x) for x in rest[:1])] for k, i, t, *rest in items]
         payload = json.dumps(rows, ensure_ascii=False)
         with self._write() as db:
@@ -415,6 +418,8 @@ class Consolidation(Body):
                 "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 [(person, conversation, payload, reply, self._now_iso(), turn_id)],
             )
+            if keep:
+                db.execute("DELETE FROM context_log WHERE id <= ?", (log_id - keep,))
         return log_id
 
     def contexts_shown(self, conversation: str, replies: Iterable[str]) -> dict[str, list[str]]:
