@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import closing
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -441,14 +441,13 @@ async def _chat(
             await on_turn()
 
 
-def tenant_store(settings: Any) -> Any:
-    """The bench tenant's store as the proxy opened it: ``<data_dir>/bench.db``, or its
-    PostgreSQL schema when the memory settings name PostgreSQL."""
+def tenant_store(memory: Any, data_dir: Path) -> Any:
+    """The bench tenant's store as the proxy opens it: ``<data_dir>/bench.db``, or its
+    PostgreSQL schema when the ``memory`` settings name PostgreSQL."""
     from ..server.tenants import tenant_settings
     from ..store.registry import open_store
 
-    path = settings.resolved_data_dir() / f"{TENANT}.db"
-    return open_store(tenant_settings(settings.memory, TENANT, path, "manual"))
+    return open_store(tenant_settings(memory, TENANT, Path(data_dir) / f"{TENANT}.db", "manual"))
 
 
 def _count(store: Any, histories: dict[str, list[dict]]) -> dict:
@@ -564,14 +563,8 @@ def run_load(
     own_process = separate_process and memory_factory is None
     if cfg.workers > 1 and not own_process:
         raise ConfigError("several proxy processes need the proxy in its own process")
-    settings = ServerSettings(
-        data_dir=data_dir,
-        keys=((KEY, TENANT),),
-        context_budget=cfg.context_budget,
-        drift_guard=cfg.drift_guard,
-        memory=memory_settings or Settings(),
-    )
-    with closing(tenant_store(settings)) as store:  # before any process starts
+    memory = memory_settings or Settings()
+    with closing(tenant_store(memory, data_dir)) as store:  # before any process starts
         if store.stats()["messages"]:
             raise ConfigError(f"the bench tenant's store ({store.path}) is not empty")
     upstream = FakeUpstream(cfg.latency_ms / 1000, cfg.fail_rate, cfg.seed)
@@ -580,8 +573,15 @@ def run_load(
         up: Any = ProcessServer(None, target=_serve_upstream, args=spec).start()
     else:
         up = LoopbackServer(upstream.app).start()
-    settings = replace(settings, upstream_base_url=up.url)
     try:
+        settings = ServerSettings(
+            data_dir=data_dir,
+            keys=((KEY, TENANT),),
+            upstream_base_url=up.url,
+            context_budget=cfg.context_budget,
+            drift_guard=cfg.drift_guard,
+            memory=memory,
+        )
         proxy = _Proxy(settings, memory_factory, own_process, cfg.workers)
     except BaseException:
         up.stop()  # a child left running would keep this process from exiting
@@ -613,7 +613,7 @@ def run_load(
             upstream.calls, upstream.failed = stats["calls"], stats["failed"]
             upstream.context = stats["context"]
         up.stop()
-    with closing(tenant_store(settings)) as store:
+    with closing(tenant_store(memory, data_dir)) as store:
         messages = _count(store, tally.histories)
     return {
         "config": asdict(cfg),

@@ -9,7 +9,7 @@ import click
 
 from ..errors import ConfigError
 from .bench import _save, bench, save_option
-from .common import Context, emit_json, pass_ctx
+from .common import Context, emit_json, pass_ctx, workers_option
 
 
 @click.command("load")
@@ -36,13 +36,9 @@ from .common import Context, emit_json, pass_ctx
     help="Chats each user has: from 2 on the proxy injects the user's other chats.",
 )
 @click.option("--max-seconds", default=300.0, show_default=True, help="Stop the run after this.")
-@click.option(
-    "--workers",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 64),
-    help="Proxy processes on one port, as 'archivist serve --workers N' runs them (the "
-    "store is the configured one: $ARCHIVIST_STORE=postgres for PostgreSQL).",
+@workers_option(
+    "Proxy processes on one port, as 'archivist serve --workers N' runs them (the "
+    "store is the configured one: $ARCHIVIST_STORE=postgres for PostgreSQL)."
 )
 @click.option(
     "--data-dir",

@@ -72,6 +72,21 @@ def at_option(help: str = AT_HELP) -> Callable[[Any], Any]:
     return click.option("--at", "at", metavar="ISO", help=help)
 
 
+MAX_WORKERS = 64  # server processes one command may start
+
+
+def workers_option(help: str) -> Callable[[Any], Any]:
+    """The ``--workers N`` option of ``serve`` and ``bench load``: server processes on one
+    port (server/workers.py), one by default."""
+    return click.option(
+        "--workers",
+        default=1,
+        show_default=True,
+        type=click.IntRange(1, MAX_WORKERS),
+        help=help,
+    )
+
+
 def parse_at(value: str | None) -> datetime | None:
     """``--at`` as a datetime (None: not given); bad input is one InputError line."""
     return _parse_at(value, "--at")

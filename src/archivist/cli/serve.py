@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import Context, pass_ctx
+from .common import Context, pass_ctx, workers_option
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -43,13 +43,9 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
     help="A name this server answers to besides loopback's (repeat; $ARCHIVIST_ALLOWED_HOSTS). "
     "Any other Host is refused where no key protects memory.",
 )
-@click.option(
-    "--workers",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 64),
-    help="Server processes on the one port, each with its own store connections and "
-    "background worker (for PostgreSQL; a SQLite store serialises their writes).",
+@workers_option(
+    "Server processes on the one port, each with its own store connections and "
+    "background worker (for PostgreSQL; a SQLite store serialises their writes)."
 )
 @click.option("--log-level", default="info", show_default=True)
 @pass_ctx
