@@ -21,13 +21,14 @@ from archivist.cli.common import Context
 from archivist.cli.memory import register
 from archivist.config import Settings
 from archivist.llm.base import LLMTimeout
-from archivist.model import content_hash
+from archivist.model import content_hash, estimate_tokens
 from archivist.profile import GROUPS
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
 from archivist.write.condense import LLMPolicy, claim_sentence, first_sentence, join_capped, trim
 from archivist.write.consolidate import (
+    KEY_INFO,
     DigestConfig,
     SceneConfig,
     SummaryConfig,
@@ -355,7 +356,7 @@ def test_key_info_from_own_first_hand_claims(tmp_path: Path) -> None:
         result = run_key_info(m.core, {})  # Ana, Bob, and Lee (a person since add())
         assert result == {"persons": 3, "key_info_written": 3}
         ana, bob = m.key_info("p-ana"), m.key_info("p-bob")
-        assert 0 < len(ana) <= 600 and "bicycles" in bob and "bicycles" not in ana
+        assert 0 < len(ana) <= KEY_INFO.cap and "bicycles" in bob and "bicycles" not in ana
         own = {
             claim_sentence(c)
             for c in m.claims(person="Ana", limit=1000)
@@ -452,7 +453,9 @@ def test_llm_dossier_and_key_info(tmp_path: Path) -> None:
         assert run_dossiers(m.core, {})["llm_written"] == 1
         assert run_key_info(m.core, {})["llm_written"] == 1
         assert m.dossier(eid).startswith("LLM dossier") and len(m.dossier(eid)) <= 400
-        assert m.key_info("p-ana").startswith("LLM key_info") and len(m.key_info("p-ana")) <= 600
+        text = m.key_info("p-ana")
+        assert text.startswith("LLM key_info") and len(text) <= KEY_INFO.cap
+        assert estimate_tokens(text) <= KEY_INFO.tokens == 250  # the person's cap
         prompts = [c["messages"][-1]["content"] for c in llm.calls]
         assert (
             prompts[0].startswith("Entity: pottery")

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, time
 from typing import Literal
 
 from .errors import InputError
+
+TOKENS_PER_WORD = 1.3  # what a word of chat costs a model, on average (an estimate)
+
+
+def estimate_tokens(text: str, per_word: float = TOKENS_PER_WORD) -> int:
+    """Estimated tokens of ``text``: ``ceil(words × per_word)``."""
+    return math.ceil(len(text.split()) * per_word)
+
 
 Role = Literal["user", "assistant", "system"]
 ROLES: tuple[str, ...] = ("user", "assistant", "system")

@@ -148,12 +148,14 @@ class Entry:
     source: str  # "first-hand", "reported by Lee", "said by the assistant"
     evidence: tuple[tuple[str, str], ...]  # (conversation, message id)
     replaced: tuple[Replaced, ...] = ()
+    facet: str = ""  # the kind of memory its sentence is (the judge's): goal, value, ...
 
     def to_dict(self) -> dict:
         return {
             "claim": self.claim,
             "text": self.text,
             "kind": self.kind,
+            "facet": self.facet,
             "since": self.since.isoformat(),
             "until": self.until.isoformat() if self.until else None,
             "speaker": self.speaker,
@@ -177,36 +179,87 @@ class Profile:
     def entries(self) -> list[Entry]:
         return [e for _, found in self.groups for e in found]
 
+    def facts(self) -> tuple[tuple[str, tuple[Entry, ...]], ...]:
+        """The groups without the entries of the person model (``model``): each entry once."""
+        return tuple(
+            (name, tuple(e for e in found if not in_model(e, name))) for name, found in self.groups
+        )
+
+    def model(self) -> tuple[tuple[str, tuple[Entry, ...]], ...]:
+        """The person model: the standing entries (``in_model``) by the kind of memory
+        they are, in MODEL order (every part, empty ones too), oldest first."""
+        parts: dict[str, list[Entry]] = {name: [] for name, _ in MODEL}
+        label = dict((facet, name) for name, facet in MODEL)
+        for group, found in self.groups:
+            for e in found:
+                if in_model(e, group):
+                    parts[label[e.facet]].append(e)
+        return tuple(
+            (name, tuple(sorted(parts[name], key=lambda e: (e.since, e.claim))))
+            for name, _ in MODEL
+        )
+
     def to_dict(self) -> dict:
-        """JSON-ready form, shared by the CLI, REST and MCP."""
+        """JSON-ready form, shared by the CLI, REST and MCP: ``groups`` holds every entry,
+        ``model`` the standing ones again, by kind."""
         return {
             "person": self.person,
             "at": self.at.isoformat(),
             "groups": {name: [e.to_dict() for e in found] for name, found in self.groups},
+            "model": {name: [e.to_dict() for e in found] for name, found in self.model()},
         }
 
     def text(self) -> str:
-        """A readable listing: non-empty groups, one line per entry, replaced values under it."""
+        """A readable listing: the facts by group, then the person model by kind (each
+        entry once), one line per entry, replaced values under it."""
         lines = [f"{self.person}, as of {self.at:%Y-%m-%d %H:%M %Z}".rstrip()]
-        for name, found in self.groups:
-            if not found:
-                continue
-            lines.append(f"{name}:")
-            for e in found:
-                until = f" until {e.until:%Y-%m-%d}" if e.until else ""
-                where = ", ".join(f"{c}/{m}" for c, m in e.evidence)
-                lines.append(
-                    f"  - {e.text}  [since {e.since:%Y-%m-%d}{until}; {e.source}; {where}; "
-                    f"#{e.claim}]"
-                )
-                for r in e.replaced:
-                    to = f" to {r.until:%Y-%m-%d}" if r.until else ", refined"
-                    if r.until and r.until < r.since:  # a plan called off before it began
-                        to = f", called off {r.until:%Y-%m-%d}"
-                    lines.append(f"      replaced: {r.value} ({r.since:%Y-%m-%d}{to}; #{r.claim})")
+        for name, found in self.facts():
+            if found:
+                lines.append(f"{name}:")
+                lines += [line for e in found for line in _entry_lines(e)]
+        model = [(name, found) for name, found in self.model() if found]
+        if model:
+            lines.append("person model:")
+        for name, found in model:
+            lines.append(f"  {name}:")
+            lines += ["  " + line for e in found for line in _entry_lines(e)]
         if len(lines) == 1:
             lines.append("(nothing known holds at this time)")
         return "\n".join(lines)
+
+
+def _entry_lines(e: Entry) -> list[str]:
+    until = f" until {e.until:%Y-%m-%d}" if e.until else ""
+    where = ", ".join(f"{c}/{m}" for c, m in e.evidence)
+    lines = [f"  - {e.text}  [since {e.since:%Y-%m-%d}{until}; {e.source}; {where}; #{e.claim}]"]
+    for r in e.replaced:
+        to = f" to {r.until:%Y-%m-%d}" if r.until else ", refined"
+        if r.until and r.until < r.since:  # a plan called off before it began
+            to = f", called off {r.until:%Y-%m-%d}"
+        lines.append(f"      replaced: {r.value} ({r.since:%Y-%m-%d}{to}; #{r.claim})")
+    return lines
+
+
+# The person model's parts (Profile.model) and the facet each holds: what a person
+# wants, believes, lives with, does by habit, learned and likes, said once and meant
+# for months. A state is part of it where it is no fact of a topic (home, work, ...):
+# a health state or a constraint ("so tense I get headaches scrolling").
+MODEL: tuple[tuple[str, str], ...] = (
+    ("goals", "goal"),
+    ("values and beliefs", "value"),
+    ("standing states", "state"),
+    ("habits and routines", "habit"),
+    ("lessons", "lesson"),
+    ("preferences", "preference"),
+)
+STATE_GROUPS = ("health and diet", "other")  # where a state is the person's, not a topic's
+
+
+def in_model(e: Entry, group: str) -> bool:
+    """Is the entry (filed under the profile ``group``) part of the person model?"""
+    if e.facet == "state":
+        return group in STATE_GROUPS
+    return e.facet in dict((f, n) for n, f in MODEL)
 
 
 # -- as of a time ---------------------------------------------------------------------------
@@ -333,6 +386,7 @@ def assemble(
             source=FIRST_HAND if own_family else source_of(c, roles.get(i)),
             evidence=tuple((c.conversation, m) for m in c.evidence),
             replaced=tuple(sorted(earlier.get(i, []), key=lambda r: (r.since, r.claim))),
+            facet=c.facet,
         )
         group = "family" if own_family else group_of(c, attribute.get(i), read_attribute)
         grouped[group].append(entry)

@@ -36,6 +36,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..lang.query import names_in
 from ..lang.text import person_key, query_terms, share_in, stem
 from ..lang.timeground import spoken_day
 from ..model import Claim, Entity, Hit, Message, Person, Summary, text_problem
@@ -68,7 +69,7 @@ from .history import Bygones, bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import MAX_K, search_memory
 from .replies import REPLY_WORDS, follows_question
-from .standing import standing, unreached
+from .standing import in_key_info, standing, unreached
 
 if TYPE_CHECKING:
     from ..core import Core
@@ -321,14 +322,14 @@ def gather(
         persons, dossiers, briefs = [], [], []
     turns = {(m.conversation, m.id): m for log in logs.values() for m in log}
     claims, found = fragments_as_turns(claims, turns, config.covered_share)
+    key_info = _key_info(store, query, persons, person, convs, people)
+    own = " ".join(k.text for k in key_info if k.pinned)
+    if own:  # a claim the requester's key info says is shown there
+        claims = [c for c in claims if not in_key_info(c.body, own)]
     sections = {
-        "key_info": [
-            Candidate("key_info", p.id, f"{p.name}: {text}")
-            for p in persons
-            if (text := store.person_key_info(p.id))
-        ],
+        "key_info": key_info,
         "standing": (
-            unreached(standing(core, query, persons, at), hits, claims)
+            unreached(standing(core, query, persons, at), hits, claims, own)
             if config.standing and person is not None  # the requester's, for their turn
             else []
         ),
@@ -352,6 +353,34 @@ def gather(
         kind: _with_usefulness(store, [_marked(c, past) for c in cands])
         for kind, cands in sections.items()
     }
+
+
+def _key_info(
+    store: Store,
+    query: str,
+    persons: Sequence[Person],
+    person: str | None,
+    convs: Sequence[str],
+    people: Sequence[str],
+) -> list[Candidate]:
+    """The key info of whose turn it is (``person``: pinned, first) and of the people the
+    turn names who take part in the conversations in scope; without a requester, of
+    the people of the scope (``persons``)."""
+    about = list(persons)
+    if person is not None:
+        named = {person_key(n) for n in names_in(query, people)}
+        about += [
+            p
+            for p in store.persons()
+            if p not in about
+            and any(person_key(n) in named and c in convs for c, n in p.identities)
+        ]
+    own = {p.id for p in persons} if person is not None else set()
+    return [
+        Candidate("key_info", p.id, f"{p.name}: {text}", pinned=p.id in own)
+        for p in about
+        if (text := store.person_key_info(p.id))
+    ]
 
 
 def _marked(c: Candidate, past: Bygones) -> Candidate:

@@ -34,7 +34,9 @@ class Candidate:
     conversation: str = ""
     skippable: bool = False  # may be dropped when a shown summary already says it
     body: str = ""  # the content words judged against summaries (default: ``text``)
-    pinned: bool = False  # taken first in its section (the conversation's last turns)
+    # taken first in its section (the conversation's last turns); key info: the
+    # requester's, shown first, with a share of its own, never cut to the turn's words
+    pinned: bool = False
     reply: bool = False  # an assistant's message: often an echo of what it was told
     # the question a short reply answers ("Two of them." to "How many kids?"): the reply
     # is shown with it or not at all
@@ -231,6 +233,8 @@ def bearing_on(
     shares a content word with the turn, people's names aside: naming Priya
     makes every sentence about Priya share a word. A turn with no word but names
     ("Where is Ana?", "Tell me about Ana") asks about the person: all of it stays.
+    The requester's own key info (pinned) stays whole: what the assistant should
+    know of whom it is talking to at all times.
     """
     stems = {stem(w) for w in turn_words(query, people)}
     if not stems:
@@ -238,7 +242,9 @@ def bearing_on(
     out = dict(sections)
     for kind in ("key_info", "summary"):
         out[kind] = [
-            replace(c, text=text) for c in sections[kind] if (text := bearing(c.text, stems))
+            c if c.pinned else replace(c, text=text)
+            for c in sections[kind]
+            if c.pinned or (text := bearing(c.text, stems))
         ]
     return out
 

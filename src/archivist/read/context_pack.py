@@ -14,8 +14,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from ..lang.text import ECHO_SHARE, query_terms, share_in
+from ..model import TOKENS_PER_WORD, estimate_tokens
 from .context_lines import Candidate, day_of, days_once, same_text
 from .history import HISTORY_MARK
+from .sentences import SENTENCE_BREAK
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("key_info", "Key info"),
@@ -38,9 +40,9 @@ CLAIMS = ("claim", "standing")  # items that are claims: one line per turn with 
 class ContextConfig:
     """Budget shares, ranking weights and candidate counts of context assembly."""
 
-    tokens_per_word: float = 1.3
+    tokens_per_word: float = TOKENS_PER_WORD
     caps: tuple[tuple[str, float], ...] = (
-        ("key_info", 0.05),
+        ("key_info", 0.05),  # the key info of the people a turn names, cut to what it asks
         ("standing", 0.15),
         ("summary", 0.25),
         ("dossier", 0.15),
@@ -48,6 +50,10 @@ class ContextConfig:
     )
     # below this budget summaries, dossiers and briefs get no room: on LoCoMo, at every
     # budget up to 1,500 tokens, each lowered the share of evidence turns a context holds
+    # the requester's own key info (the person model's head, best first) has this share
+    # more, up to ``own_key_info_tokens``: what the assistant should know at all times
+    own_key_info: float = 0.25
+    own_key_info_tokens: int = 250
     overview_from: int = 2000
     # below it claims get at most this share: each stands for one turn, as a message
     # does, and ranked apart from the messages they crowded out better-ranked turns
@@ -146,11 +152,6 @@ class Context:
         }
 
 
-def estimate_tokens(text: str, per_word: float = DEFAULT_CONTEXT.tokens_per_word) -> int:
-    """Estimated tokens of ``text``: ``ceil(words × per_word)``."""
-    return math.ceil(len(text.split()) * per_word)
-
-
 def recency(when: datetime | None, at: datetime, half_life_days: float) -> float:
     """1.0 at ``at``, halving every ``half_life_days`` before it (0.5 when unknown)."""
     if when is None:
@@ -220,6 +221,20 @@ def _fit(line: str, room: int, config: ContextConfig, cut: bool = True) -> str |
     return None
 
 
+def _fit_sentences(line: str, room: int, config: ContextConfig) -> str | None:
+    """``line`` if it fits in ``room`` tokens, else its first sentences that do (key info
+    is written best first, a fact a sentence), else None: never a fact cut short."""
+    if estimate_tokens(line, config.tokens_per_word) <= room:
+        return line
+    parts = SENTENCE_BREAK.split(line)
+    while len(parts) > 1:
+        parts.pop()
+        head = " ".join(parts)
+        if estimate_tokens(head, config.tokens_per_word) <= room:
+            return head
+    return None
+
+
 def _says_again(
     c: Candidate,
     words: set[str],
@@ -255,8 +270,11 @@ def _says_again(
     return next(iter(c.evidence)) in claimed
 
 
-def _allowances(budget: int, config: ContextConfig) -> dict[str, float]:
+def _allowances(budget: int, config: ContextConfig, own: bool = False) -> dict[str, float]:
+    """Each section's cap in tokens; ``own``: the requester's key info is among them."""
     caps = {k: share * budget for k, share in config.caps}
+    if own:
+        caps["key_info"] += min(config.own_key_info * budget, config.own_key_info_tokens)
     caps["claim"] = float(budget)
     if budget < config.overview_from:
         caps |= {k: 0.0 for k in ("summary", "dossier", "brief")}
@@ -287,7 +305,10 @@ def _line(
     held = days.get(day) if days is not None and day else None
     first = bool(day) and (held is None or when < held[0])
     most = math.ceil(3 * config.tokens_per_word) if first else 0  # what a day can add
-    line = _fit(f"- {rest}", int(room - most), config, cut=kind not in ("key_info", "standing"))
+    if kind == "key_info":  # its head: the best of it, whole facts only
+        line = _fit_sentences(f"- {rest}", int(room - most), config)
+    else:
+        line = _fit(f"- {rest}", int(room - most), config, cut=kind != "standing")
     if line is None:
         return None
     cost = estimate_tokens(line, config.tokens_per_word)
@@ -432,7 +453,7 @@ def pack(
     one is skipped, and so are a claim of a turn shown (or pinned) and a message
     whose words its shown claims already hold.
     """
-    caps = _allowances(budget, config)
+    caps = _allowances(budget, config, any(c.pinned for c in sections.get("key_info", ())))
     used = early_used = 0
     shown = _Shown({e for c in sections.get("message", ()) if c.pinned for e in c.evidence})
     blocks: list[str] = []

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING
 from ..lang.attributes import attribute_of
 from ..lang.text import normalised, query_terms
 from ..lang.timeground import last_day
-from ..model import Claim, content_hash
-from ..profile import ASSISTANT_SOURCE, FIRST_HAND, GROUPS, Entry, build_profile
+from ..model import TOKENS_PER_WORD, Claim, content_hash, estimate_tokens
+from ..profile import ASSISTANT_SOURCE, FIRST_HAND, GROUPS, Entry, build_profile, in_model
 from ..prompts import dossier as dossier_prompt
 from ..prompts import key_info as key_info_prompt
 from ..prompts import usefulness as usefulness_prompt
 from .condense import (
+    ELLIPSIS,
     Asker,
     Counts,
     LLMPolicy,
@@ -69,13 +70,30 @@ __all__ = [
 class DigestConfig:
     """Caps of an entity dossier or a person's key info, and how many claims a model sees."""
 
-    cap: int
+    cap: int  # characters
     llm_claims: int = 60  # highest-priority claims shown to the model
     llm: LLMPolicy = LLMPolicy()
+    tokens: int = 0  # a cap in estimated tokens as well (model.estimate_tokens); 0: none
+
+
+@dataclass(frozen=True)
+class KeyInfoRank:
+    """How a person's key info ranks what it could say (each 0..1, weighted): what the
+    person's claim was rated (importance, emotional salience), how recent it is, how
+    useful it proved in contexts (usefulness), and whether it is part of the person
+    model (a goal, a value, a lesson, ... said once and meant for months)."""
+
+    importance: float = 0.35
+    salience: float = 0.1
+    recency: float = 0.2
+    usefulness: float = 0.15
+    standing: float = 0.2
+    half_life_days: float = 90.0
 
 
 DOSSIER = DigestConfig(cap=400)
-KEY_INFO = DigestConfig(cap=600)
+KEY_INFO = DigestConfig(cap=1200, tokens=250)
+KEY_INFO_RANK = KeyInfoRank()
 
 
 def _digest(
@@ -115,17 +133,20 @@ def run_dossiers(core: Core, payload: dict, config: DigestConfig = DOSSIER) -> d
 
 
 PLAIN = "+plain"  # the hash mark of a key info written without the model
+KEY_INFO_FORM = "ranked-1"  # in its hash: a key info written in an older form is rewritten
 
 
 def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> dict:
-    """Job handler: refresh each person's key info from their profile (profile.py).
+    """Job handler: refresh each person's key info from their profile and person model.
 
-    What holds for the person now, aspect by aspect (home, work, relationships,
-    ...), each fact dated; what the assistant said about them is left out, and
-    so is whatever a newer claim replaced or whose window has passed. A key info
-    is rewritten only when the facts it is made of changed (their hash), so
+    What holds for the person now, ranked (``KeyInfoRank``: importance, salience,
+    recency, learned usefulness, and whether it is part of the person model), as
+    much as fits the cap, each fact dated; what the assistant said about them is
+    left out, and so is whatever a newer claim replaced or whose window has passed.
+    Written best first, so a context with less room keeps the head of it. A key
+    info is rewritten only when the facts it is made of changed (their hash), so
     refreshing after every supersession (``reconcile_written``) costs nothing
-    when nothing it shows changed.
+    when nothing it shows changed, and it reads the same from turn to turn.
     """
     states = core.store.key_info_states(payload.get("conversation"))
     if not states:
@@ -139,18 +160,20 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
         for pid, name, old_hash, identities in states:
             facts = key_facts(core, identities, at)
             new_hash = content_hash(
-                *(f"{e.claim}:{e.text}:{e.since.isoformat()}:{e.source}" for _, e in facts)
+                KEY_INFO_FORM,
+                *(f"{e.claim}:{e.text}:{e.since.isoformat()}:{e.source}" for _, e in facts),
             )
             if old_hash == new_hash or (plain and old_hash == new_hash + PLAIN):
                 continue  # (a plain run keeps the model's digest of the same facts)
+            facts = ranked_facts(core, facts, at)
             text = ""
             if plain:
                 new_hash += PLAIN
             elif asker.model is not None and facts:
                 found = core.store.claims_by_id(e.claim for _, e in facts)
-                claims = sorted(found.values(), key=lambda c: (c.said_at, c.id or 0))
-                text = (
-                    _digest(
+                claims = [found[e.claim] for _, e in facts if e.claim in found]
+                if claims:
+                    text = _digest(
                         name,
                         claims,
                         key_info_prompt,
@@ -159,10 +182,8 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
                         asker,
                         config,
                     )
-                    if claims
-                    else ""
-                )
-            rows.append((pid, text or key_info_text(facts, config.cap), new_hash))
+            text = text or key_info_text(facts, config.cap, config.tokens)
+            rows.append((pid, trim_tokens(text, config.tokens), new_hash))
     if rows:
         core.store.save_key_info(rows)
     return counts.result(persons=len(states), key_info_written=len(rows))
@@ -193,11 +214,46 @@ def key_facts(
     ]
 
 
-def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
-    """The facts that fit in ``cap``, each a sentence dated in brackets ("since", or "on"
-    for an event; "until" when it expires) with who reported it when not the person,
-    each group's first one headed by the group ("Home: Zainab lives in Leyton (since
-    2024-06-27).")."""
+def ranked_facts(
+    core: Core,
+    facts: Sequence[tuple[str, Entry]],
+    at: datetime,
+    rank: KeyInfoRank = KEY_INFO_RANK,
+) -> list[tuple[str, Entry]]:
+    """``facts`` best first (``KeyInfoRank``; ties: the newer, then the lower claim id).
+    Usefulness is what the claim's lines scored in contexts (as a claim or a standing
+    item), 0.5 before any was reviewed."""
+    if not facts:
+        return []
+    ids = [e.claim for _, e in facts]
+    claims = core.store.claims_by_id(ids)
+    used: dict[int, float] = {}
+    for kind in ("claim", "standing"):
+        for i, u in core.store.usefulness_scores(kind, [str(i) for i in ids]).items():
+            used[int(i)] = max(used.get(int(i), 0.0), u)
+
+    def score(group: str, e: Entry) -> float:
+        c = claims.get(e.claim)
+        importance = c.importance / 10 if c is not None else 0.5
+        salience = c.salience / 10 if c is not None else 0.5
+        age = max(0.0, (at - e.since).total_seconds() / 86400)
+        return (
+            rank.importance * importance
+            + rank.salience * salience
+            + rank.recency * 0.5 ** (age / rank.half_life_days)
+            + rank.usefulness * used.get(e.claim, 0.5)
+            + rank.standing * in_model(e, group)
+        )
+
+    return sorted(facts, key=lambda ge: (-score(*ge), -ge[1].since.timestamp(), ge[1].claim))
+
+
+def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int, tokens: int = 0) -> str:
+    """The facts that fit in ``cap`` characters (and ``tokens``, when given), in the order
+    given, each a sentence dated in brackets ("since", or "on" for an event; "until"
+    when it expires) with who reported it when not the person, headed by what it is (a
+    part of the person model, "Goal: ", else its profile group, "Home: ") unless the
+    one before has the same head ("Home: Zainab lives in Leyton (since 2024-06-27).")."""
     heads, pieces, said = [], [], set()
     for group, e in facts:
         body = sentence(e.text).rstrip(".!?")
@@ -209,16 +265,42 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int) -> str:
             # its last day (ends are exclusive): a reader at a later time sees it expired
             when += f" until {last_day(e.until):%Y-%m-%d}"
         who = "" if e.source == FIRST_HAND else f"; {e.source}"
-        heads.append(f"{group.capitalize()}: ")  # "other" too: never read as the last group's
+        head = HEADS.get(e.facet, "") if in_model(e, group) else ""
+        heads.append(f"{head or group.capitalize()}: ")  # "other" too: never read as another
         pieces.append(f"{body} ({when}{who}).")
     # packed as if each had its head, so the heads of the kept ones always fit
     keep = sorted(pack_texts([h + p for h, p in zip(heads, pieces, strict=True)], cap))
-    shown: set[str] = set()
-    out = []
+    out: list[str] = []
+    last = ""
     for i in keep:
-        out.append(pieces[i] if heads[i] in shown else heads[i] + pieces[i])
-        shown.add(heads[i])
+        line = pieces[i] if heads[i] == last else heads[i] + pieces[i]
+        if tokens and out and estimate_tokens(" ".join([*out, line])) > tokens:
+            continue
+        out.append(line)
+        last = heads[i]
     return trim(" ".join(out), cap)
+
+
+# the head of a person model's item in key info, by its facet
+HEADS = {
+    "goal": "Goal",
+    "value": "Value",
+    "state": "State",
+    "habit": "Habit",
+    "lesson": "Lesson",
+    "preference": "Preference",
+}
+
+
+def trim_tokens(text: str, tokens: int) -> str:
+    """``text`` cut at a word so that its estimate stays within ``tokens`` (0: as it is)."""
+    if not tokens or estimate_tokens(text) <= tokens:
+        return text
+    words = text.split()
+    n = int(tokens / TOKENS_PER_WORD)
+    while n > 0 and estimate_tokens(" ".join(words[:n]) + ELLIPSIS) > tokens:
+        n -= 1
+    return " ".join(words[:n]).rstrip(" ,;:") + ELLIPSIS
 
 
 def _refresh(
