@@ -367,8 +367,8 @@ def _key_info(
     turn names who take part in the conversations in scope; without a requester, of
     the people of the scope (``persons``)."""
     about = list(persons)
-    if person is not None:
-        named = {person_key(n) for n in names_in(query, people)}
+    named = {person_key(n) for n in names_in(query, people)} if person is not None else set()
+    if named:
         about += [
             p
             for p in store.persons()

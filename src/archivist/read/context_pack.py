@@ -48,12 +48,12 @@ class ContextConfig:
         ("dossier", 0.15),
         ("brief", 0.05),
     )
-    # below this budget summaries, dossiers and briefs get no room: on LoCoMo, at every
-    # budget up to 1,500 tokens, each lowered the share of evidence turns a context holds
     # the requester's own key info (the person model's head, best first) has this share
     # more, up to ``own_key_info_tokens``: what the assistant should know at all times
     own_key_info: float = 0.25
     own_key_info_tokens: int = 250
+    # below this budget summaries, dossiers and briefs get no room: on LoCoMo, at every
+    # budget up to 1,500 tokens, each lowered the share of evidence turns a context holds
     overview_from: int = 2000
     # below it claims get at most this share: each stands for one turn, as a message
     # does, and ranked apart from the messages they crowded out better-ranked turns
