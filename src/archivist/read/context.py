@@ -322,9 +322,13 @@ def gather(
         persons, dossiers, briefs = [], [], []
     turns = {(m.conversation, m.id): m for log in logs.values() for m in log}
     claims, found = fragments_as_turns(claims, turns, config.covered_share)
-    key_info = _key_info(store, query, persons, person, convs, people)
+    key_info = _key_info(
+        store, query, persons, person if config.own_key_info else None, convs, people
+    )
     own = " ".join(k.text for k in key_info if k.pinned)
-    if own:  # a claim the requester's key info says is shown there
+    said: set[tuple[str, str]] = set()  # turns the requester's key info says: one line each
+    if own:  # a claim the requester's key info says is shown there, and so is its turn
+        said = {e for c in claims if in_key_info(c.body, own) for e in c.evidence}
         claims = [c for c in claims if not in_key_info(c.body, own)]
     sections = {
         "key_info": key_info,
@@ -337,15 +341,19 @@ def gather(
         "dossier": dossiers,
         "brief": briefs,
         "claim": claims,
-        "message": _messages(
-            store,
-            hits,
-            logs.get(conversation or "", []),
-            at,
-            config,
-            found,
-            turn_words(query, people),
-        ),
+        "message": [
+            m
+            for m in _messages(
+                store,
+                hits,
+                logs.get(conversation or "", []),
+                at,
+                config,
+                found,
+                turn_words(query, people),
+            )
+            if not (m.evidence and m.evidence <= said)
+        ],
     }
     if config.early_relevance:
         sections = bearing_on(sections, query, people)

@@ -50,6 +50,7 @@ class ContextConfig:
     )
     # the requester's own key info (the person model's head, best first) has this share
     # more, up to ``own_key_info_tokens``: what the assistant should know at all times
+    # (0: the requester's key info is shown as anyone's, cut to what the turn asks)
     own_key_info: float = 0.25
     own_key_info_tokens: int = 250
     # below this budget summaries, dossiers and briefs get no room: on LoCoMo, at every
