@@ -69,7 +69,7 @@ from .history import Bygones, bygones, history_line, no_longer_holds
 from .links import as_known, as_known_by
 from .recall import MAX_K, search_memory
 from .replies import REPLY_WORDS, follows_question
-from .standing import in_key_info, standing, unreached
+from .standing import standing, unreached
 
 if TYPE_CHECKING:
     from ..core import Core
@@ -325,15 +325,10 @@ def gather(
     key_info = _key_info(
         store, query, persons, person if config.own_key_info else None, convs, people
     )
-    own = " ".join(k.text for k in key_info if k.pinned)
-    said: set[tuple[str, str]] = set()  # turns the requester's key info says: one line each
-    if own:  # a claim the requester's key info says is shown there, and so is its turn
-        said = {e for c in claims if in_key_info(c.body, own) for e in c.evidence}
-        claims = [c for c in claims if not in_key_info(c.body, own)]
     sections = {
         "key_info": key_info,
         "standing": (
-            unreached(standing(core, query, persons, at), hits, claims, own)
+            unreached(standing(core, query, persons, at), hits, claims)
             if config.standing and person is not None  # the requester's, for their turn
             else []
         ),
@@ -341,19 +336,15 @@ def gather(
         "dossier": dossiers,
         "brief": briefs,
         "claim": claims,
-        "message": [
-            m
-            for m in _messages(
-                store,
-                hits,
-                logs.get(conversation or "", []),
-                at,
-                config,
-                found,
-                turn_words(query, people),
-            )
-            if not (m.evidence and m.evidence <= said)
-        ],
+        "message": _messages(
+            store,
+            hits,
+            logs.get(conversation or "", []),
+            at,
+            config,
+            found,
+            turn_words(query, people),
+        ),
     }
     if config.early_relevance:
         sections = bearing_on(sections, query, people)

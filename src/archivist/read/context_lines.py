@@ -222,6 +222,12 @@ def turn_words(query: str, people: Sequence[str]) -> set[str]:
     return {w for w in query_terms(query) if stem(w) not in names}
 
 
+def in_key_info(claim_text: str, key_info: str) -> bool:
+    """Does ``key_info`` say the claim (key info writes a claim's text as its sentence)?"""
+    body = " ".join(claim_text.split()).rstrip(".!?")
+    return bool(body) and body in key_info
+
+
 def bearing_on(
     sections: dict[str, list[Candidate]], query: str, people: Sequence[str]
 ) -> dict[str, list[Candidate]]:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from ..lang.text import ECHO_SHARE, query_terms, share_in
 from ..model import TOKENS_PER_WORD, estimate_tokens
-from .context_lines import Candidate, day_of, days_once, same_text
+from .context_lines import Candidate, day_of, days_once, in_key_info, same_text
 from .history import HISTORY_MARK
 from .sentences import SENTENCE_BREAK
 
@@ -351,9 +351,13 @@ class _Shown:
     claimed: set[tuple[str, str]] = field(default_factory=set)  # a shown claim stands for
     said: dict[str, set[str]] = field(default_factory=dict)  # words of shown summaries
     spanned: dict[str, set[int]] = field(default_factory=dict)  # sessions they span
+    own: str = ""  # the requester's key info as shown
 
     def again(self, c: Candidate, config: ContextConfig) -> bool:
-        """Would ``c`` show what is shown (``_says_again``), or a summary of spanned sessions?"""
+        """Would ``c`` show what is shown (``_says_again``), or a summary of spanned sessions,
+        or a claim the requester's key info says?"""
+        if self.own and c.kind in CLAIMS and in_key_info(c.body or c.text, self.own):
+            return True
         if c.kind == "summary" and c.covers and c.covers <= self.spanned.get(c.conversation, set()):
             return True
         if c.kind in CLAIMS and c.evidence and c.evidence <= self.turns:
@@ -364,6 +368,8 @@ class _Shown:
         )
 
     def add(self, c: Candidate, line: str) -> None:
+        if c.kind == "key_info" and c.pinned:
+            self.own += " " + line
         self.texts.add(same_text(c.body or c.text))
         self.words.update(query_terms(line))
         if c.kind == "message":
@@ -504,6 +510,15 @@ def pack(
             early_used += spent if kind in EARLY else 0
             blocks.append(block)
             items.extend(shown_items)
+        if group == ("key_info",) and shown.own:
+            # the turn of a claim the requester's key info says is shown there: one line each
+            shown.claimed |= {
+                e
+                for kind in CLAIMS
+                for c in sections.get(kind, ())
+                if len(c.evidence) == 1 and in_key_info(c.body or c.text, shown.own)
+                for e in c.evidence
+            }
     return Context("\n\n".join(blocks), tuple(items), used, budget)
 
 

@@ -76,26 +76,10 @@ def standing(core, query: str, persons: Sequence[Person], at: datetime) -> list[
 
 
 def unreached(
-    items: Sequence[Candidate],
-    hits: Sequence[Hit],
-    claims: Sequence[Candidate],
-    said: str = "",
+    items: Sequence[Candidate], hits: Sequence[Hit], claims: Sequence[Candidate]
 ) -> list[Candidate]:
     """The standing items search did not reach: one whose claim is a candidate of the
-    claims section, or whose turns are all search hits, is ranked there with the rest;
-    one the requester's key info (``said``) says is shown there."""
+    claims section, or whose turns are all search hits, is ranked there with the rest."""
     found = {(h.message.conversation, h.message.id) for h in hits}
     offered = {c.id for c in claims}
-    return [
-        c
-        for c in items
-        if c.id not in offered
-        and not (c.evidence and c.evidence <= found)
-        and not (said and in_key_info(c.body, said))
-    ]
-
-
-def in_key_info(claim_text: str, key_info: str) -> bool:
-    """Does ``key_info`` say the claim (key info writes a claim's text as its sentence)?"""
-    body = " ".join(claim_text.split()).rstrip(".!?")
-    return bool(body) and body in key_info
+    return [c for c in items if c.id not in offered and not (c.evidence and c.evidence <= found)]
