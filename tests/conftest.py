@@ -356,3 +356,30 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator:
                 "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (prefix + "%",)
             ).fetchall():
                 con.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def kinds_by_word(kinds: dict[str, str], settings: Settings | None = None):
+    """A memory factory whose judge knows a chat's kinds of sentence by a word of each
+    (``kinds``: word -> kind; anything else an event), for the person model's tests:
+    ``factory(path) -> MemoryService``."""
+    from archivist.judge.base import Verdict
+    from archivist.testing import FakeJudge
+    from archivist.write.archivist import HeuristicArchivist
+
+    def kind_of(statement) -> Verdict:
+        for word, kind in kinds.items():
+            if word in statement.sentence.casefold():
+                return Verdict(kind, 0.95)
+        return Verdict("event", 0.9)
+
+    def factory(path: Path) -> MemoryService:
+        judge = FakeJudge(kind=kind_of)
+        return MemoryService(
+            path,
+            settings=settings or Settings().with_(consolidate_mode="manual"),
+            embedder=FakeEmbedder(),
+            archivist=HeuristicArchivist(judge=judge),
+            judge=judge,
+        )
+
+    return factory

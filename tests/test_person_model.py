@@ -10,15 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from archivist.config import Settings
-from archivist.judge.base import Verdict
 from archivist.model import estimate_tokens
 from archivist.read.context import DEFAULT_CONTEXT, Candidate, assemble_context, pack
 from archivist.service import MemoryService
-from archivist.testing import FakeEmbedder, FakeJudge
-from archivist.write.archivist import HeuristicArchivist
 from archivist.write.consolidate import KEY_INFO
-from conftest import make_conversation
+from conftest import kinds_by_word, make_conversation
 
 KINDS = {
     "fair": "value",
@@ -28,25 +24,7 @@ KINDS = {
     "swim": "habit",
     "weather": "chit-chat",
 }
-
-
-def kind_of(statement) -> Verdict | None:
-    """A judge that knows the kinds of this chat's sentences by a word of each."""
-    for word, kind in KINDS.items():
-        if word in statement.sentence.casefold():
-            return Verdict(kind, 0.95)
-    return Verdict("event", 0.9)
-
-
-def memory(path: Path) -> MemoryService:
-    judge = FakeJudge(kind=kind_of)
-    return MemoryService(
-        path,
-        settings=Settings().with_(consolidate_mode="manual"),
-        embedder=FakeEmbedder(),
-        archivist=HeuristicArchivist(judge=judge),
-        judge=judge,
-    )
+memory = kinds_by_word(KINDS)
 
 
 CHAT = [

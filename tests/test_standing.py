@@ -11,13 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from archivist.config import Settings
-from archivist.judge.base import Verdict
 from archivist.judge.bears import CARD, MAP_FILE, bearing, turn_map
 from archivist.read.context import DEFAULT_CONTEXT, assemble_context
 from archivist.service import MemoryService
-from archivist.testing import FakeEmbedder, FakeJudge
-from archivist.write.archivist import HeuristicArchivist
-from conftest import make_conversation
+from conftest import kinds_by_word, make_conversation
 
 KINDS = {
     "fair": "value",
@@ -25,26 +22,7 @@ KINDS = {
     "marathon": "goal",
     "weather": "chit-chat",
 }
-
-
-def kind_of(statement) -> Verdict | None:
-    """A judge that knows the kinds of this chat's sentences by a word of each."""
-    for word, kind in KINDS.items():
-        if word in statement.sentence.casefold():
-            return Verdict(kind, 0.95)
-    return Verdict("event", 0.9)
-
-
-def memory(path: Path) -> MemoryService:
-    settings = Settings().with_(consolidate_mode="manual", reconcile_on_write=False)
-    judge = FakeJudge(kind=kind_of)
-    return MemoryService(
-        path,
-        settings=settings,
-        embedder=FakeEmbedder(),
-        archivist=HeuristicArchivist(judge=judge),
-        judge=judge,
-    )
+memory = kinds_by_word(KINDS, Settings().with_(consolidate_mode="manual", reconcile_on_write=False))
 
 
 # not the whole history of a small chat, and two search hits: what the turn's words find
