@@ -351,12 +351,12 @@ class _Shown:
     claimed: set[tuple[str, str]] = field(default_factory=set)  # a shown claim stands for
     said: dict[str, set[str]] = field(default_factory=dict)  # words of shown summaries
     spanned: dict[str, set[int]] = field(default_factory=dict)  # sessions they span
-    own: str = ""  # the requester's key info as shown
+    told: set[tuple[str, str]] = field(default_factory=set)  # (kind, id) key info says
 
     def again(self, c: Candidate, config: ContextConfig) -> bool:
         """Would ``c`` show what is shown (``_says_again``), or a summary of spanned sessions,
-        or a claim the requester's key info says?"""
-        if self.own and c.kind in CLAIMS and in_key_info(c.body or c.text, self.own):
+        or a claim the requester's key info says (``told``)?"""
+        if (c.kind, c.id) in self.told:
             return True
         if c.kind == "summary" and c.covers and c.covers <= self.spanned.get(c.conversation, set()):
             return True
@@ -368,8 +368,6 @@ class _Shown:
         )
 
     def add(self, c: Candidate, line: str) -> None:
-        if c.kind == "key_info" and c.pinned:
-            self.own += " " + line
         self.texts.add(same_text(c.body or c.text))
         self.words.update(query_terms(line))
         if c.kind == "message":
@@ -510,16 +508,22 @@ def pack(
             early_used += spent if kind in EARLY else 0
             blocks.append(block)
             items.extend(shown_items)
-        if group == ("key_info",) and shown.own:
-            # the turn of a claim the requester's key info says is shown there: one line each
-            shown.claimed |= {
-                e
-                for kind in CLAIMS
-                for c in sections.get(kind, ())
-                if len(c.evidence) == 1 and in_key_info(c.body or c.text, shown.own)
-                for e in c.evidence
-            }
+        if "key_info" in filling:
+            _told(shown, filling["key_info"], sections)
     return Context("\n\n".join(blocks), tuple(items), used, budget)
+
+
+def _told(shown: _Shown, section: _Section, sections: Mapping[str, Sequence[Candidate]]) -> None:
+    """The claims (and standing items) the requester's key info, as shown, says, and the
+    turns of those that stand for one: each is shown there, one line each."""
+    own = " ".join(line for c, _, line in section.chosen if c.pinned)
+    if not own:
+        return
+    for c in (c for kind in CLAIMS for c in sections.get(kind, ())):
+        if in_key_info(c.body or c.text, own):
+            shown.told.add((c.kind, c.id))
+            if len(c.evidence) == 1:
+                shown.claimed |= c.evidence
 
 
 def _room(kind: str, caps: Mapping[str, float], left: float, early_used: float) -> float:
