@@ -188,15 +188,14 @@ class Profile:
     def model(self) -> tuple[tuple[str, tuple[Entry, ...]], ...]:
         """The person model: the standing entries (``in_model``) by the kind of memory
         they are, in MODEL order (every part, empty ones too), oldest first."""
-        parts: dict[str, list[Entry]] = {name: [] for name, _ in MODEL}
-        label = dict((facet, name) for name, facet in MODEL)
+        parts: dict[str, list[Entry]] = {name: [] for name, _, _ in MODEL}
         for group, found in self.groups:
             for e in found:
                 if in_model(e, group):
-                    parts[label[e.facet]].append(e)
+                    parts[MODEL_PART[e.facet]].append(e)
         return tuple(
-            (name, tuple(sorted(parts[name], key=lambda e: (e.since, e.claim))))
-            for name, _ in MODEL
+            (name, tuple(sorted(found, key=lambda e: (e.since, e.claim))))
+            for name, found in parts.items()
         )
 
     def to_dict(self) -> dict:
@@ -240,18 +239,21 @@ def _entry_lines(e: Entry) -> list[str]:
     return lines
 
 
-# The person model's parts (Profile.model) and the facet each holds: what a person
-# wants, believes, lives with, does by habit, learned and likes, said once and meant
-# for months. A state is part of it where it is no fact of a topic (home, work, ...):
-# a health state or a constraint ("so tense I get headaches scrolling").
-MODEL: tuple[tuple[str, str], ...] = (
-    ("goals", "goal"),
-    ("values and beliefs", "value"),
-    ("standing states", "state"),
-    ("habits and routines", "habit"),
-    ("lessons", "lesson"),
-    ("preferences", "preference"),
+# The person model's parts (Profile.model), the facet each holds and the head of its
+# items in key info: what a person wants, believes, lives with, does by habit, learned
+# and likes, said once and meant for months. A state is part of it where it is no fact
+# of a topic (home, work, ...): a health state or a constraint ("so tense I get
+# headaches scrolling").
+MODEL: tuple[tuple[str, str, str], ...] = (
+    ("goals", "goal", "Goal"),
+    ("values and beliefs", "value", "Value"),
+    ("standing states", "state", "State"),
+    ("habits and routines", "habit", "Habit"),
+    ("lessons", "lesson", "Lesson"),
+    ("preferences", "preference", "Preference"),
 )
+MODEL_PART = {facet: part for part, facet, _ in MODEL}
+MODEL_HEAD = {facet: head for _, facet, head in MODEL}
 STATE_GROUPS = ("health and diet", "other")  # where a state is the person's, not a topic's
 
 
@@ -259,7 +261,7 @@ def in_model(e: Entry, group: str) -> bool:
     """Is the entry (filed under the profile ``group``) part of the person model?"""
     if e.facet == "state":
         return group in STATE_GROUPS
-    return e.facet in dict((f, n) for n, f in MODEL)
+    return e.facet in MODEL_PART
 
 
 # -- as of a time ---------------------------------------------------------------------------

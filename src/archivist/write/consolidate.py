@@ -17,7 +17,7 @@ heuristic for that item and is counted, never raised.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -26,7 +26,15 @@ from ..lang.attributes import attribute_of
 from ..lang.text import normalised, query_terms
 from ..lang.timeground import last_day
 from ..model import TOKENS_PER_WORD, Claim, content_hash, estimate_tokens
-from ..profile import ASSISTANT_SOURCE, FIRST_HAND, GROUPS, Entry, build_profile, in_model
+from ..profile import (
+    ASSISTANT_SOURCE,
+    FIRST_HAND,
+    GROUPS,
+    MODEL_HEAD,
+    Entry,
+    build_profile,
+    in_model,
+)
 from ..prompts import dossier as dossier_prompt
 from ..prompts import key_info as key_info_prompt
 from ..prompts import usefulness as usefulness_prompt
@@ -165,12 +173,12 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
             )
             if old_hash == new_hash or (plain and old_hash == new_hash + PLAIN):
                 continue  # (a plain run keeps the model's digest of the same facts)
-            facts = ranked_facts(core, facts, at)
+            found = core.store.claims_by_id(e.claim for _, e in facts)
+            facts = ranked_facts(core, facts, found, at)
             text = ""
             if plain:
                 new_hash += PLAIN
             elif asker.model is not None and facts:
-                found = core.store.claims_by_id(e.claim for _, e in facts)
                 claims = [found[e.claim] for _, e in facts if e.claim in found]
                 if claims:
                     text = _digest(
@@ -217,16 +225,16 @@ def key_facts(
 def ranked_facts(
     core: Core,
     facts: Sequence[tuple[str, Entry]],
+    claims: Mapping[int, Claim],
     at: datetime,
     rank: KeyInfoRank = KEY_INFO_RANK,
 ) -> list[tuple[str, Entry]]:
-    """``facts`` best first (``KeyInfoRank``; ties: the newer, then the lower claim id).
-    Usefulness is what the claim's lines scored in contexts (as a claim or a standing
-    item), 0.5 before any was reviewed."""
+    """``facts`` best first (``KeyInfoRank``; ties: the newer, then the lower claim id),
+    ``claims`` their claims by id. Usefulness is what the claim's lines scored in
+    contexts (as a claim or a standing item), 0.5 before any was reviewed."""
     if not facts:
         return []
     ids = [e.claim for _, e in facts]
-    claims = core.store.claims_by_id(ids)
     used: dict[int, float] = {}
     for kind in ("claim", "standing"):
         for i, u in core.store.usefulness_scores(kind, [str(i) for i in ids]).items():
@@ -265,7 +273,7 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int, tokens: int = 0)
             # its last day (ends are exclusive): a reader at a later time sees it expired
             when += f" until {last_day(e.until):%Y-%m-%d}"
         who = "" if e.source == FIRST_HAND else f"; {e.source}"
-        head = HEADS.get(e.facet, "") if in_model(e, group) else ""
+        head = MODEL_HEAD[e.facet] if in_model(e, group) else ""
         heads.append(f"{head or group.capitalize()}: ")  # "other" too: never read as another
         pieces.append(f"{body} ({when}{who}).")
     # packed as if each had its head, so the heads of the kept ones always fit
@@ -279,17 +287,6 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int, tokens: int = 0)
         out.append(line)
         last = heads[i]
     return trim(" ".join(out), cap)
-
-
-# the head of a person model's item in key info, by its facet
-HEADS = {
-    "goal": "Goal",
-    "value": "Value",
-    "state": "State",
-    "habit": "Habit",
-    "lesson": "Lesson",
-    "preference": "Preference",
-}
 
 
 def trim_tokens(text: str, tokens: int) -> str:
