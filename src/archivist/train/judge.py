@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import time
 import zlib
 from collections import Counter
@@ -43,6 +42,8 @@ from ..judge.base import (
 from ..judge.items import Item, read_items
 from ..judge.metrics import score_task
 from ..judge.trained import CARD_FILE, MODEL_DIR, MODEL_FILE, TrainedJudge, pair_tokenizer
+from ..lang.query import names_in
+from ..lang.text import SECOND_PERSON
 from ..write.heuristic import in_third_person
 
 TASKS = ("relation", "support", "kind", "when")
@@ -209,40 +210,32 @@ def other_speakers(items: list[Item], n: int, seed: int) -> list[Item]:
     writer's speaker; left out where the sentence names the asked person or speaks to
     someone ("you"), who may be them."""
     sup = [
-        it
+        it.pair
         for it in items
         if isinstance(it.pair, SupportPair)
         and it.label != "neither"
-        and it.pair.speaker
         and _names(it.pair.question, it.pair.speaker)
-        and not _SECOND_PERSON.search(it.pair.sentence)
+        and not SECOND_PERSON.search(it.pair.sentence)
     ]
     names = sorted({it.pair.speaker for it in items if isinstance(it.pair, SupportPair)})
     rng = random.Random(seed)
     rng.shuffle(sup)
     out: list[Item] = []
-    for it in sup[:n]:
-        pair = it.pair
+    for pair in sup[:n]:
         other = rng.choice(names)
-        if (
-            _names(pair.question, other)
-            or _names(pair.sentence, pair.speaker)
-            or (  # type: ignore[union-attr]
-                other == pair.speaker  # type: ignore[union-attr]
-            )
-        ):
+        if other == pair.speaker or _names(pair.question, other):
             continue
-        made = replace(pair, speaker=other)  # type: ignore[arg-type]
+        if _names(pair.sentence, pair.speaker):  # it says whom it is about
+            continue
+        made = replace(pair, speaker=other)
         out.append(Item(f"other-speaker-{len(out)}", "support", made, "neither"))
     return out
 
 
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|u|ur|ya|y'all)\b", re.IGNORECASE)
-
-
 def _names(text: str, name: str) -> bool:
-    first = name.split()[0] if name.split() else ""
-    return bool(first) and re.search(rf"\b{re.escape(first)}\b", text, re.IGNORECASE) is not None
+    """Does ``text`` name the person ``name`` (by their first name)?"""
+    first = name.split()[:1]
+    return bool(first and names_in(text, first))
 
 
 def _cluster(it: Item) -> str:
