@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from .text import KIN, fold, words
 
+# a word speaking to someone, in chat's spellings too: whom it is about may be them
+SECOND_PERSON = re.compile(r"\b(?:you|your|yours|u|ur|ya|y'all)\b", re.IGNORECASE)
 _ADJ = frozenset(
     "new old best little big older younger eldest oldest youngest elder twin ex other late".split()
 )

@@ -277,9 +277,6 @@ def person_key(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
-SECOND_PERSON = re.compile(r"\b(?:you|your|yours|u|ur|ya|y'all)\b", re.IGNORECASE)  # "u" too
-
-
 def name_words(text: str) -> list[str]:
     """Lower-cased words with edge punctuation and possessives stripped ("Melanie’s" → melanie)."""
     out = []

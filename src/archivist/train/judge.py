@@ -43,7 +43,7 @@ from ..judge.items import Item, read_items
 from ..judge.metrics import score_task
 from ..judge.trained import CARD_FILE, MODEL_DIR, MODEL_FILE, TrainedJudge, pair_tokenizer
 from ..lang.query import names_in
-from ..lang.text import SECOND_PERSON
+from ..lang.subject import SECOND_PERSON
 from ..write.heuristic import in_third_person
 
 TASKS = ("relation", "support", "kind", "when")
