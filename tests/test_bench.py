@@ -131,6 +131,8 @@ def test_bench_scale_scans_codes_and_grows_postgres_beside_sqlite(tmp_path: Path
         assert vec["recall_at_10"] >= 0.9 and vec["filtered_recall_at_10"] >= 0.9
         assert 0 < vec["filtered_share"] <= 1
     assert [s["messages"] for s in r["postgres"]["sizes"]] == [1000]
+    (pg_row,) = r["postgres"]["sizes"]  # below ann_min_rows: exact, so recall is whole
+    assert pg_row["recall_at_10"] == 1.0 and pg_row["vector_only"]["ann_index"] is None
     assert r["postgres"]["skipped_sizes"] == [2000]
     table = CliRunner().invoke(cli, [*args, "--sizes", "2000", "--queries", "3", *pg])
     assert table.exit_code == 0, table.output

@@ -842,13 +842,19 @@ def test_memory_service_end_to_end(store, embedder) -> None:
 # -- PostgreSQL only -------------------------------------------------------------------
 
 
-def test_postgres_hnsw_path_finds_the_nearest(store_factory, embedder) -> None:
+@pytest.mark.parametrize("method", ["hnsw", "ivfflat"])
+def test_postgres_ann_path_finds_the_nearest(store_factory, embedder, method) -> None:
     if store_factory.backend != "postgres":
-        pytest.skip("HNSW is the PostgreSQL backend's")
+        pytest.skip("the approximate index is the PostgreSQL backend's")
     store = store_factory()
+    store.ann_method = method
     for conv in (ana_lee(), ana_bob(), cara_dan()):
         add_direct(store, conv, embedder)
-    store.hnsw_min_rows = 0  # as if the store were large
+    assert not store._use_hnsw()  # a small store: no index, exact search
+    assert store.refresh_vector_index()["ann_index"] is None
+    store.ann_min_rows = 0  # as if the store were large
+    assert store.refresh_vector_index()["ann_index"].startswith(f"{method}:")
+    assert store._use_hnsw()
     vectors = message_vectors(store, embedder, [ana_lee(), ana_bob(), cara_dan()])
     for rowid, vec in vectors.items():
         (top, score), *_ = store.vector_search(embedder.name, vec, ALL, 3)

@@ -829,3 +829,32 @@ def test_a_request_holding_all_its_user_s_memory_is_shown_nothing(make_memory) -
     assert mem.store.holds_beyond("Ana", "chat-a", ids)
     assert mem.store.holds_beyond("Ana", "chat-b", {"D1:1"})
     assert mem.store.holds_beyond("Lee", "chat-z", set())
+
+
+def _vector_index_results(mem: MemoryService) -> list[dict]:
+    """What the vector_index jobs of a consolidation (one round per tag) returned."""
+    return [j.result for j in mem.consolidate() if j.kind == "vector_index"]
+
+
+def test_a_consolidation_round_builds_the_vector_index_once_the_store_is_large(
+    make_memory,
+) -> None:
+    """PostgreSQL keeps no approximate index while it is small (its upkeep was most of an
+    insert); the round's vector_index job builds it once the store passes ann_min_rows,
+    and search then goes through it. SQLite's job only brings its side file up to date."""
+    mem = make_memory()
+    conv = make_conversation("d", NEWS)
+    mem.add([conv])
+    done = _vector_index_results(mem)
+    assert done and all("built" not in r for r in done)
+    if not hasattr(mem.store, "ann_method"):
+        return
+    assert mem.store.meta("ann_index") is None and not mem.store._use_hnsw()
+    mem.store.ann_min_rows = 1  # as if the store were large
+    mem.add([make_conversation("e", NEWS)])
+    built = [r["built"] for r in _vector_index_results(mem) if "built" in r]
+    assert len(built) == 1 and built[0].startswith("hnsw:0:")
+    assert mem.store._use_hnsw()
+    vec = mem.embedder.embed_batch([conv.messages[0].text])[0]
+    assert mem.store.vector_search(mem.embedder.name, vec, Filters(), 3)
+    assert _vector_index_results(mem) == [{"skipped": "no index due"}]

@@ -52,6 +52,7 @@ HANDLERS: dict[str, str] = {
     "dossiers": "archivist.write.consolidate:run_dossiers",
     "key_info": "archivist.write.consolidate:run_key_info",
     "usefulness": "archivist.write.consolidate:run_usefulness",
+    "vector_index": "archivist.write.consolidate:run_vector_index",
 }
 ROUND = tuple(k for k in HANDLERS if k != "extract")  # the kinds of a consolidation round
 PER_CONVERSATION = ("reconcile", "scenes", "summaries", "dossiers")

@@ -11,8 +11,7 @@ backend (store/sqlite.py, store/postgres.py) subclasses it and supplies:
   ranking (FTS5 / BM25 over ``tsvector``);
 - ``_nearest(table, model, query, filters, limit)``: vector search (an exact
   in-process matrix / pgvector);
-- ``migrate()``, ``close()``, ``_size_bytes()`` and, optionally,
-  ``_first_vectors`` (PostgreSQL builds its HNSW index there).
+- ``migrate()``, ``close()`` and ``_size_bytes()``.
 
 See docs/store.md for why the body is one and what the dialect holds.
 """

@@ -87,13 +87,27 @@ class Dialect:
         return f"EXISTS (SELECT 1 FROM json_each({column}) a WHERE lower(a.value) = ?)"
 
 
+class PgVector:
+    """A vector to store, bound in pgvector's binary form: ``store/postgres.py`` registers
+    its dumper (four header bytes, then big-endian float4s), so the values cross as bytes,
+    not as a Python list psycopg turns into an array literal float by float."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, vec: np.ndarray) -> None:
+        self.data = np.asarray(vec, dtype=">f4").reshape(-1)
+
+    def __len__(self) -> int:
+        return int(self.data.shape[0])
+
+
 class PostgresDialect(Dialect):
     name = "postgres"
     ids_per_query = 1_000_000  # one array parameter, whatever its length
     order_text = ' COLLATE "C"'  # sort by code point, as SQLite does, whatever the locale
     lock_rows = " FOR UPDATE"
     skip_locked = " FOR UPDATE SKIP LOCKED"
-    vector_param = "?::real[]::vector"
+    vector_param = "?::vector"
     vector_read = "v.vec::real[]"
     true = "TRUE"
 
@@ -101,7 +115,7 @@ class PostgresDialect(Dialect):
         return f"{column} = ANY(?)", [list(ids)]
 
     def encode_vector(self, vec: np.ndarray) -> object:
-        return np.asarray(vec, dtype=np.float32).reshape(-1).tolist()
+        return PgVector(vec)
 
     def decode_vector(self, raw: object) -> np.ndarray:
         return np.asarray(raw, dtype=np.float32)

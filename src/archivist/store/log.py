@@ -141,9 +141,6 @@ class MessageLog(Audit):
 
     path: object  # what stats() shows: a file path or a DSN without its password
 
-    def _first_vectors(self, db: Connection, model: str, dim: int) -> None:
-        """Called once, when the store's first vectors arrive (PostgreSQL builds HNSW)."""
-
     def _size_bytes(self) -> int:
         raise NotImplementedError
 
@@ -190,14 +187,11 @@ class MessageLog(Audit):
                 f"{self.path} is indexed with embedding model {current!r}, not {model!r}; "
                 "use the same embedder or a new store"
             )
-        if (
-            dim is not None
-            and db.execute(
+        if dim is not None:
+            db.execute(
                 "INSERT INTO meta(key, value) VALUES ('vector_dim', ?) ON CONFLICT DO NOTHING",
                 (str(dim),),
-            ).rowcount
-        ):
-            self._first_vectors(db, model, dim)
+            )
 
     @retried
     def add_conversation(

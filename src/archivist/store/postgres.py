@@ -5,8 +5,10 @@ Why this layout (measured in shared/research/storage.md): generated
 computed over them in SQL (``ts_rank`` ranks too differently from BM25);
 vectors are pgvector columns searched exactly within the filtered rows (the
 planner picks the B-tree filter, recall stays 1.0), with an HNSW index only
-for unfiltered search over a large store. One connection per store, guarded
-by a lock; every write is one transaction.
+for unfiltered search over a large store, built once the store is that large
+(keeping it up to date from the first message cost three quarters of an
+insert at 10k messages). Vectors are written in pgvector's binary form. One
+connection per store, guarded by a lock; every write is one transaction.
 
 Install with ``pip install "archivist[postgres]"`` (from a clone:
 ``pip install ".[postgres]"``) and open
@@ -20,6 +22,7 @@ advisory lock, so several processes may open one store at once.
 from __future__ import annotations
 
 import math
+import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +32,8 @@ import numpy as np
 try:
     import psycopg
     from psycopg import sql as pgsql
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
 except ImportError as e:  # pragma: no cover - depends on the install
     from ..errors import ConfigError
 
@@ -44,12 +49,42 @@ from . import sql as q
 from . import sql_pg as pq
 from .base import Store
 from .common import BIND_ERRORS, all_of, bind_error, one_line
-from .dialect import POSTGRES, Rows, to_format_style
+from .dialect import POSTGRES, PgVector, Rows, to_format_style
 from .reconcile import ENTITY_COLS, row_to_entity
 
 FREQUENT_TERMS_MIN_STORE = 50_000  # as SQLite: below this every query term is ranked
 FREQUENT_TERM_SHARE = 0.05
 _MIGRATION_LOCK = 0x61726368  # pg_advisory_xact_lock key: one migrating process at a time
+_ANN_LOCK = 0x61726369  # pg_advisory_lock key: one process (re)building the index at a time
+# The approximate index of message vectors (``PostgresStore._build_ann``). HNSW: pgvector's
+# defaults. IVF: one list per ANN_ROWS_PER_LIST messages, at most ANN_MAX_LISTS, rebuilt
+# once the store holds ANN_REGROW times the rows it was built on; a search reads
+# ``ann_probes(lists)`` lists. Both measured (recall@10 against the exact scan, in
+# ``archivist bench scale --pg-dsn``) in docs/postgres.md.
+ANN_ROWS_PER_LIST = 1000
+ANN_MAX_LISTS = 4000
+ANN_REGROW = 4
+ANN_PROBE_SHARE = 0.05
+HNSW_WITH = "m = 16, ef_construction = 64"
+
+
+def ann_probes(lists: int) -> int:
+    """Lists an approximate search reads: a share of them, at least 10 (all if fewer)."""
+    return min(lists, max(10, math.ceil(lists * ANN_PROBE_SHARE)))
+
+
+class _VectorDumper(Dumper):
+    """pgvector's binary input (``vector_recv``): dimensions and a zero as two big-endian
+    uint16, then the values as big-endian float4. Bound with no type of its own, so the
+    statement casts it (``?::vector``) and the server reads it as a vector."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: PgVector) -> bytes:
+        return struct.pack(">HH", len(obj), 0) + obj.data.tobytes()
+
+
+psycopg.adapters.register_dumper(PgVector, _VectorDumper)
 
 
 def _sql(sql: str | pgsql.Composable, params: Sequence) -> str | pgsql.Composable:
@@ -198,7 +233,12 @@ class PostgresStore(Store):
     """The server Store. Safe to share between threads (one connection, one lock)."""
 
     _d = POSTGRES
-    hnsw_min_rows = 100_000  # unfiltered vector search goes approximate above this many messages
+    # unfiltered message search goes approximate from this many messages, once the index
+    # is built (``refresh_vector_index``, which each consolidation round runs)
+    ann_min_rows = 100_000
+    # "hnsw", or "ivfflat" (cheaper inserts, lower recall on the scale bench's vectors:
+    # both measured in docs/postgres.md)
+    ann_method = "hnsw"
 
     def __init__(self, dsn: str, *, schema: str = "public", clock: Clock = system_clock) -> None:
         self.schema = schema
@@ -256,15 +296,6 @@ class PostgresStore(Store):
     def _lock_migrations(self, db) -> None:
         """One migrating process at a time, whatever the tables: an advisory lock."""
         db.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
-
-    def _first_vectors(self, db, model: str, dim: int) -> None:
-        """The first model (and dimension) builds the HNSW index for unfiltered search."""
-        db.execute(
-            pgsql.SQL(
-                "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors USING hnsw "
-                "((vec::vector({})) vector_cosine_ops) WHERE model = {}"
-            ).format(pgsql.Literal(int(dim)), pgsql.Literal(model))
-        )
 
     def _size_bytes(self) -> int:
         row = self._db.execute(
@@ -355,7 +386,7 @@ class PostgresStore(Store):
         self, table: str, model: str, query: np.ndarray, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
         """Exact cosine top-k (vectors are normalised) among ``table``'s filtered rows."""
-        vec = self._d.encode_vector(query)
+        vec = np.asarray(query, dtype=np.float32).reshape(-1).tolist()
         if table == "messages" and filters.is_empty() and self._use_hnsw():
             return self._hnsw_search(model, vec, limit)
         sql, params = pq.exact_vector_sql(table, vec, model, filters, limit)
@@ -366,28 +397,127 @@ class PostgresStore(Store):
         return [(int(k), float(s)) for k, s in rows]
 
     def _use_hnsw(self) -> bool:
-        """Whether unfiltered message search is big enough to go through the HNSW index."""
-        if self.meta("vector_dim") is None:
-            return False
-        if self.hnsw_min_rows <= 0:
-            return True
+        """Whether unfiltered message search goes through the approximate index: once
+        it is built (by the consolidation round's ``vector_index`` job when the store
+        passes ``ann_min_rows``; a store made before 2026-11-30 has its
+        ``vectors_hnsw`` from its first vectors). Until then it is exact."""
+        return self.meta("vector_dim") is not None and self._ann_index() is not None
+
+    def _ann_index(self) -> tuple[str, int] | None:
+        """The approximate index of message vectors: ("hnsw", 0), ("ivfflat", lists) or None."""
+        raw = self.meta("ann_index")
+        if raw:
+            kind, lists, *_ = raw.split(":")
+            return kind, int(lists)
         row = self._db.execute(
-            "SELECT reltuples FROM pg_class WHERE oid = 'messages'::regclass"
+            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND indexname = 'vectors_hnsw'"
         ).fetchone()
-        return bool(row and row[0] >= self.hnsw_min_rows)
+        return ("hnsw", 0) if row else None
+
+    def refresh_vector_index(self, build_ann: bool = False) -> dict:
+        """Build the approximate index of message vectors now when the store needs one
+        (past ``ann_min_rows`` messages with none; an IVF index grown ``ANN_REGROW``
+        times past the rows it was built on), or whatever its size with ``build_ann``;
+        what it holds. Run by each consolidation round (the ``vector_index`` job)."""
+        model, dim = self.embed_model(), self.meta("vector_dim")
+        if model is None or dim is None:
+            return {"rows": 0}
+        (rows,) = self._db.execute("SELECT count(*) FROM messages").fetchone()
+        index, built = self._ann_index(), self.meta("ann_index")
+        if index is None:
+            due = rows >= self.ann_min_rows
+        else:  # an IVF index's lists are set at its build: it is rebuilt as the store grows
+            due = index[0] == "ivfflat" and rows >= ANN_REGROW * int(built.split(":")[2])
+        if build_ann or due:
+            self._build_ann(model, int(dim))
+        return {"rows": rows, "ann_index": self.meta("ann_index")}
+
+    def _build_ann(self, model: str, dim: int) -> None:
+        """(Re)build the approximate index of ``model``'s vectors (``ann_method``) on a
+        connection of its own, with ``CREATE INDEX CONCURRENTLY`` so writes go on; the
+        older index goes once the new one is valid. Not built before the store needs it:
+        keeping an HNSW graph up to date cost three times all the rest of an insert at
+        10k messages here. An IVF index gets one list per ``ANN_ROWS_PER_LIST`` messages
+        (an insert then costs one distance per list)."""
+        conn = self._connect()
+        conn.autocommit = True
+        try:
+            conn.execute("SELECT pg_advisory_lock(%s)", (_ANN_LOCK,))
+            try:
+                (rows,) = conn.execute(  # type: ignore[misc]
+                    "SELECT count(*) FROM vectors v JOIN messages m ON m.vec_id = v.id "
+                    "WHERE v.model = %s",
+                    (model,),
+                ).fetchone()
+                lists = max(1, min(ANN_MAX_LISTS, int(rows) // ANN_ROWS_PER_LIST))
+                method = self.ann_method
+                if method == "hnsw":
+                    lists = 0
+                name = f"vectors_{method}_{lists}_{int(rows)}"
+                # what a build of the same size left, had it failed half way (invalid)
+                conn.execute(
+                    pgsql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(pgsql.Identifier(name))
+                )
+                conn.execute(
+                    pgsql.SQL(
+                        "CREATE INDEX CONCURRENTLY {} ON vectors USING {} "
+                        "((vec::vector({})) vector_cosine_ops) WITH ({}) WHERE model = {}"
+                    ).format(
+                        pgsql.Identifier(name),
+                        pgsql.SQL(method),
+                        pgsql.Literal(dim),
+                        pgsql.SQL(f"lists = {lists}" if lists else HNSW_WITH),
+                        pgsql.Literal(model),
+                    )
+                )
+                old = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                        "AND tablename = 'vectors' AND (indexname LIKE 'vectors_ivfflat_%%' "
+                        "OR indexname LIKE 'vectors_hnsw_%%' "
+                        "OR indexname = 'vectors_hnsw') AND indexname <> %s",
+                        (name,),
+                    )
+                ]
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('ann_index', %s) ON CONFLICT (key) "
+                    "DO UPDATE SET value = EXCLUDED.value",
+                    (f"{method}:{lists}:{int(rows)}:{name}",),
+                )
+                for index in old:
+                    conn.execute(
+                        pgsql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(
+                            pgsql.Identifier(index)
+                        )
+                    )
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_ANN_LOCK,))
+        finally:
+            conn.close()
 
     def _hnsw_search(self, model: str, vec: list[float], limit: int) -> list[tuple[int, float]]:
         dim = int(self.meta("vector_dim") or 0)
         if dim != len(vec):
             raise ValueError(f"query has {len(vec)} dims, the index has {dim}")
-        sql, params = pq.hnsw_vector_sql(vec, model, dim, limit)
+        kind, lists = self._ann_index() or ("hnsw", 0)
+        sql, params = pq.ann_vector_sql(vec, model, dim, limit)
         with self._write() as db:  # SET LOCAL needs the transaction
-            db.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
-            db.execute(
-                pgsql.SQL("SET LOCAL hnsw.ef_search = {}").format(
-                    pgsql.Literal(max(100, 2 * int(limit)))
+            if kind == "ivfflat":
+                db.execute("SET LOCAL ivfflat.iterative_scan = 'relaxed_order'")
+                db.execute(
+                    pgsql.SQL("SET LOCAL ivfflat.probes = {}").format(
+                        pgsql.Literal(ann_probes(lists))
+                    )
                 )
-            )
+            else:
+                db.execute("SET LOCAL hnsw.iterative_scan = 'relaxed_order'")
+                db.execute(
+                    pgsql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                        pgsql.Literal(max(100, 2 * int(limit)))
+                    )
+                )
             rows = db.execute(sql, params).fetchall()
         # relaxed order: the index hands rows back nearly sorted
         return sorted(((int(k), float(s)) for k, s in rows), key=lambda r: (-r[1], r[0]))

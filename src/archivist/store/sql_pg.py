@@ -136,17 +136,21 @@ def exact_vector_sql(
     return sql, [list(query), model, *params, int(limit)]
 
 
-def hnsw_vector_sql(query: Sequence[float], model: str, dim: int, limit: int) -> tuple[str, list]:
-    """Approximate cosine top-k over all messages through the HNSW index (unfiltered search).
+def ann_vector_sql(query: Sequence[float], model: str, dim: int, limit: int) -> tuple[str, list]:
+    """Approximate cosine top-k over all messages through the IVF (or an older store's
+    HNSW) index: unfiltered search.
 
     The index is on ``vec::vector(dim)`` for the store's model (vectors of any
     dimension share the column), so the query orders by that same expression.
-    With ``hnsw.iterative_scan`` the scan goes on until ``limit`` messages join.
+    With the iterative scan the scan goes on until ``limit`` messages join.
     """
     d = int(dim)
+    # the model as a literal: the index is partial (WHERE model = '…'), and a generic plan
+    # of a prepared statement cannot prove a bound model matches it
+    literal = "'" + model.replace("'", "''") + "'"
     sql = (
         f"SELECT m.rowid, (1 - (v.vec::vector({d}) <=> ?::real[]::vector({d})))::float8 "
-        "FROM vectors v JOIN messages m ON m.vec_id = v.id WHERE v.model = ? "
+        f"FROM vectors v JOIN messages m ON m.vec_id = v.id WHERE v.model = {literal} "
         f"ORDER BY v.vec::vector({d}) <=> ?::real[]::vector({d}) LIMIT ?"
     )
-    return sql, [list(query), model, list(query), int(limit)]
+    return sql, [list(query), list(query), int(limit)]

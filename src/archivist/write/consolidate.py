@@ -394,3 +394,15 @@ def run_usefulness(
             counts.add("used", sum(u for _, _, u in batch))
             logs = core.store.unreviewed_context(conversation, limit=config.batch)
     return counts.result(logs=0, items=0, used=0)
+
+
+def run_vector_index(core: Core, payload: dict) -> dict:
+    """Job handler: bring the store's vector index up to date (PostgreSQL builds its
+    approximate index once the store passes ``ann_min_rows`` messages; SQLite's side
+    file catches up, its quantized index being built in the background anyway)."""
+    refresh = getattr(core.store, "refresh_vector_index", None)
+    if refresh is None:
+        return {"skipped": "the store has no vector index to refresh"}
+    before = core.store.meta("ann_index")
+    after = refresh().get("ann_index")
+    return {"built": after} if after != before else {"skipped": "no index due"}
