@@ -422,16 +422,17 @@ class PostgresStore(Store):
         what it holds. Run by each consolidation round (the ``vector_index`` job)."""
         model, dim = self.embed_model(), self.meta("vector_dim")
         if model is None or dim is None:
-            return {"rows": 0}
-        (rows,) = self._db.execute("SELECT count(*) FROM messages").fetchone()
+            return {"ann_index": None}
         index, built = self._ann_index(), self.meta("ann_index")
-        if index is None:
-            due = rows >= self.ann_min_rows
-        else:  # an IVF index's lists are set at its build: it is rebuilt as the store grows
-            due = index[0] == "ivfflat" and rows >= ANN_REGROW * int(built.split(":")[2])
-        if build_ann or due:
-            self._build_ann(model, int(dim))
-        return {"rows": rows, "ann_index": self.meta("ann_index")}
+        if build_ann or index is None or index[0] == "ivfflat":  # else nothing can be due
+            (rows,) = self._db.execute("SELECT count(*) FROM messages").fetchone()
+            if index is None:
+                due = rows >= self.ann_min_rows
+            else:  # an IVF index's lists are set at its build: rebuilt as the store grows
+                due = rows >= ANN_REGROW * int(built.split(":")[2])
+            if build_ann or due:
+                self._build_ann(model, int(dim))
+        return {"ann_index": self.meta("ann_index")}
 
     def _build_ann(self, model: str, dim: int) -> None:
         """(Re)build the approximate index of ``model``'s vectors (``ann_method``) on a
