@@ -850,11 +850,11 @@ def test_postgres_ann_path_finds_the_nearest(store_factory, embedder, method) ->
     store.ann_method = method
     for conv in (ana_lee(), ana_bob(), cara_dan()):
         add_direct(store, conv, embedder)
-    assert not store._use_hnsw()  # a small store: no index, exact search
+    assert store._ann_index() is None  # a small store: no index, exact search
     assert store.refresh_vector_index()["ann_index"] is None
     store.ann_min_rows = 0  # as if the store were large
     assert store.refresh_vector_index()["ann_index"].startswith(f"{method}:")
-    assert store._use_hnsw()
+    assert store._ann_index() is not None
     vectors = message_vectors(store, embedder, [ana_lee(), ana_bob(), cara_dan()])
     for rowid, vec in vectors.items():
         (top, score), *_ = store.vector_search(embedder.name, vec, ALL, 3)
@@ -862,6 +862,31 @@ def test_postgres_ann_path_finds_the_nearest(store_factory, embedder, method) ->
     other = FakeEmbedder(dim=64)
     other.name = "other-model"
     assert store.vector_search(other.name, vectors[rowid], ALL, 5) == []
+
+
+def test_postgres_keeps_using_the_hnsw_index_an_older_store_built(store_factory, embedder) -> None:
+    """A store made before 2026-11-30 built vectors_hnsw with its first vectors: opened
+    again it is recorded once and unfiltered search goes through it; a round rebuilds
+    nothing."""
+    if store_factory.backend != "postgres":
+        pytest.skip("the approximate index is the PostgreSQL backend's")
+    store = store_factory()
+    for conv in (ana_lee(), ana_bob()):
+        add_direct(store, conv, embedder)
+    with store._write() as db:  # what the older store did with its first vectors
+        db.execute(
+            f"CREATE INDEX vectors_hnsw ON vectors USING hnsw ((vec::vector({embedder.dim})) "
+            f"vector_cosine_ops) WHERE model = '{embedder.name}'"
+        )
+    assert store._ann_index() is None
+    store.close()
+    store = store_factory()
+    assert store._ann_index() == ("hnsw", 0, 0)
+    assert store.refresh_vector_index()["ann_index"] == "hnsw:0:0:vectors_hnsw"
+    vectors = message_vectors(store, embedder, [ana_lee(), ana_bob()])
+    for rowid, vec in vectors.items():
+        (top, _), *_ = store.vector_search(embedder.name, vec, ALL, 3)
+        assert top == rowid
 
 
 # -- the PostgreSQL SQL builders, as strings -----------------------------------------

@@ -849,12 +849,12 @@ def test_a_consolidation_round_builds_the_vector_index_once_the_store_is_large(
     assert done and all("built" not in r for r in done)
     if not hasattr(mem.store, "ann_method"):
         return
-    assert mem.store.meta("ann_index") is None and not mem.store._use_hnsw()
+    assert mem.store.meta("ann_index") is None and mem.store._ann_index() is None
     mem.store.ann_min_rows = 1  # as if the store were large
     mem.add([make_conversation("e", NEWS)])
     built = [r["built"] for r in _vector_index_results(mem) if "built" in r]
     assert len(built) == 1 and built[0].startswith("hnsw:0:")
-    assert mem.store._use_hnsw()
+    assert mem.store._ann_index() is not None
     vec = mem.embedder.embed_batch([conv.messages[0].text])[0]
     assert mem.store.vector_search(mem.embedder.name, vec, Filters(), 3)
     assert _vector_index_results(mem) == [{"skipped": "no index due"}]

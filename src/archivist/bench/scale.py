@@ -186,18 +186,12 @@ def _vector_only(store: SQLiteStore, space: _Space, model: str, n: int, seed: in
     admitted = snap.positions(np.fromiter((r[0] for r in store._db.execute(sql, params)), np.int64))
     out: dict = {}
     for label, filters, pos in (("", Filters(), None), ("filtered_", half, admitted)):
-        exact_ms, path_ms, hits = [], [], []
-        for q in qs:
-            t = time.perf_counter()
-            want = {r for r, _ in snap.exact(q, 10, pos)}
-            exact_ms.append((time.perf_counter() - t) * 1000)
-            t = time.perf_counter()
-            got = {r for r, _ in store.vector_search(model, q, filters, 10)}
-            path_ms.append((time.perf_counter() - t) * 1000)
-            hits.append(len(want & got) / max(1, len(want)))
-        out[f"{label}exact_ms"] = _pcts(exact_ms)
-        out[f"{label}path_ms"] = _pcts(path_ms)
-        out[f"{label}recall_at_10"] = round(float(np.mean(hits)), 4)
+        figures = _against_exact(
+            qs,
+            lambda q, pos=pos: {r for r, _ in snap.exact(q, 10, pos)},
+            lambda q, filters=filters: {r for r, _ in store.vector_search(model, q, filters, 10)},
+        )
+        out.update({f"{label}{k}": v for k, v in figures.items()})
     out["filtered_share"] = round(admitted.size / max(1, len(snap)), 3)
     out["ann"] = snap.ann is not None and len(snap) >= store.ann_min_rows
     return out
@@ -216,21 +210,38 @@ def _pg_vector_only(store, space: _Space, model: str, n: int, seed: int) -> dict
         (model,),
     ).fetchall()
     sample = np.asarray([r[0] for r in raw], dtype=np.float32)
-    exact_ms, path_ms, hits = [], [], []
-    for q in space.queries(sample, n, rng):
+
+    def exact(q: np.ndarray) -> set[int]:
         sql, params = pq.exact_vector_sql("messages", q.tolist(), model, Filters(), 10)
+        return {int(r[0]) for r in store._db.execute(sql, params)}
+
+    path = lambda q: {r for r, _ in store.vector_search(model, q, Filters(), 10)}  # noqa: E731
+    return {
+        **_against_exact(space.queries(sample, n, rng), exact, path),
+        "ann_index": store.meta("ann_index"),
+    }
+
+
+def _against_exact(
+    queries: np.ndarray,
+    exact: Callable[[np.ndarray], set[int]],
+    path: Callable[[np.ndarray], set[int]],
+) -> dict:
+    """Each query's top 10 by the exact scan and by the production path, both timed:
+    their latencies and the path's recall@10 against the exact scan."""
+    exact_ms, path_ms, hits = [], [], []
+    for q in queries:
         t = time.perf_counter()
-        want = {int(r[0]) for r in store._db.execute(sql, params)}
+        want = exact(q)
         exact_ms.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        got = {r for r, _ in store.vector_search(model, q, Filters(), 10)}
+        got = path(q)
         path_ms.append((time.perf_counter() - t) * 1000)
         hits.append(len(want & got) / max(1, len(want)))
     return {
         "exact_ms": _pcts(exact_ms),
         "path_ms": _pcts(path_ms),
         "recall_at_10": round(float(np.mean(hits)), 4),
-        "ann_index": store.meta("ann_index"),
     }
 
 

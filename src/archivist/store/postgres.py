@@ -251,6 +251,7 @@ class PostgresStore(Store):
         self._corpus: dict[str, tuple[int, int, float, dict[str, int]]] = {}
         try:
             self.migrate()
+            self._record_older_index()
         except psycopg.Error as e:
             self._db.raw.close()
             raise StoreError(f"{self.path} is not a usable archivist store: {e}") from e
@@ -387,8 +388,8 @@ class PostgresStore(Store):
     ) -> list[tuple[int, float]]:
         """Exact cosine top-k (vectors are normalised) among ``table``'s filtered rows."""
         vec = np.asarray(query, dtype=np.float32).reshape(-1).tolist()
-        if table == "messages" and filters.is_empty() and self._use_hnsw():
-            return self._hnsw_search(model, vec, limit)
+        if table == "messages" and filters.is_empty() and (index := self._ann_index()):
+            return self._ann_search(model, vec, limit, index)
         sql, params = pq.exact_vector_sql(table, vec, model, filters, limit)
         try:
             rows = self._db.execute(sql, params).fetchall()
@@ -396,24 +397,25 @@ class PostgresStore(Store):
             raise ValueError(f"vector search failed: {e}") from e
         return [(int(k), float(s)) for k, s in rows]
 
-    def _use_hnsw(self) -> bool:
-        """Whether unfiltered message search goes through the approximate index: once
-        it is built (by the consolidation round's ``vector_index`` job when the store
-        passes ``ann_min_rows``; a store made before 2026-11-30 has its
-        ``vectors_hnsw`` from its first vectors). Until then it is exact."""
-        return self.meta("vector_dim") is not None and self._ann_index() is not None
-
-    def _ann_index(self) -> tuple[str, int] | None:
-        """The approximate index of message vectors: ("hnsw", 0), ("ivfflat", lists) or None."""
+    def _ann_index(self) -> tuple[str, int, int] | None:
+        """The approximate index unfiltered message search goes through, as ``meta`` holds
+        it: (method, lists, the messages it was built on), or None while there is none
+        and search is exact. The consolidation round's ``vector_index`` job builds it
+        once the store passes ``ann_min_rows`` messages."""
         raw = self.meta("ann_index")
-        if raw:
-            kind, lists, *_ = raw.split(":")
-            return kind, int(lists)
-        row = self._db.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-            "AND indexname = 'vectors_hnsw'"
-        ).fetchone()
-        return ("hnsw", 0) if row else None
+        if not raw:
+            return None
+        method, lists, rows, *_ = raw.split(":")
+        return method, int(lists), int(rows)
+
+    def _record_older_index(self) -> None:
+        """A store made before 2026-11-30 built ``vectors_hnsw`` with its first vectors:
+        ``meta`` records it once, so that searches read one row to know."""
+        self._db.execute(
+            "INSERT INTO meta(key, value) SELECT 'ann_index', 'hnsw:0:0:vectors_hnsw' "
+            "FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND indexname = 'vectors_hnsw' ON CONFLICT (key) DO NOTHING"
+        )
 
     def refresh_vector_index(self, build_ann: bool = False) -> dict:
         """Build the approximate index of message vectors now when the store needs one
@@ -423,13 +425,13 @@ class PostgresStore(Store):
         model, dim = self.embed_model(), self.meta("vector_dim")
         if model is None or dim is None:
             return {"ann_index": None}
-        index, built = self._ann_index(), self.meta("ann_index")
+        index = self._ann_index()
         if build_ann or index is None or index[0] == "ivfflat":  # else nothing can be due
             (rows,) = self._db.execute("SELECT count(*) FROM messages").fetchone()
             if index is None:
                 due = rows >= self.ann_min_rows
             else:  # an IVF index's lists are set at its build: rebuilt as the store grows
-                due = rows >= ANN_REGROW * int(built.split(":")[2])
+                due = rows >= ANN_REGROW * index[2]
             if build_ann or due:
                 self._build_ann(model, int(dim))
         return {"ann_index": self.meta("ann_index")}
@@ -498,11 +500,13 @@ class PostgresStore(Store):
         finally:
             conn.close()
 
-    def _hnsw_search(self, model: str, vec: list[float], limit: int) -> list[tuple[int, float]]:
+    def _ann_search(
+        self, model: str, vec: list[float], limit: int, index: tuple[str, int, int]
+    ) -> list[tuple[int, float]]:
         dim = int(self.meta("vector_dim") or 0)
         if dim != len(vec):
             raise ValueError(f"query has {len(vec)} dims, the index has {dim}")
-        kind, lists = self._ann_index() or ("hnsw", 0)
+        kind, lists, _ = index
         sql, params = pq.ann_vector_sql(vec, model, dim, limit)
         with self._write() as db:  # SET LOCAL needs the transaction
             if kind == "ivfflat":
