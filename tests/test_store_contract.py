@@ -889,6 +889,145 @@ def test_postgres_keeps_using_the_hnsw_index_an_older_store_built(store_factory,
         assert top == rowid
 
 
+def _mirrored(store_factory):
+    """A PostgreSQL store whose whole-store message search uses this process's 8-bit
+    copy of its vectors (store/pgmirror.py) whatever its size."""
+    if store_factory.backend != "postgres":
+        pytest.skip("the vector mirror is the PostgreSQL backend's")
+    store = store_factory()
+    assert store.ann_method == "mirror"  # the default
+    store.mirror_min_rows = 0  # as if the store were large
+    return store
+
+
+def _top(store, embedder, vec, k=3):
+    return store.vector_search(embedder.name, vec, ALL, k)
+
+
+def test_postgres_mirror_is_read_in_the_background_then_searched(store_factory, embedder) -> None:
+    """The first whole-store search starts reading the copy and is answered by the
+    server meanwhile; later ones go through the copy, scored again by the server."""
+    store = _mirrored(store_factory)
+    convs = [ana_lee(), ana_bob(), cara_dan()]
+    for conv in convs:
+        add_direct(store, conv, embedder)
+    vectors = message_vectors(store, embedder, convs)
+    rowid, vec = next(iter(vectors.items()))
+    assert _top(store, embedder, vec)[0][0] == rowid  # the server's exact scan
+    store._mirror.wait()
+    assert store._mirror.ready and len(store._mirror) == len(vectors)
+    for rowid, vec in vectors.items():
+        (top, score), *_ = _top(store, embedder, vec)
+        assert top == rowid and score == pytest.approx(1.0, abs=1e-5)
+        exact = store.vector_search(
+            embedder.name, vec, Filters(conversation=None, since=T0 - timedelta(days=1)), 5
+        )
+        assert [r for r, _ in _top(store, embedder, vec, 5)] == [r for r, _ in exact]
+    other = FakeEmbedder(dim=64)
+    other.name = "other-model"
+    assert store.vector_search(other.name, vectors[rowid], ALL, 5) == []
+
+
+def test_postgres_mirror_follows_adds_deletes_and_late_vectors(store_factory, embedder) -> None:
+    store = _mirrored(store_factory)
+    add_direct(store, ana_lee(), embedder)
+    assert store.refresh_vector_index(build_ann=True)["mirror_rows"] == len(ana_lee().messages)
+    add_direct(store, ana_bob(), embedder)  # above the watermark
+    for rowid, vec in message_vectors(store, embedder, [ana_bob()]).items():
+        assert _top(store, embedder, vec)[0][0] == rowid
+    store.delete_conversation(ana_lee().id)  # logged by the trigger: codes dropped
+    gone = len(ana_lee().messages)
+    assert _top(store, embedder, embedder.embed_batch(["anything"])[0], 50)
+    assert store._mirror.dead == gone and len(store._mirror) == len(ana_bob().messages)
+    # messages stored before their vector (a server embeds in its worker), filled later
+    conv = cara_dan()
+    rows, vectors = indexed(conv, embedder)
+    store.add_conversation(conv, rows, embedder.name, {})
+    _top(store, embedder, vectors[rows[0].embed_hash])  # the copy passes their rowids
+    assert len(store._mirror) == len(ana_bob().messages)
+    store.fill_message_vectors(conv.id, embedder.name, vectors)
+    for rowid, vec in message_vectors(store, embedder, [conv]).items():
+        (top, score), *_ = _top(store, embedder, vec)
+        assert top == rowid and score == pytest.approx(1.0, abs=1e-5)
+    assert store._mirror.dead == gone  # each filled row read once
+    assert len(store._mirror) == len(ana_bob().messages) + len(conv.messages)
+
+
+def test_postgres_mirror_finds_rows_committed_after_later_ones(store_factory, embedder) -> None:
+    """Another process took its message ids first and committed after this one's copy
+    had read past them: the copy asks for those ids again and finds them."""
+    store = _mirrored(store_factory)
+    add_direct(store, ana_lee(), embedder)
+    store.refresh_vector_index(build_ann=True)
+    other = store_factory()
+    with other._write():  # ids taken, not committed
+        add_direct(other, ana_bob(), embedder)
+        add_direct(store, cara_dan(), embedder)  # later ids, committed first
+        for rowid, vec in message_vectors(store, embedder, [cara_dan()]).items():
+            assert _top(store, embedder, vec)[0][0] == rowid
+    other.close()
+    for rowid, vec in message_vectors(store, embedder, [ana_bob()]).items():
+        assert _top(store, embedder, vec)[0][0] == rowid
+
+
+def test_postgres_mirror_is_read_again_when_the_log_was_pruned_past_it(
+    store_factory, embedder
+) -> None:
+    store = _mirrored(store_factory)
+    add_direct(store, ana_lee(), embedder)
+    store.refresh_vector_index(build_ann=True)
+    store.delete_conversation(ana_lee().id)
+    add_direct(store, ana_bob(), embedder)
+    with store._write() as db:  # what FILLS_KEPT pruning does to a copy far behind
+        db.execute("INSERT INTO vector_fills(msg_rowid) VALUES (0)")
+        db.execute("DELETE FROM vector_fills WHERE msg_rowid <> 0")
+    for rowid, vec in message_vectors(store, embedder, [ana_bob()]).items():
+        assert _top(store, embedder, vec)[0][0] == rowid
+    assert store._mirror.dead == 0 and len(store._mirror) == len(ana_bob().messages)
+
+
+def test_postgres_scores_frequent_words_apart_in_a_large_store(
+    store_factory, embedder, monkeypatch
+) -> None:
+    """Above the size threshold a word in FREQUENT_ROWS messages or more picks no
+    candidates (ranking it cost ~9 µs a holder) but still lifts the messages holding it,
+    and a query of frequent words alone ranks their newest holders, within the filters."""
+    if store_factory.backend != "postgres":
+        pytest.skip("SQLite's own frequent words: tests/test_vector_file.py")
+    from archivist.store import postgres as backend
+
+    store = store_factory()
+    turns = []
+    for i in range(120):
+        words = ["music"] if i % 3 == 0 else []
+        words += ["garden"] if i % 5 == 0 else ["violin"] if i % 7 == 0 else ["river"]
+        turns.append(("Ana" if i % 2 else "Lee", " ".join(words) + f" item{i}"))
+    add_direct(
+        store, make_conversation("k", [turns[i : i + 20] for i in range(0, 120, 20)]), embedder
+    )
+    exact = store.keyword_search("music garden", ALL, 5)
+    monkeypatch.setattr(backend, "FREQUENT_TERMS_MIN_STORE", 50)
+    monkeypatch.setattr(backend, "FREQUENT_TERM_SHARE", 0.5)
+    monkeypatch.setattr(backend, "FREQUENT_ROWS", 30)  # music: 40 rows; garden: 24
+    monkeypatch.setattr(backend, "FREQUENT_WINDOW_FROM", 10)  # the newest keys only
+    store._corpus.clear()
+    got = store.keyword_search("music garden", ALL, 5)
+    df = store._corpus["messages"][3]
+    assert df["garden"] == 24 and df["music"] >= 30  # counted; estimated, not counted
+    texts = store.messages_by_rowid([r for r, _ in got])
+    assert len(texts) == 5 and all("music garden" in m.text for m in texts.values())
+    assert {r for r, _ in got} == {r for r, _ in exact}  # as BM25 over every term ranks
+    alone = store.keyword_search("music", ALL, 10)
+    held = store.messages_by_rowid(r for r, _ in alone)
+    assert len(held) == 10 and all("music" in m.text for m in held.values())
+    lee = store.keyword_search("music garden", Filters(speaker="Lee"), 5)
+    assert lee and all(
+        m.speaker == "Lee" for m in store.messages_by_rowid(r for r, _ in lee).values()
+    )
+    ana = store.keyword_search("music", Filters(speaker="Ana"), 50)
+    assert len(ana) == 20  # every holder within the filter: i % 3 == 0 and i odd
+
+
 # -- the PostgreSQL SQL builders, as strings -----------------------------------------
 
 

@@ -850,6 +850,7 @@ def test_a_consolidation_round_builds_the_vector_index_once_the_store_is_large(
     if not hasattr(mem.store, "ann_method"):
         return
     assert mem.store.meta("ann_index") is None and mem.store._ann_index() is None
+    mem.store.ann_method = "hnsw"  # the default, "mirror", builds nothing on the server
     mem.store.ann_min_rows = 1  # as if the store were large
     mem.add([make_conversation("e", NEWS)])
     built = [r["built"] for r in _vector_index_results(mem) if "built" in r]

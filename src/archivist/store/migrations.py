@@ -776,6 +776,26 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX claims_closed_by ON claims(replaced_by) WHERE replaced_by IS NOT NULL",
         ),
     ),
+    Migration(
+        "0017_pg_message_vector_log",
+        (
+            # PostgreSQL logs a deleted message in vector_fills too (as 0009 does on
+            # SQLite), so a process's copy of the message vectors (store/pgmirror.py)
+            # drops its code. One row per deleted message, from the statement's old rows.
+            Only(
+                "postgres",
+                "CREATE FUNCTION log_message_deletes() RETURNS trigger LANGUAGE plpgsql "
+                "SET search_path FROM CURRENT AS $$ BEGIN "
+                "INSERT INTO vector_fills(msg_rowid) SELECT rowid FROM gone; RETURN NULL; END $$",
+            ),
+            Only(
+                "postgres",
+                "CREATE TRIGGER messages_vec_ad AFTER DELETE ON messages "
+                "REFERENCING OLD TABLE AS gone FOR EACH STATEMENT "
+                "EXECUTE FUNCTION log_message_deletes()",
+            ),
+        ),
+    ),
 )
 
 

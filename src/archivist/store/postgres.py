@@ -21,6 +21,8 @@ advisory lock, so several processes may open one store at once.
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import struct
 import threading
@@ -50,10 +52,16 @@ from . import sql_pg as pq
 from .base import Store
 from .common import BIND_ERRORS, all_of, bind_error, one_line
 from .dialect import POSTGRES, PgVector, Rows, to_format_style
+from .pgmirror import VectorMirror
 from .reconcile import ENTITY_COLS, row_to_entity
 
+log = logging.getLogger("archivist.store")
 FREQUENT_TERMS_MIN_STORE = 50_000  # as SQLite: below this every query term is ranked
-FREQUENT_TERM_SHARE = 0.05
+FREQUENT_TERM_SHARE = 0.05  # other tables: terms in more of the rows are not ranked
+FREQUENT_ROWS = 2_000  # message terms in this many rows or more are scored apart
+FREQUENT_POSTINGS = 500  # newest holders of the frequent terms read per search
+FREQUENT_WINDOW_FROM = 5_000  # postings above which only the newest keys are read
+FREQUENT_CANDIDATES = 200  # rarer terms' best matches a frequent term can lift
 _MIGRATION_LOCK = 0x61726368  # pg_advisory_xact_lock key: one migrating process at a time
 _ANN_LOCK = 0x61726369  # pg_advisory_lock key: one process (re)building the index at a time
 # The approximate index of message vectors (``PostgresStore._build_ann``). HNSW: pgvector's
@@ -66,6 +74,7 @@ ANN_MAX_LISTS = 4000
 ANN_REGROW = 4
 ANN_PROBE_SHARE = 0.05
 HNSW_WITH = "m = 16, ef_construction = 64"
+MIRROR_FETCH = 100  # the mirror's candidates scored again by the server (at least 10x k)
 
 
 def ann_probes(lists: int) -> int:
@@ -233,12 +242,14 @@ class PostgresStore(Store):
     """The server Store. Safe to share between threads (one connection, one lock)."""
 
     _d = POSTGRES
-    # unfiltered message search goes approximate from this many messages, once the index
-    # is built (``refresh_vector_index``, which each consolidation round runs)
+    # How an unfiltered message search finds its candidates on a large store (all three
+    # measured in docs/postgres.md): "mirror", 8-bit codes of every vector in this process
+    # (store/pgmirror.py) from ``mirror_min_rows`` messages, scored again by the server;
+    # or a pgvector index, "hnsw" or "ivfflat", built by ``refresh_vector_index`` (which
+    # each consolidation round runs) from ``ann_min_rows`` messages.
+    ann_method = "mirror"
+    mirror_min_rows = 20_000
     ann_min_rows = 100_000
-    # "hnsw", or "ivfflat" (cheaper inserts, lower recall on the scale bench's vectors:
-    # both measured in docs/postgres.md)
-    ann_method = "hnsw"
 
     def __init__(self, dsn: str, *, schema: str = "public", clock: Clock = system_clock) -> None:
         self.schema = schema
@@ -249,6 +260,7 @@ class PostgresStore(Store):
         self.path = f"{self._db.raw.info.dsn} schema={schema}"  # what stats() shows; no password
         # table -> (top key, N, avgdl, lexeme -> document count): BM25's corpus statistics
         self._corpus: dict[str, tuple[int, int, float, dict[str, int]]] = {}
+        self._mirror: VectorMirror | None = None
         try:
             self.migrate()
             self._record_older_index()
@@ -308,6 +320,8 @@ class PostgresStore(Store):
         return int(row[0])
 
     def close(self) -> None:
+        if self._mirror is not None:
+            self._mirror.close()
         with self._lock:
             if not self._db.closed:
                 self._db.raw.rollback()
@@ -320,8 +334,12 @@ class PostgresStore(Store):
     ) -> list[tuple[int, float]]:
         """BM25 (FTS5's formula and defaults) over ``table``'s GIN candidates; higher is better.
 
-        Terms in more than 5% of a large table's rows (≥ 50k) are not ranked,
-        as in SQLite: they cost the most and add almost nothing (IDF near 0).
+        Ranking a term in SQL costs about 9 µs for each row holding it (the row read,
+        its tsvector unnested), so in a large store (≥ 50k rows) the messages' frequent
+        terms, those in ``FREQUENT_ROWS`` rows or more, are scored apart
+        (``_add_frequent``) as SQLite scores its own apart; their document counts are the
+        planner's estimates, not counted. Other tables drop terms in more than 5% of
+        their rows, as before: they add almost nothing (IDF near 0).
         """
         terms = q.query_terms(text) or q.query_terms(text, keep_stopwords=True)
         if not terms:
@@ -333,19 +351,84 @@ class PostgresStore(Store):
         if not n:
             return []
         cap = int(n * FREQUENT_TERM_SHARE) + 1 if n >= FREQUENT_TERMS_MIN_STORE else None
+        apart = cap is not None and table == "messages"
+        if apart:
+            cap = min(cap, FREQUENT_ROWS)  # type: ignore[type-var]
         missing = [x for x in lexemes if x not in df]
         if missing:
             df.update(self._db.execute(*pq.doc_freq_sql(table, missing, cap)))  # type: ignore[arg-type]
+            if apart:
+                for x in missing:
+                    if df[x] >= cap:
+                        df[x] = max(cap, self._estimated_rows(table, x))  # type: ignore[type-var]
         kept = [x for x in lexemes if df[x] > 0]
-        if cap is not None:
-            kept = [x for x in kept if df[x] < cap] or kept
+        rare = [x for x in kept if cap is None or df[x] < cap]
+        if not apart:
+            rare = rare or kept
         if not kept:
             return []
         # FTS5's IDF: log((N - df + 0.5) / (df + 0.5)), floored at 1e-6.
         n = max(n, *(df[x] for x in kept))  # the cached N may predate a delete
-        idfs = [max(math.log((n - df[x] + 0.5) / (df[x] + 0.5)), 1e-6) for x in kept]
-        rows = self._db.execute(*pq.bm25_sql(table, kept, idfs, avgdl, filters, limit))
-        return [(int(k), float(s)) for k, s in rows]
+        idf = {x: max(math.log((n - df[x] + 0.5) / (df[x] + 0.5)), 1e-6) for x in kept}
+        frequent = [x for x in kept if x not in rare] if apart else []
+        want = max(limit, FREQUENT_CANDIDATES) if frequent else limit
+        found: dict[int, float] = {}
+        if rare:
+            rows = self._db.execute(
+                *pq.bm25_sql(
+                    table,
+                    rare,
+                    [idf[x] for x in rare],
+                    avgdl,
+                    filters,
+                    want,
+                    [(x, idf[x]) for x in frequent],
+                )
+            )
+            found = {int(k): float(s) for k, s in rows}
+        if frequent:
+            self._add_frequent(found, frequent, idf, avgdl, filters)
+        return sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+    def _estimated_rows(self, table: str, lexeme: str) -> int:
+        """The planner's estimate of the rows holding ``lexeme`` (its statistics of the
+        column, kept by autovacuum's ANALYZE): a frequent term is never counted."""
+        (plan,) = self._db.execute(*pq.estimated_rows_sql(table, lexeme)).fetchone()
+        if isinstance(plan, str):
+            plan = json.loads(plan)
+        return int(plan[0]["Plan"]["Plan Rows"])
+
+    def _add_frequent(
+        self,
+        found: dict[int, float],
+        frequent: list[str],
+        idf: dict[str, float],
+        avgdl: float,
+        filters: q.Filters,
+    ) -> None:
+        """Add the messages that hold frequent terms and none of the rarer ones: the
+        newest ``FREQUENT_POSTINGS`` holders within the filters, each scored by the
+        frequent terms it holds, counted once (tf = 1: a frequent word rarely repeats in
+        one message), as SQLite's ``_add_frequent`` does. (The rarer terms' candidates got
+        the same weights in ``bm25_sql``.) A whole-store search of terms with more than
+        ``FREQUENT_WINDOW_FROM`` postings reads only the newest keys, about twice as many
+        as those postings need, so the GIN bitmap meets a key range before any row is
+        read: reading a holder costs about 4 µs, a key of the range 0.06 µs."""
+
+        def weight(doc_len: int, held: Sequence[bool]) -> float:
+            norm = 1 - pq.BM25_B + pq.BM25_B * doc_len / max(avgdl, 1e-9)
+            tf = (pq.BM25_K1 + 1) / (1 + pq.BM25_K1 * norm)
+            return sum(idf[x] * tf for x, h in zip(frequent, held, strict=True) if h)
+
+        after = None
+        top, n, _, df = self._corpus["messages"]
+        postings = sum(df[x] for x in frequent)
+        if filters.is_empty() and postings > FREQUENT_WINDOW_FROM:
+            after = top - math.ceil(2 * FREQUENT_POSTINGS * n / postings)
+        for key, doc_len, *held in self._db.execute(
+            *pq.holders_sql("messages", frequent, filters, after, FREQUENT_POSTINGS)
+        ):
+            found.setdefault(int(key), weight(int(doc_len), held))
 
     def _corpus_stats(self, table: str) -> tuple[int, float, dict[str, int]]:
         """(rows, mean words, cached document counts) of ``table``.
@@ -387,6 +470,10 @@ class PostgresStore(Store):
         self, table: str, model: str, query: np.ndarray, filters: q.Filters, limit: int
     ) -> list[tuple[int, float]]:
         """Exact cosine top-k (vectors are normalised) among ``table``'s filtered rows."""
+        if table == "messages" and filters.is_empty():
+            found = self._mirror_search(model, query, limit)
+            if found is not None:
+                return found
         vec = np.asarray(query, dtype=np.float32).reshape(-1).tolist()
         if table == "messages" and filters.is_empty() and (index := self._ann_index()):
             return self._ann_search(model, vec, limit, index)
@@ -396,6 +483,56 @@ class PostgresStore(Store):
         except psycopg.errors.DataException as e:  # another dimension than the stored vectors
             raise ValueError(f"vector search failed: {e}") from e
         return [(int(k), float(s)) for k, s in rows]
+
+    def _mirror_for(self, model: str, dim: int, build: bool) -> VectorMirror | None:
+        """This process's copy of ``model``'s message vectors (``ann_method`` "mirror"),
+        up to date, or None when the store is below ``mirror_min_rows`` messages, the copy
+        is not read yet (``build``: read now; else it starts reading in the background),
+        or cannot be read (the server's way answers meanwhile)."""
+        if self.ann_method != "mirror":
+            return None
+        mirror = self._mirror
+        if mirror is None or (mirror.model, mirror.dim) != (model, dim):
+            if not build:
+                (top,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()
+                if int(top) < self.mirror_min_rows:
+                    return None
+            if mirror is not None:
+                mirror.close()
+            mirror = self._mirror = VectorMirror(self._connect, model, dim)
+        if not mirror.ready and not build:
+            mirror.build_soon()
+            return None
+        try:
+            mirror.catch_up()
+        except Exception:  # noqa: BLE001 - logged with its cause; search goes on
+            log.warning("the message vector copy is behind: %s", mirror.error)
+            return None
+        return mirror
+
+    def _mirror_search(
+        self, model: str, query: np.ndarray, limit: int
+    ) -> list[tuple[int, float]] | None:
+        """Whole-store top-k from the mirror's candidates, scored exactly by the server
+        (a message deleted meanwhile drops out there); None when there is no mirror."""
+        vec = np.asarray(query, dtype=np.float32).reshape(-1)
+        mirror = self._mirror_for(model, int(vec.shape[0]), build=False)
+        if mirror is None:
+            return None
+        if str(mirror.dim) != (self.meta("vector_dim") or str(mirror.dim)):
+            raise ValueError(
+                f"query has {mirror.dim} dims, the store has {self.meta('vector_dim')}"
+            )
+        rowids = mirror.candidates(vec, max(MIRROR_FETCH, 10 * int(limit)))
+        if not rowids.size:
+            return []
+        rows = self._db.execute(
+            "SELECT m.rowid, (1 - (v.vec <=> ?::vector))::float8 FROM messages m "
+            "JOIN vectors v ON v.id = m.vec_id AND v.model = ? WHERE m.rowid = ANY(?)",
+            (PgVector(vec), model, rowids.tolist()),
+        ).fetchall()
+        found = sorted(((int(k), float(s)) for k, s in rows), key=lambda r: (-r[1], r[0]))
+        return found[: int(limit)]
 
     def _ann_index(self) -> tuple[str, int, int] | None:
         """The approximate index unfiltered message search goes through, as ``meta`` holds
@@ -425,6 +562,12 @@ class PostgresStore(Store):
         model, dim = self.embed_model(), self.meta("vector_dim")
         if model is None or dim is None:
             return {"ann_index": None}
+        if self.ann_method == "mirror":  # read by the searching process; kept warm here
+            if build_ann or self._mirror is not None:
+                mirror = self._mirror_for(model, int(dim), build=True)
+                if mirror is not None:
+                    return {"ann_index": self.meta("ann_index"), "mirror_rows": len(mirror)}
+            return {"ann_index": self.meta("ann_index")}
         index = self._ann_index()
         if build_ann or index is None or index[0] == "ivfflat":  # else nothing can be due
             (rows,) = self._db.execute("SELECT count(*) FROM messages").fetchone()

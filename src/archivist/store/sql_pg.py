@@ -83,31 +83,77 @@ def bm25_sql(
     avgdl: float,
     f: Filters,
     limit: int,
+    apart: Sequence[tuple[str, float]] = (),
 ) -> tuple[str, list]:
     """BM25-ranked keys of ``table`` matching any lexeme under the filters, best first.
 
     The GIN index picks the candidates (text lexemes and scope tokens in one
     ``tsquery``); each candidate's term frequencies come from unnesting its
-    tsvector, the IDFs are computed by the caller from corpus counts.
+    tsvector, the IDFs are computed by the caller from corpus counts. ``apart``:
+    frequent terms (lexeme, IDF) that pick no candidate but add their weight to
+    those holding them, counted once (tf = 1; ``PostgresStore._add_frequent``).
     """
     alias, key = KEYS[table]
     cond, params = where(f, table, alias, POSTGRES)
     norm = f"(1 - {BM25_B} + {BM25_B} * c.doc_len / ?)"
     tf = "cardinality(u.positions)"
+    held = "".join(
+        f" + CASE WHEN {alias}.search_tsv @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in apart
+    )
+    extra = f"(0{held})" if apart else "0"
+    once = f" + min(c.extra * {BM25_K1 + 1} / (1 + {BM25_K1} * {norm}))" if apart else ""
     sql = (
-        f"WITH c AS MATERIALIZED (SELECT {alias}.{key} AS k, {alias}.search_tsv, {alias}.doc_len "
+        f"WITH c AS MATERIALIZED (SELECT {alias}.{key} AS k, {alias}.search_tsv, "
+        f"{alias}.doc_len, {extra}::float8 AS extra "
         f"FROM {table} {alias} WHERE {alias}.search_tsv @@ ?::tsquery AND {cond}) "
-        f"SELECT c.k, sum(t.idf * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * {norm}))::float8 "
-        "AS score FROM c CROSS JOIN LATERAL unnest(c.search_tsv) AS u "
+        f"SELECT c.k, (sum(t.idf * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * {norm})){once})"
+        "::float8 AS score FROM c CROSS JOIN LATERAL unnest(c.search_tsv) AS u "
         "JOIN unnest(?::text[], ?::float8[]) AS t(lexeme, idf) ON t.lexeme = u.lexeme "
         "GROUP BY c.k ORDER BY score DESC, c.k LIMIT ?"
     )
+    avg = max(float(avgdl), 1e-9)
     return sql, [
+        *(x for lexeme, idf in apart for x in (quote_lexeme(lexeme), float(idf))),
         match_tsquery(lexemes, f),
         *params,
-        max(float(avgdl), 1e-9),
+        avg,
+        *([avg] if apart else []),
         list(lexemes),
         [float(x) for x in idfs],
+        int(limit),
+    ]
+
+
+def estimated_rows_sql(table: str, lexeme: str) -> tuple[str, list]:
+    """The planner's estimate of the rows holding ``lexeme`` (from the column's
+    statistics: ``EXPLAIN``, nothing read), as a JSON plan; for a term too frequent
+    to count."""
+    return (
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE search_tsv @@ ?::tsquery",
+        [quote_lexeme(lexeme)],
+    )
+
+
+def holders_sql(
+    table: str, lexemes: Sequence[str], f: Filters, after: int | None, limit: int
+) -> tuple[str, list]:
+    """The newest filtered rows holding any of ``lexemes``, with a key above ``after``
+    (None: any), at most ``limit``: each with its length and each lexeme's ``@@`` as a
+    boolean. How frequent terms reach rows no rarer term found."""
+    alias, key = KEYS[table]
+    held = ", ".join(f"{alias}.search_tsv @@ ?::tsquery" for _ in lexemes)
+    cond, params = where(f, table, alias, POSTGRES)
+    newer = f" AND {alias}.{key} > ?" if after is not None else ""
+    sql = (
+        f"SELECT {alias}.{key}, {alias}.doc_len, {held} FROM {table} {alias} "
+        f"WHERE {alias}.search_tsv @@ ?::tsquery AND {cond}{newer} "
+        f"ORDER BY {alias}.{key} DESC LIMIT ?"
+    )
+    return sql, [
+        *(quote_lexeme(x) for x in lexemes),
+        match_tsquery(lexemes, f),
+        *params,
+        *([int(after)] if after is not None else []),
         int(limit),
     ]
 

@@ -1,0 +1,256 @@
+"""A process's 8-bit copy of a PostgreSQL store's message vectors, for whole-store search.
+
+Why (measured with ``archivist bench scale --pg-dsn``, docs/postgres.md): on the
+scale benchmark's vectors pgvector's HNSW index answered whole-store searches at
+recall@10 0.42 (100k messages) and 0.26 (1M) against the exact scan, IVF at 0.68
+reading a tenth of its lists, and keeping an HNSW graph up to date held inserts
+under 250 rows/s past 700k messages. The SQLite store scans an 8-bit code of
+every vector and scores its best 100 again exactly (store/ann.py), at recall
+1.0. This does the same beside a PostgreSQL store: the codes (a quarter of the
+float32 size: 384 MB for 1M vectors of 384 dimensions) live in the process that
+searches, built from the server's rows, and the server scores the candidates
+again from its own float vectors, so a deleted message is never returned.
+
+Kept up to date before each search, in one read-only snapshot:
+
+- rows above the watermark (the highest message rowid read) are appended;
+- rowids logged in ``vector_fills`` since (a vector filled in late, a message
+  deleted: migration 0017's trigger on PostgreSQL) lose their code and get a
+  new one if their row still has a vector;
+- rowids below the watermark that the snapshot did not show (a transaction
+  that took its ids first and committed later) are asked for again for
+  ``HOLE_SECONDS``;
+- when the log was pruned past what the copy read, or the store's model or
+  dimension changed, the copy is read again whole.
+
+The server stays the source of truth; this copy is derived, per process, and
+lost when the process ends. A process builds it on its first whole-store search
+of a large store in the background (about 9 s for 1M vectors here) and searches
+the server's way meanwhile; a consolidation round builds it at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+log = logging.getLogger("archivist.store")
+
+READ_BATCH = 20_000  # rows per fetch while reading the server's vectors
+TRAIN_ROWS = 50_000  # rows, spread over the first read, that set the 8-bit range
+HOLE_SECONDS = 600.0  # how long an unseen rowid below the watermark is asked for again
+RECENT_HOLES = 10_000  # only the newest rowids read can be another transaction's, late
+
+
+def _faiss():
+    from .ann import _faiss as one_threaded
+
+    return one_threaded()
+
+
+def parse_vectors(blobs: list[bytes], dim: int) -> np.ndarray:
+    """pgvector's binary output (``vector_send``: two big-endian uint16, the dimensions
+    and a zero, then big-endian float4s) of equal-length vectors, as float32 rows."""
+    if not blobs:
+        return np.zeros((0, dim), dtype=np.float32)
+    raw = np.frombuffer(b"".join(blobs), dtype=">f4").reshape(len(blobs), dim + 1)
+    return raw[:, 1:].astype(np.float32)  # the header is exactly one float's width
+
+
+class VectorMirror:
+    """8-bit codes of one model's message vectors, keyed by position; ``rowids`` maps
+    positions to messages, ``live`` says which positions still stand for one."""
+
+    def __init__(self, connect: Callable, model: str, dim: int) -> None:
+        self._connect = connect  # a new psycopg connection to the store's schema
+        self.model = model
+        self.dim = dim
+        self._conn = None
+        self._lock = threading.Lock()
+        self._index = None
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.live = np.zeros(0, dtype=bool)
+        self.dead = 0
+        self.watermark = 0  # highest message rowid read
+        self.seq = 0  # vector_fills entries applied, up to this seq
+        self._holes: dict[int, float] = {}  # rowid -> when it was first missed
+        self.ready = False
+        self.error: str | None = None
+        self._building: threading.Thread | None = None
+
+    def __len__(self) -> int:
+        return int(self.rowids.size - self.dead)
+
+    # -- reading the server ------------------------------------------------------------
+
+    def _cursor(self):
+        if self._conn is None or self._conn.closed:
+            self._conn = self._connect()
+            self._conn.autocommit = False
+        return self._conn.cursor(binary=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and not self._conn.closed:
+                self._conn.close()
+
+    def _read(self, cur, where: str, params: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, vectors) of the messages matching ``where`` that have this model's
+        vector, in rowid order, read in batches."""
+        cur.execute(
+            "SELECT m.rowid, v.vec FROM messages m JOIN vectors v ON v.id = m.vec_id "
+            f"AND v.model = %s WHERE {where} ORDER BY m.rowid",
+            (self.model, *params),
+        )
+        ids: list[np.ndarray] = []
+        mats: list[np.ndarray] = []
+        while rows := cur.fetchmany(READ_BATCH):
+            ids.append(np.fromiter((r[0] for r in rows), np.int64, len(rows)))
+            mats.append(parse_vectors([r[1] for r in rows], self.dim))
+        if not ids:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype=np.float32)
+        return np.concatenate(ids), np.concatenate(mats)
+
+    def catch_up(self) -> None:
+        """Bring the codes up to what the server holds now (the first call reads it all)."""
+        with self._lock:
+            try:
+                self._catch_up()
+                self.error = None
+            except Exception as e:  # the server's way still answers; say why here
+                self.error = f"{type(e).__name__}: {e}"
+                if self._conn is not None:
+                    self._conn.close()
+                raise
+
+    def _catch_up(self) -> None:
+        cur = self._cursor()
+        try:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cur.execute(
+                "SELECT (SELECT coalesce(max(rowid), 0) FROM messages), "
+                "(SELECT coalesce(max(seq), 0) FROM vector_fills), "
+                "(SELECT coalesce(min(seq), 0) FROM vector_fills)"
+            )
+            top, hi, lo = (int(x) for x in cur.fetchone())
+            if self._index is None or (lo > self.seq + 1 and hi > self.seq):
+                self._rebuild(cur, top, hi)
+            else:
+                self._apply(cur, top, hi)
+            self._conn.commit()
+        except BaseException:
+            if self._conn is not None and not self._conn.closed:
+                self._conn.rollback()
+            raise
+        self.ready = True
+
+    def _rebuild(self, cur, top: int, hi: int) -> None:
+        faiss = _faiss()
+        ids, vecs = self._read(cur, "m.rowid <= %s", (top,))
+        index = faiss.IndexScalarQuantizer(
+            self.dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
+        )
+        if ids.size:
+            sample = np.unique(np.linspace(0, ids.size - 1, min(ids.size, TRAIN_ROWS)))
+            index.train(np.ascontiguousarray(vecs[sample.astype(np.int64)]))
+            index.add(np.ascontiguousarray(vecs))
+        self._index = index
+        self.rowids, self.live, self.dead = ids, np.ones(ids.size, dtype=bool), 0
+        self.watermark, self.seq = top, hi
+        self._holes = {}
+        self._note_holes(0, top, ids)
+
+    def _apply(self, cur, top: int, hi: int) -> None:
+        if hi > self.seq:  # vectors filled in late, messages deleted: drop, read again
+            cur.execute(
+                "SELECT DISTINCT msg_rowid FROM vector_fills WHERE seq > %s AND seq <= %s",
+                (self.seq, hi),
+            )
+            logged = np.fromiter((r[0] for r in cur.fetchall()), np.int64)
+            self._drop(logged[logged <= self.watermark])
+            ids, vecs = self._read(
+                cur, "m.rowid = ANY(%s) AND m.rowid <= %s", (logged.tolist(), self.watermark)
+            )
+            self._add(ids, vecs)
+            for r in ids.tolist():
+                self._holes.pop(r, None)
+            self.seq = hi
+        if self._holes:
+            now = time.monotonic()
+            self._holes = {r: t for r, t in self._holes.items() if now - t < HOLE_SECONDS}
+            if self._holes:
+                ids, vecs = self._read(cur, "m.rowid = ANY(%s)", (list(self._holes),))
+                self._add(ids, vecs)  # never held: a fill read above left the holes
+                for r in ids.tolist():
+                    self._holes.pop(r, None)
+        if top > self.watermark:
+            ids, vecs = self._read(cur, "m.rowid > %s AND m.rowid <= %s", (self.watermark, top))
+            self._add(ids, vecs)
+            self._note_holes(self.watermark, top, ids)
+            self.watermark = top
+
+    def _note_holes(self, after: int, top: int, seen: np.ndarray) -> None:
+        """Rowids among the newest ``RECENT_HOLES`` of (after, top] the snapshot did not
+        show with a vector: asked for again. A transaction that took its ids before
+        another and committed after it leaves these; so do messages stored without a
+        vector (their fill is logged anyway) and ids of a write rolled back."""
+        lo = max(after, top - RECENT_HOLES)
+        missing = np.setdiff1d(np.arange(lo + 1, top + 1, dtype=np.int64), seen[seen > lo])
+        now = time.monotonic()
+        for r in missing.tolist():
+            self._holes.setdefault(r, now)
+
+    def _drop(self, rowids: np.ndarray) -> None:
+        if not rowids.size or not self.rowids.size:
+            return
+        gone = np.isin(self.rowids, rowids) & self.live
+        self.dead += int(gone.sum())
+        self.live[gone] = False
+
+    def _add(self, ids: np.ndarray, vecs: np.ndarray) -> None:
+        if not ids.size:
+            return
+        self._index.add(np.ascontiguousarray(vecs))
+        self.rowids = np.concatenate([self.rowids, ids])
+        self.live = np.concatenate([self.live, np.ones(ids.size, dtype=bool)])
+
+    # -- searching --------------------------------------------------------------------
+
+    def candidates(self, query: np.ndarray, count: int) -> np.ndarray:
+        """Message rowids of the ``count`` best live codes for ``query``, best first."""
+        with self._lock:
+            n = int(self.rowids.size)
+            if not n or self._index is None:
+                return np.zeros(0, dtype=np.int64)
+            q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
+            params = None
+            if self.dead:
+                faiss = _faiss()
+                bits = np.packbits(self.live, bitorder="little")
+                params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits)))
+            _, found = self._index.search(q, min(count, n), params=params)
+            pos = np.asarray(found[0], dtype=np.int64)
+            return self.rowids[pos[pos >= 0]]
+
+    def build_soon(self) -> None:
+        """Read the server's vectors in a thread of its own (once at a time)."""
+        if self._building is not None and self._building.is_alive():
+            return
+
+        def run() -> None:
+            try:
+                self.catch_up()
+            except Exception:
+                log.warning("could not copy the message vectors: %s", self.error)
+
+        self._building = threading.Thread(target=run, name="archivist-pg-mirror", daemon=True)
+        self._building.start()
+
+    def wait(self) -> None:
+        """Until a build started by ``build_soon`` has ended (tests, benchmarks)."""
+        if self._building is not None:
+            self._building.join()
