@@ -1009,7 +1009,6 @@ def test_postgres_scores_frequent_words_apart_in_a_large_store(
     monkeypatch.setattr(backend, "FREQUENT_TERMS_MIN_STORE", 50)
     monkeypatch.setattr(backend, "FREQUENT_TERM_SHARE", 0.5)
     monkeypatch.setattr(backend, "FREQUENT_ROWS", 30)  # music: 40 rows; garden: 24
-    monkeypatch.setattr(backend, "FREQUENT_WINDOW_FROM", 10)  # the newest keys only
     store._corpus.clear()
     got = store.keyword_search("music garden", ALL, 5)
     df = store._corpus["messages"][3]

@@ -18,6 +18,13 @@ from .sql import KEYS, Filters, scope_token, where
 BM25_K1 = 1.2  # FTS5's defaults, so the two backends rank alike
 BM25_B = 0.75
 MAX_QUERY_LEXEMES = 256  # a "keyword query" longer than this is a document: rank its first words
+# BM25 reads each candidate's term frequencies by unnesting its tsvector (about 6 µs a
+# row); the candidates are first ranked with each term counted once (a ``@@`` per term)
+# and only the best max(PRESCORED_PER_HIT x k, PRESCORED_MIN) are ranked exactly. A
+# message's score only grows with a term's count, so one left out would have had to
+# climb past all of those.
+PRESCORED_PER_HIT = 4
+PRESCORED_MIN = 200
 
 
 def quote_lexeme(lexeme: str, weight: str = "") -> str:
@@ -88,15 +95,21 @@ def bm25_sql(
     """BM25-ranked keys of ``table`` matching any lexeme under the filters, best first.
 
     The GIN index picks the candidates (text lexemes and scope tokens in one
-    ``tsquery``); each candidate's term frequencies come from unnesting its
-    tsvector, the IDFs are computed by the caller from corpus counts. ``apart``:
+    ``tsquery``); the best of them by BM25 with every term counted once go on
+    (``PRESCORED_PER_HIT``), and their term frequencies come from unnesting their
+    tsvectors; the IDFs are computed by the caller from corpus counts. ``apart``:
     frequent terms (lexeme, IDF) that pick no candidate but add their weight to
     those holding them, counted once (tf = 1; ``PostgresStore._add_frequent``).
     """
     alias, key = KEYS[table]
     cond, params = where(f, table, alias, POSTGRES)
     norm = f"(1 - {BM25_B} + {BM25_B} * c.doc_len / ?)"
+    row_norm = f"(1 - {BM25_B} + {BM25_B} * {alias}.doc_len / ?)"
     tf = "cardinality(u.positions)"
+    terms = [*((x, idf) for x, idf in zip(lexemes, idfs, strict=True)), *apart]
+    presence = " + ".join(
+        f"CASE WHEN {alias}.search_tsv @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in terms
+    )
     held = "".join(
         f" + CASE WHEN {alias}.search_tsv @@ ?::tsquery THEN ?::float8 ELSE 0 END" for _ in apart
     )
@@ -105,7 +118,8 @@ def bm25_sql(
     sql = (
         f"WITH c AS MATERIALIZED (SELECT {alias}.{key} AS k, {alias}.search_tsv, "
         f"{alias}.doc_len, {extra}::float8 AS extra "
-        f"FROM {table} {alias} WHERE {alias}.search_tsv @@ ?::tsquery AND {cond}) "
+        f"FROM {table} {alias} WHERE {alias}.search_tsv @@ ?::tsquery AND {cond} "
+        f"ORDER BY ({presence}) / (1 + {BM25_K1} * {row_norm}) DESC, {alias}.{key} LIMIT ?) "
         f"SELECT c.k, (sum(t.idf * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * {norm})){once})"
         "::float8 AS score FROM c CROSS JOIN LATERAL unnest(c.search_tsv) AS u "
         "JOIN unnest(?::text[], ?::float8[]) AS t(lexeme, idf) ON t.lexeme = u.lexeme "
@@ -116,6 +130,9 @@ def bm25_sql(
         *(x for lexeme, idf in apart for x in (quote_lexeme(lexeme), float(idf))),
         match_tsquery(lexemes, f),
         *params,
+        *(x for lexeme, idf in terms for x in (quote_lexeme(lexeme), float(idf))),
+        avg,
+        max(int(limit) * PRESCORED_PER_HIT, PRESCORED_MIN),
         avg,
         *([avg] if apart else []),
         list(lexemes),
