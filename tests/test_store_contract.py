@@ -1047,7 +1047,8 @@ def test_pg_builders_quote_lexemes_and_put_scope_tokens_in_the_tsquery() -> None
     assert sql.count("?") == len(params) and params[-1] == 5
     sql, params = pq.exact_vector_sql("claims", [0.5, 0.5], "m", Filters(person="x"), 3)
     assert "+ 0" in sql and "(c.speaker_key = ? OR c.subject_key = ?)" in sql
-    assert params == [[0.5, 0.5], "m", "x", "x", 3]
+    assert params[0].data.tolist() == [0.5, 0.5]  # bound in pgvector's binary form
+    assert params[1:] == ["m", "x", "x", 3]
     assert q.where(ALL, "episodes", "e", POSTGRES) == ("TRUE", [])
     since = Filters(since=T0)
     assert (

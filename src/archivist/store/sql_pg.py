@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .dialect import POSTGRES
+import numpy as np
+
+from .dialect import POSTGRES, PgVector
 from .sql import KEYS, Filters, scope_token, where
 
 BM25_K1 = 1.2  # FTS5's defaults, so the two backends rank alike
@@ -186,17 +188,17 @@ def exact_vector_sql(
     """Exact cosine top-k among the filtered rows of ``table`` (model's vectors only).
 
     ``+ 0`` keeps the planner from answering with the approximate HNSW index.
-    The query vector is bound once, as ``real[]`` cast to ``vector``.
+    The query vector is bound once, in pgvector's binary form (``PgVector``).
     """
     alias, key = KEYS[table]
     cond, params = where(f, table, alias, POSTGRES)
     sql = (
-        "WITH q AS (SELECT ?::real[]::vector AS v) "
+        "WITH q AS (SELECT ?::vector AS v) "
         f"SELECT {alias}.{key}, (1 - (v.vec <=> q.v))::float8 AS score "
         f"FROM q, {_vector_join(table)} WHERE {cond} "
         f"ORDER BY (v.vec <=> q.v) + 0, {alias}.{key} LIMIT ?"
     )
-    return sql, [list(query), model, *params, int(limit)]
+    return sql, [PgVector(np.asarray(query)), model, *params, int(limit)]
 
 
 def ann_vector_sql(query: Sequence[float], model: str, dim: int, limit: int) -> tuple[str, list]:
@@ -212,8 +214,9 @@ def ann_vector_sql(query: Sequence[float], model: str, dim: int, limit: int) -> 
     # of a prepared statement cannot prove a bound model matches it
     literal = "'" + model.replace("'", "''") + "'"
     sql = (
-        f"SELECT m.rowid, (1 - (v.vec::vector({d}) <=> ?::real[]::vector({d})))::float8 "
+        f"SELECT m.rowid, (1 - (v.vec::vector({d}) <=> ?::vector({d})))::float8 "
         f"FROM vectors v JOIN messages m ON m.vec_id = v.id WHERE v.model = {literal} "
-        f"ORDER BY v.vec::vector({d}) <=> ?::real[]::vector({d}) LIMIT ?"
+        f"ORDER BY v.vec::vector({d}) <=> ?::vector({d}) LIMIT ?"
     )
-    return sql, [list(query), list(query), int(limit)]
+    vec = PgVector(np.asarray(query))
+    return sql, [vec, vec, int(limit)]
