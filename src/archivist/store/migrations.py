@@ -784,7 +784,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             # drops its code. One row per deleted message, from the statement's old rows.
             Only(
                 "postgres",
-                "CREATE FUNCTION log_message_deletes() RETURNS trigger LANGUAGE plpgsql "
+                "CREATE FUNCTION archivist_message_deleted() RETURNS trigger LANGUAGE plpgsql "
                 "SET search_path FROM CURRENT AS $$ BEGIN "
                 "INSERT INTO vector_fills(msg_rowid) SELECT rowid FROM gone; RETURN NULL; END $$",
             ),
@@ -792,7 +792,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 "postgres",
                 "CREATE TRIGGER messages_vec_ad AFTER DELETE ON messages "
                 "REFERENCING OLD TABLE AS gone FOR EACH STATEMENT "
-                "EXECUTE FUNCTION log_message_deletes()",
+                "EXECUTE FUNCTION archivist_message_deleted()",
             ),
         ),
     ),
