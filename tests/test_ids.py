@@ -265,11 +265,11 @@ def _old_sqlite(path: Path) -> None:
 
 def _check_old_store_migrated(store) -> None:
     assert store.migrations()[-5:] == [
-        "0013_context_turn",
         "0014_claim_facet",
         "0015_claim_edit_fields",
         "0016_claims_closed_by",
         "0017_pg_message_vector_log",
+        "0018_pg_term_rows",
     ]
     assert sorted(rowids(store, "c").items()) == [("m1", 1), ("m2", 2)]
     assert sorted(store.claims_by_id([1, 2, 3])) == [1, 2]

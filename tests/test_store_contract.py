@@ -1006,6 +1006,7 @@ def test_postgres_scores_frequent_words_apart_in_a_large_store(
         store, make_conversation("k", [turns[i : i + 20] for i in range(0, 120, 20)]), embedder
     )
     exact = store.keyword_search("music garden", ALL, 5)
+    assert store.refresh_term_counts() == {"skipped": "no count due"}  # a small store
     monkeypatch.setattr(backend, "FREQUENT_TERMS_MIN_STORE", 50)
     monkeypatch.setattr(backend, "FREQUENT_TERM_SHARE", 0.5)
     monkeypatch.setattr(backend, "FREQUENT_ROWS", 30)  # music: 40 rows; garden: 24
@@ -1025,6 +1026,17 @@ def test_postgres_scores_frequent_words_apart_in_a_large_store(
     )
     ana = store.keyword_search("music", Filters(speaker="Ana"), 50)
     assert len(ana) == 20  # every holder within the filter: i % 3 == 0 and i odd
+    # a consolidation round's count of the common terms, read instead of counting
+    assert store.refresh_term_counts()["terms"] == 0  # due: none in 200 messages
+    monkeypatch.setattr(backend, "TERM_ROWS_MIN", 20)
+    assert store.refresh_term_counts(force=True)["terms"] >= 3  # music, garden, river...
+    counted = dict(store._db.execute("SELECT lexeme, rows FROM term_rows").fetchall())
+    assert counted["music"] == 40 and counted["garden"] == 24 and "item1" not in counted
+    assert not any(x.startswith(("c", "p")) and len(x) == 17 for x in counted)  # no scope tokens
+    got_again = store.keyword_search("music garden", ALL, 5)
+    assert store._corpus["messages"][3]["music"] == 40  # read, not estimated
+    assert [r for r, _ in got_again] == [r for r, _ in got]
+    assert store.refresh_term_counts() == {"skipped": "no count due"}  # not grown since
 
 
 # -- the PostgreSQL SQL builders, as strings -----------------------------------------

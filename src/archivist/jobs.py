@@ -53,6 +53,7 @@ HANDLERS: dict[str, str] = {
     "key_info": "archivist.write.consolidate:run_key_info",
     "usefulness": "archivist.write.consolidate:run_usefulness",
     "vector_index": "archivist.write.consolidate:run_vector_index",
+    "term_counts": "archivist.write.consolidate:run_term_counts",
 }
 ROUND = tuple(k for k in HANDLERS if k != "extract")  # the kinds of a consolidation round
 PER_CONVERSATION = ("reconcile", "scenes", "summaries", "dossiers")

@@ -405,6 +405,9 @@ def run_scale(
                 row["ann_build_s"] = round(time.perf_counter() - t, 1)
             if "mirror_rows" in info:
                 row["mirror_read_s"] = round(time.perf_counter() - t, 1)
+            t = time.perf_counter()  # what a consolidation round does once the store grew
+            if "terms" in store.refresh_term_counts():
+                row["term_counts_s"] = round(time.perf_counter() - t, 1)
             row["vector_only"] = _pg_vector_only(store, space, model, queries, seed)
             row["recall_at_10"] = row["vector_only"]["recall_at_10"]
         t = time.perf_counter()

@@ -796,6 +796,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             ),
         ),
     ),
+    Migration(
+        "0018_pg_term_rows",
+        (
+            # How many messages hold each term that is in 200 or more of them, counted in
+            # one pass by a consolidation round (``PostgresStore.refresh_term_counts``):
+            # keyword search reads BM25's document counts here instead of counting a
+            # term's postings, each one a row read. SQLite's FTS5 needs none.
+            Only(
+                "postgres",
+                "CREATE TABLE term_rows (lexeme TEXT PRIMARY KEY, rows BIGINT NOT NULL)",
+            ),
+        ),
+    ),
 )
 
 

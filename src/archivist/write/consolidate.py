@@ -396,6 +396,16 @@ def run_usefulness(
     return counts.result(logs=0, items=0, used=0)
 
 
+def run_term_counts(core: Core, payload: dict) -> dict:
+    """Job handler: count again how many messages hold each common term, once the store
+    is large and grew a tenth since the last count (PostgreSQL's keyword search reads
+    BM25's document counts there; SQLite's FTS5 keeps its own)."""
+    refresh = getattr(core.store, "refresh_term_counts", None)
+    if refresh is None:
+        return {"skipped": "the store keeps its own term counts"}
+    return refresh()
+
+
 def run_vector_index(core: Core, payload: dict) -> dict:
     """Job handler: bring the store's vector index up to date (PostgreSQL builds its
     approximate index once the store passes ``ann_min_rows`` messages; SQLite's side
