@@ -166,6 +166,39 @@ def scale_rows(r: dict) -> str:
     return _table(head, rows)
 
 
+def scale_pg_rows(r: dict) -> str:
+    """The PostgreSQL store grown in a scale run (``--pg-dsn``), per size, and the
+    SQLite store's largest size of the same run to compare."""
+    head = [
+        "store, messages",
+        "insert rows/s",
+        "one conversation p50 / p95",
+        "whole store p50 / p95",
+        "vector side: path / exact scan, p50",
+        "recall@10",
+        "database",
+    ]
+    sqlite = r["sizes"][-1]
+    rows = []
+    for name, s in [*(("PostgreSQL", s) for s in r["postgres"]["sizes"]), ("SQLite", sqlite)]:
+        one, whole = s["search_ms"]["one conversation"], s["search_ms"]["whole store"]
+        vec = s.get("vector_only", {})
+        path, exact = vec.get("path_ms", {}), vec.get("exact_ms", {})
+        side = s.get("side_file_bytes")
+        rows.append(
+            [
+                f"{name} {s['messages']:,}",
+                f"{s['insert_rows_per_s']:,.0f}" if s["insert_rows_per_s"] else "–",
+                f"{one['p50']:.1f} / {one['p95']:.1f} ms",
+                f"{whole['p50']:.1f} / {whole['p95']:.1f} ms",
+                f"{path['p50']:.1f} / {exact['p50']:.1f} ms" if path else "–",
+                vec.get("recall_at_10", "–"),
+                _size(s["db_bytes"]) + (f" + {_size(side)}" if side else ""),
+            ]
+        )
+    return _table(head, rows)
+
+
 def _size(n: int) -> str:
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
 
@@ -204,6 +237,7 @@ TABLES: dict[str, Callable[[dict], str]] = {
     "state-kinds": state_kinds,
     "judge-tasks": judge_tasks,
     "scale": scale_rows,
+    "scale-pg": scale_pg_rows,
 }
 
 

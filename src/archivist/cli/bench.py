@@ -384,7 +384,7 @@ def _locomo_qa(
     default=100_000,
     show_default=True,
     type=click.IntRange(1),
-    help="Largest size grown on PostgreSQL (its inserts ran about 3,600 rows/s up to 1M "
+    help="Largest size grown on PostgreSQL (its inserts ran about 3,500 rows/s up to 1M "
     "here: a million takes five minutes).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object to stdout.")

@@ -2,7 +2,7 @@
 
 Why (measured with ``archivist bench scale --pg-dsn``, docs/postgres.md): on the
 scale benchmark's vectors pgvector's HNSW index answered whole-store searches at
-recall@10 0.42 (100k messages) and 0.26 (1M) against the exact scan, IVF at 0.68
+recall@10 0.42 (100k messages) and 0.26-0.31 (1M) against the exact scan, IVF at 0.68
 reading a tenth of its lists, and keeping an HNSW graph up to date held inserts
 under 250 rows/s past 700k messages. The SQLite store scans an 8-bit code of
 every vector and scores its best 100 again exactly (store/ann.py), at recall

@@ -8,7 +8,7 @@ vectors are pgvector columns searched exactly within the filtered rows (the
 planner picks the B-tree filter, recall stays 1.0). Unfiltered search over a
 large store scans 8-bit codes of every message vector in the searching
 process and has the server score the best again (store/pgmirror.py): recall
-1.0 at 1M messages, where pgvector's HNSW index reached 0.26 and its upkeep
+1.0 at 1M messages, where pgvector's HNSW index reached 0.26-0.31 and its upkeep
 held inserts under 250 rows/s (HNSW and IVF stay as ``ann_method`` options).
 Vectors are written in pgvector's binary form. One connection per store,
 guarded by a lock (the vector copy reads on one of its own); every write is
