@@ -925,7 +925,11 @@ def test_postgres_mirror_is_read_in_the_background_then_searched(store_factory, 
         assert [r for r, _ in _top(store, embedder, vec, 5)] == [r for r, _ in exact]
     other = FakeEmbedder(dim=64)
     other.name = "other-model"
+    copy = store._mirror
     assert store.vector_search(other.name, vectors[rowid], ALL, 5) == []
+    with pytest.raises(ValueError):  # a query of another dimension: one line, as before
+        store.vector_search(embedder.name, np.ones(7, dtype=np.float32), ALL, 3)
+    assert store._mirror is copy and copy.ready  # neither replaced the copy
 
 
 def test_postgres_mirror_follows_adds_deletes_and_late_vectors(store_factory, embedder) -> None:

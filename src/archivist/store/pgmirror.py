@@ -72,8 +72,11 @@ class VectorMirror:
         self._conn = None
         self._lock = threading.Lock()
         self._index = None
-        self.rowids = np.zeros(0, dtype=np.int64)
-        self.live = np.zeros(0, dtype=bool)
+        # position -> message rowid, and whether it still stands for one; the first ``_n``
+        # entries are used, the rest is room to grow (doubling: an append copies nothing)
+        self._rowids = np.zeros(0, dtype=np.int64)
+        self._live = np.zeros(0, dtype=bool)
+        self._n = 0
         self.dead = 0
         self.watermark = 0  # highest message rowid read
         self.seq = 0  # vector_fills entries applied, up to this seq
@@ -83,7 +86,15 @@ class VectorMirror:
         self._building: threading.Thread | None = None
 
     def __len__(self) -> int:
-        return int(self.rowids.size - self.dead)
+        return self._n - self.dead
+
+    @property
+    def rowids(self) -> np.ndarray:
+        return self._rowids[: self._n]
+
+    @property
+    def live(self) -> np.ndarray:
+        return self._live[: self._n]
 
     # -- reading the server ------------------------------------------------------------
 
@@ -159,7 +170,8 @@ class VectorMirror:
             index.train(np.ascontiguousarray(vecs[sample.astype(np.int64)]))
             index.add(np.ascontiguousarray(vecs))
         self._index = index
-        self.rowids, self.live, self.dead = ids, np.ones(ids.size, dtype=bool), 0
+        self._rowids, self._live, self._n = ids, np.ones(ids.size, dtype=bool), int(ids.size)
+        self.dead = 0
         self.watermark, self.seq = top, hi
         self._holes = {}
         self._note_holes(0, top, ids)
@@ -207,23 +219,29 @@ class VectorMirror:
     def _drop(self, rowids: np.ndarray) -> None:
         if not rowids.size or not self.rowids.size:
             return
-        gone = np.isin(self.rowids, rowids) & self.live
-        self.dead += int(gone.sum())
-        self.live[gone] = False
+        gone = np.flatnonzero(np.isin(self.rowids, rowids) & self.live)
+        self.dead += int(gone.size)
+        self._live[gone] = False
 
     def _add(self, ids: np.ndarray, vecs: np.ndarray) -> None:
         if not ids.size:
             return
         self._index.add(np.ascontiguousarray(vecs))
-        self.rowids = np.concatenate([self.rowids, ids])
-        self.live = np.concatenate([self.live, np.ones(ids.size, dtype=bool)])
+        need = self._n + int(ids.size)
+        if need > self._rowids.size:
+            room = max(need, 2 * self._rowids.size)
+            self._rowids = np.concatenate([self.rowids, np.zeros(room - self._n, np.int64)])
+            self._live = np.concatenate([self.live, np.zeros(room - self._n, bool)])
+        self._rowids[self._n : need] = ids
+        self._live[self._n : need] = True
+        self._n = need
 
     # -- searching --------------------------------------------------------------------
 
     def candidates(self, query: np.ndarray, count: int) -> np.ndarray:
         """Message rowids of the ``count`` best live codes for ``query``, best first."""
         with self._lock:
-            n = int(self.rowids.size)
+            n = self._n
             if not n or self._index is None:
                 return np.zeros(0, dtype=np.int64)
             q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))

@@ -559,6 +559,8 @@ class PostgresStore(Store):
             return None
         mirror = self._mirror
         if mirror is None or (mirror.model, mirror.dim) != (model, dim):
+            if (model, str(dim)) != (self.embed_model(), self.meta("vector_dim")):
+                return None  # another model's query: the server's way answers, or says why
             if not build:
                 (top,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()
                 if int(top) < self.mirror_min_rows:
@@ -585,10 +587,6 @@ class PostgresStore(Store):
         mirror = self._mirror_for(model, int(vec.shape[0]), build=False)
         if mirror is None:
             return None
-        if str(mirror.dim) != (self.meta("vector_dim") or str(mirror.dim)):
-            raise ValueError(
-                f"query has {mirror.dim} dims, the store has {self.meta('vector_dim')}"
-            )
         rowids = mirror.candidates(vec, max(MIRROR_FETCH, 10 * int(limit)))
         if not rowids.size:
             return []
