@@ -23,7 +23,7 @@ SIZE = 110_000
 
 
 @pytest.mark.slow
-def test_postgres_grows_past_100k_messages(pg_dsn: str) -> None:
+def test_postgres_grows_past_100k_messages(pg_dsn: str, monkeypatch) -> None:
     import psycopg
 
     schema = f"grow_{uuid.uuid4().hex[:10]}"
@@ -55,6 +55,15 @@ def test_postgres_grows_past_100k_messages(pg_dsn: str) -> None:
             m.conversation == "syn-3" for m in store.messages_by_rowid(r for r, _ in one).values()
         )
         assert len(mem.conversations()) == SIZE // MESSAGES_PER_CONVERSATION
+        # BM25's N and avgdl of a large table: estimated once ANALYZE counted it
+        exact_n, exact_avg = store._db.execute(
+            "SELECT count(*), avg(doc_len)::float8 FROM messages"
+        ).fetchone()
+        monkeypatch.setattr(backend, "CORPUS_SAMPLED_FROM", 100_000)
+        store._db.execute("ANALYZE messages")
+        store._corpus.clear()
+        n, avgdl, _ = store._corpus_stats("messages")
+        assert abs(n - exact_n) < 0.1 * exact_n and abs(avgdl - exact_avg) < 0.1 * exact_avg
     finally:
         mem.close()
         with psycopg.connect(pg_dsn, autocommit=True) as con:

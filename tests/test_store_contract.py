@@ -1043,6 +1043,24 @@ def test_postgres_scores_frequent_words_apart_in_a_large_store(
     assert store.refresh_term_counts() == {"skipped": "no count due"}  # not grown since
 
 
+def test_postgres_counts_the_corpus_of_a_table_no_analyze_has_counted(
+    store_factory, embedder, monkeypatch
+) -> None:
+    """BM25's N of a large table is the count ANALYZE left; a table it never counted
+    (or too small for a page sample to hold a row) is counted, not guessed."""
+    if store_factory.backend != "postgres":
+        pytest.skip("SQLite's FTS5 keeps its own corpus figures")
+    from archivist.store import postgres as backend
+
+    store = store_factory()
+    for conv in (ana_lee(), ana_bob()):
+        add_direct(store, conv, embedder)
+    want = store._db.execute("SELECT count(*), avg(doc_len)::float8 FROM messages").fetchone()
+    monkeypatch.setattr(backend, "CORPUS_SAMPLED_FROM", 0)  # as if the table were large
+    n, avgdl, _ = store._corpus_stats("messages")
+    assert (n, avgdl) == (want[0], pytest.approx(want[1]))
+
+
 # -- the PostgreSQL SQL builders, as strings -----------------------------------------
 
 
