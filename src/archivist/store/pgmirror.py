@@ -24,9 +24,10 @@ Kept up to date before each search, in one read-only snapshot:
   dimension changed, the copy is read again whole.
 
 The server stays the source of truth; this copy is derived, per process, and
-lost when the process ends. A process builds it on its first whole-store search
-of a large store in the background (about 9 s for 1M vectors here) and searches
-the server's way meanwhile; a consolidation round builds it at once.
+lost when the process ends. A process reads it on its first whole-store search
+of a large store, in the background (14.5 s for 1M vectors here), and searches
+the server's way meanwhile; a consolidation round in that process keeps it up to
+date, and ``refresh_vector_index(build_ann=True)`` reads it at once.
 """
 
 from __future__ import annotations
