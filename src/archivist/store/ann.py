@@ -38,6 +38,35 @@ def _faiss():
     return faiss
 
 
+def new_index(dim: int):
+    """An empty 8-bit uniform scalar-quantizer index scored by inner product (the
+    vectors are normalised): what SQLite's side file and PostgreSQL's vector copy
+    (store/pgmirror.py) both scan."""
+    faiss = _faiss()
+    return faiss.IndexScalarQuantizer(
+        dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
+    )
+
+
+def best_positions(
+    index, rows: int, query: np.ndarray, count: int, admit: np.ndarray | None = None
+) -> np.ndarray:
+    """Positions of the ``count`` best-scoring codes of ``index``'s first ``rows``, best
+    first; ``admit``: a boolean mask over those positions, only those are scored."""
+    faiss = _faiss()
+    count = min(count, rows)
+    if count <= 0:
+        return np.zeros(0, dtype=np.int64)
+    q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
+    params = None
+    if admit is not None:
+        bits = np.packbits(admit[:rows], bitorder="little")  # kept alive below
+        params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(rows, faiss.swig_ptr(bits)))
+    _, found = index.search(q, count, params=params)
+    keys = np.asarray(found[0], dtype=np.int64)
+    return keys[keys >= 0]  # fewer admitted than asked: faiss pads with -1
+
+
 def build(vecs: np.ndarray, rows: int, path: Path) -> None:
     """Encode the first ``rows`` vectors of ``vecs`` (keys = positions) into ``path``.
 
@@ -47,10 +76,7 @@ def build(vecs: np.ndarray, rows: int, path: Path) -> None:
     temporary name and renamed, so a reader never maps half a file.
     """
     faiss = _faiss()
-    dim = int(vecs.shape[1])
-    index = faiss.IndexScalarQuantizer(
-        dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
-    )
+    index = new_index(int(vecs.shape[1]))
     sample = np.unique(np.linspace(0, rows - 1, min(rows, TRAIN_ROWS)).astype(np.int64))
     index.train(np.ascontiguousarray(vecs[sample], dtype=np.float32))
     for start in range(0, rows, BUILD_BATCH):
@@ -121,7 +147,7 @@ class QuantizedScan:
     """A saved index, memory-mapped: the page cache is shared by every process."""
 
     def __init__(self, path: Path, rows: int) -> None:
-        self._faiss = faiss = _faiss()
+        faiss = _faiss()
         self.rows = rows
         _read_ahead(path)
         try:
@@ -136,17 +162,4 @@ class QuantizedScan:
 
         ``admit``: a boolean mask over the index's positions; only those are scored.
         """
-        faiss = self._faiss
-        count = min(count, self.rows)
-        if count <= 0:
-            return np.zeros(0, dtype=np.int64)
-        q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
-        params = None
-        if admit is not None:
-            bits = np.packbits(admit[: self.rows], bitorder="little")  # kept alive below
-            params = faiss.SearchParameters(
-                sel=faiss.IDSelectorBitmap(self.rows, faiss.swig_ptr(bits))
-            )
-        _, found = self._index.search(q, count, params=params)
-        keys = np.asarray(found[0], dtype=np.int64)
-        return keys[keys >= 0]  # fewer admitted than asked: faiss pads with -1
+        return best_positions(self._index, self.rows, query, count, admit)

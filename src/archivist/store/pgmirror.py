@@ -39,18 +39,14 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from . import ann
+
 log = logging.getLogger("archivist.store")
 
 READ_BATCH = 20_000  # rows per fetch while reading the server's vectors
 TRAIN_ROWS = 50_000  # the first rows read set the 8-bit range
 HOLE_SECONDS = 600.0  # how long an unseen rowid below the watermark is asked for again
 RECENT_HOLES = 10_000  # only the newest rowids read can be another transaction's, late
-
-
-def _faiss():
-    from .ann import _faiss as one_threaded
-
-    return one_threaded()
 
 
 def parse_vectors(blobs: list[bytes], dim: int) -> np.ndarray:
@@ -178,10 +174,7 @@ class VectorMirror:
         """Read every vector again into a new index, batch by batch: the 8-bit range is
         learnt from the first ``TRAIN_ROWS`` (a value outside it is clipped, which only
         blurs a candidate: the server scores the candidates again)."""
-        faiss = _faiss()
-        index = faiss.IndexScalarQuantizer(
-            self.dim, faiss.ScalarQuantizer.QT_8bit_uniform, faiss.METRIC_INNER_PRODUCT
-        )
+        index = ann.new_index(self.dim)
         ids: list[np.ndarray] = []
         waiting: list[np.ndarray] = []  # vectors read before the range is learnt
         for batch_ids, vecs in self._batches("m.rowid <= %s", (top,)):
@@ -274,18 +267,11 @@ class VectorMirror:
     def candidates(self, query: np.ndarray, count: int) -> np.ndarray:
         """Message rowids of the ``count`` best live codes for ``query``, best first."""
         with self._lock:
-            n = self._n
-            if not n or self._index is None:
+            if self._index is None:
                 return np.zeros(0, dtype=np.int64)
-            q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
-            params = None
-            if self.dead:
-                faiss = _faiss()
-                bits = np.packbits(self.live, bitorder="little")
-                params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits)))
-            _, found = self._index.search(q, min(count, n), params=params)
-            pos = np.asarray(found[0], dtype=np.int64)
-            return self.rowids[pos[pos >= 0]]
+            admit = self.live if self.dead else None
+            pos = ann.best_positions(self._index, self._n, query, count, admit)
+            return self.rowids[pos]
 
     def build_soon(self) -> None:
         """Read the server's vectors in a thread of its own (once at a time)."""

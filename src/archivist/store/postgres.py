@@ -426,10 +426,10 @@ class PostgresStore(Store):
         counts from ``term_rows`` instead of counting a term's postings, each one a row
         read (10-20 ms a new word at 1M messages). Run by each consolidation round (the
         ``term_counts`` job)."""
-        (top,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()
+        top = self._top_key("messages")
         done = int(self.meta("term_rows_top") or 0)
         if not force and (
-            int(top) < FREQUENT_TERMS_MIN_STORE or (done and int(top) <= done * TERM_ROWS_GROWTH)
+            top < FREQUENT_TERMS_MIN_STORE or (done and top <= done * TERM_ROWS_GROWTH)
         ):
             return {"skipped": "no count due"}
         with self._write() as db:
@@ -441,13 +441,9 @@ class PostgresStore(Store):
                 "AND word !~ '^[cp][0-9a-f]{16}$' RETURNING 1) SELECT count(*) FROM n",
                 (TERM_ROWS_MIN,),
             ).fetchone()
-            db.execute(
-                "INSERT INTO meta(key, value) VALUES ('term_rows_top', ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                (str(int(top)),),
-            )
+            self.set_meta("term_rows_top", str(top))  # joins this transaction
         self._corpus.pop("messages", None)  # document counts read afresh
-        return {"terms": int(terms), "messages_up_to": int(top)}
+        return {"terms": int(terms), "messages_up_to": top}
 
     def _estimated_rows(self, table: str, lexeme: str) -> int:
         """The planner's estimate of the rows holding ``lexeme`` (its statistics of the
@@ -489,6 +485,12 @@ class PostgresStore(Store):
         ):
             found.setdefault(int(key), weight(int(doc_len), held))
 
+    def _top_key(self, table: str) -> int:
+        """The highest key ``table`` has handed out and still holds (keys are never
+        reused): how far it grew, read from its primary key's B-tree."""
+        key = "rowid" if table == "messages" else "id"
+        return int(self._db.execute(f"SELECT coalesce(max({key}), 0) FROM {table}").fetchone()[0])
+
     def _corpus_stats(self, table: str) -> tuple[int, float, dict[str, int]]:
         """(rows, mean words, cached document counts) of ``table``.
 
@@ -498,8 +500,7 @@ class PostgresStore(Store):
         and avgdl a sample's, one page in 400: an N a tenth off moves each IDF by 0.1.
         Queries repeat words, so most document counts come from the cache.
         """
-        key = "rowid" if table == "messages" else "id"
-        top = int(self._db.execute(f"SELECT coalesce(max({key}), 0) FROM {table}").fetchone()[0])
+        top = self._top_key(table)
         cached = self._corpus.get(table)
         if cached and (top == cached[0] or cached[1] >= 10_000 and top <= cached[0] * 1.1):
             return cached[1], cached[2], cached[3]
@@ -566,12 +567,11 @@ class PostgresStore(Store):
             return None
         mirror = self._mirror
         if mirror is None or (mirror.model, mirror.dim) != (model, dim):
+            # a small store pays one query for this on every whole-store search
+            if not build and self._top_key("messages") < self.mirror_min_rows:
+                return None
             if (model, str(dim)) != (self.embed_model(), self.meta("vector_dim")):
                 return None  # another model's query: the server's way answers, or says why
-            if not build:
-                (top,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM messages").fetchone()
-                if int(top) < self.mirror_min_rows:
-                    return None
             if mirror is not None:
                 mirror.close()
             mirror = self._mirror = VectorMirror(self._connect, model, dim)
