@@ -4,13 +4,18 @@ and the hybrid search over a real store."""
 from __future__ import annotations
 
 import re
+import threading
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
 from archivist.bench.metrics import by_category, evidence_recall, mean, percentile
+from archivist.embed.base import forget_query_vectors
+from archivist.embed.fake import FakeEmbedder
 from archivist.errors import ConfigError
 from archivist.lang.query import asks_when, names_in
+from archivist.read import search as search_module
 from archivist.read.fusion import rrf
 from archivist.read.search import (
     PRESETS,
@@ -34,6 +39,7 @@ from archivist.store.sql import (
     scope_text,
     scope_token,
 )
+from conftest import ana_bob, ana_lee
 
 # -- rrf --------------------------------------------------------------------------------
 
@@ -447,3 +453,38 @@ def test_when_questions_favour_messages_that_mention_a_time(mem) -> None:
     assert [(h.message.id, h.score) for h in mem.search(q2, preset=timed)] == [
         (h.message.id, h.score) for h in mem.search(q2, preset=plain)
     ]
+
+
+class _ThreadNoting(FakeEmbedder):
+    """The fake embedder, noting the thread each batch was embedded on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def embed_batch(self, texts: list[str]):
+        self.threads.append(threading.current_thread().name)
+        return super().embed_batch(texts)
+
+
+def test_a_slow_keyword_search_has_the_query_embedded_beside_it_with_the_same_hits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = _ThreadNoting()
+    m = MemoryService(tmp_path / "m.db", embedder=embedder)
+    try:
+        m.add([ana_lee(), ana_bob()])
+        questions = ["What does Ana paint?", "Where did Bob go?", "Lee's sister"]
+        monkeypatch.setattr(search_module, "OVERLAP_FROM", float("inf"))  # never slow enough
+        forget_query_vectors()
+        alone = [[(h.message.id, h.score) for h in m.search(q, k=3)] for q in questions]
+        assert all(alone)
+        assert not any(t.startswith("archivist-query") for t in embedder.threads)
+        monkeypatch.setattr(search_module, "OVERLAP_FROM", 0.0)  # every store counts as slow
+        forget_query_vectors()
+        embedder.threads.clear()
+        beside = [[(h.message.id, h.score) for h in m.search(q, k=3)] for q in questions]
+        assert beside == alone
+        assert embedder.threads and all(t.startswith("archivist-query") for t in embedder.threads)
+    finally:
+        m.close()
