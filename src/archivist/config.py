@@ -36,6 +36,7 @@ class Settings:
     store: str = "sqlite"  # one of STORES; "postgres" needs pg_dsn and archivist[postgres]
     pg_dsn: str = ""  # e.g. postgresql://user:pass@host:5432/db (managed Postgres works)
     pg_schema: str = "public"  # one schema per tenant keeps tenants apart on one server
+    pg_pool_size: int = 4  # connections a PostgreSQL store opens at most (threads share them)
     embedder: str = "local"  # a name in archivist.embed.PROVIDERS
     embed_model: str = ""  # OpenAI-compatible model name; ignored by "local"
     embed_base_url: str = ""  # an OpenAI-compatible embeddings endpoint
@@ -99,6 +100,8 @@ class Settings:
             raise ConfigError("consolidate_every must be >= 1")
         if self.llm_timeout <= 0 or self.llm_concurrency < 1:
             raise ConfigError("llm_timeout must be > 0 and llm_concurrency >= 1")
+        if self.pg_pool_size < 1:
+            raise ConfigError("pg_pool_size must be >= 1")
         if self.context_log_keep < 0:
             raise ConfigError("context_log_keep must be >= 0 (0 keeps every row)")
 
@@ -146,6 +149,7 @@ class Settings:
             ("extract_min_tail", int),
             ("extract_idle_s", float),
             ("context_log_keep", int),
+            ("pg_pool_size", int),
         ):
             if v := env.get(ENV_PREFIX + name.upper()):
                 try:

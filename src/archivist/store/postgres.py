@@ -49,7 +49,7 @@ except ImportError as e:  # pragma: no cover - depends on the install
     ) from e
 
 from ..clock import Clock, system_clock
-from ..errors import StoreError
+from ..errors import ConfigError, StoreError
 from ..model import Entity
 from . import sql as q
 from . import sql_pg as pq
@@ -62,6 +62,9 @@ from .reconcile import ENTITY_COLS, row_to_entity
 log = logging.getLogger("archivist.store")
 FREQUENT_TERMS_MIN_STORE = 50_000  # as SQLite: below this every query term is ranked
 FREQUENT_TERM_SHARE = 0.05  # other tables: terms in more of the rows are not ranked
+# Connections a store opens at most, as its threads need them (a server's request
+# threads and its background worker run their statements side by side)
+POOL_SIZE = 4
 FREQUENT_ROWS = 2_000  # message terms in this many rows or more are scored apart
 TERM_ROWS_MIN = 200  # terms in this many messages or more are counted by refresh_term_counts
 TERM_ROWS_GROWTH = 1.1  # counted again once the store holds this many times the messages
@@ -118,91 +121,130 @@ class LostConnection(StoreError):
 _TRANSIENT = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 
 
-class _PgConnection:
-    """One psycopg connection under a lock, with the body's connection API (``?`` SQL).
+class _PgPool:
+    """Up to ``size`` psycopg connections shared by a store's threads, with the body's
+    connection API (``?`` SQL).
 
-    Inside ``transaction()`` statements join it; outside, each statement is its
-    own transaction, ended at once so no snapshot or lock is held between calls.
-    A connection the server or the network broke is opened again (``connect``) by the
-    next call that starts outside a transaction.
+    A thread takes a connection for one statement, or for the whole of a
+    ``transaction()`` (nested blocks join it), and gives it back after: threads run
+    their statements side by side, up to ``size`` at once, and wait for a connection
+    beyond that. Connections are opened as threads need them, the first at once.
+    Outside a transaction each statement is its own transaction, ended at once so no
+    snapshot or lock is held between calls. A connection the server or the network
+    broke is opened again when a thread next takes it.
     """
 
-    def __init__(self, connect: Callable[[], psycopg.Connection], lock: threading.RLock) -> None:
+    def __init__(self, connect: Callable[[], psycopg.Connection], size: int) -> None:
+        if size < 1:
+            raise ConfigError(f"a PostgreSQL store needs at least one connection; got {size}")
         self._connect = connect
-        self._conn = connect()
-        self._lock = lock
-        self._depth = 0
-        self._owner = 0  # the thread whose transaction is open
+        self.size = size
+        self._idle = [connect()]  # the last given back is taken first
+        self._opened = 1  # idle or taken
+        self._free = threading.Condition()
+        self._mine = threading.local()  # the thread's transaction: .conn, .depth
+        self._closed = False
 
     def in_transaction(self) -> bool:
         """Whether this thread has a transaction open."""
-        return self._depth > 0 and self._owner == threading.get_ident()
+        return getattr(self._mine, "depth", 0) > 0
 
-    def _live(self) -> None:
-        if self._conn.closed:
-            self._conn = self._connect()
+    def _take(self) -> psycopg.Connection:
+        with self._free:
+            while not self._idle and self._opened >= self.size and not self._closed:
+                self._free.wait()
+            if self._closed:
+                raise StoreError("the PostgreSQL store is closed")
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                self._opened += 1
+        if conn is not None and not conn.closed:
+            return conn
+        try:
+            return self._connect()
+        except BaseException:
+            with self._free:
+                self._opened -= 1
+                self._free.notify()
+            raise
+
+    def _give(self, conn: psycopg.Connection) -> None:
+        with self._free:
+            if self._closed:
+                self._opened -= 1
+                conn.close()
+            else:
+                self._idle.append(conn)
+            self._free.notify()
 
     @contextmanager
-    def transaction(self) -> Iterator[_PgConnection]:
+    def transaction(self) -> Iterator[_PgPool]:
         """One transaction: commit on success, roll back on error; nested blocks join it."""
-        with self._lock:
-            if self._depth:
-                self._depth += 1
-                try:
-                    yield self
-                finally:
-                    self._depth -= 1
-                return
-            self._live()
-            self._conn.rollback()  # nothing is open between calls; be sure
-            self._depth, self._owner = 1, threading.get_ident()
+        mine = self._mine
+        if getattr(mine, "depth", 0):
+            mine.depth += 1
+            try:
+                yield self
+            finally:
+                mine.depth -= 1
+            return
+        conn = self._take()
+        try:
+            conn.rollback()  # nothing is open between calls; be sure
+            mine.conn, mine.depth = conn, 1
             try:
                 yield self
             except BaseException as e:
-                self._rollback(e)
+                self._rollback(conn, e)
                 raise
             else:
-                self._commit()
+                self._commit(conn)
             finally:
-                self._depth = 0
+                mine.conn, mine.depth = None, 0
+        finally:
+            self._give(conn)
 
-    def _commit(self) -> None:
+    def _commit(self, conn: psycopg.Connection) -> None:
         try:
-            self._conn.commit()
+            conn.commit()
         except _TRANSIENT:
             raise  # rolled back whole by the server: may run again
         except psycopg.OperationalError as e:
-            if not self._conn.closed:
+            if not conn.closed:
                 raise
             raise StoreError(
                 "lost the connection to PostgreSQL while committing: the last write may "
                 f"or may not be stored ({one_line(e)})"
             ) from e
 
-    def _rollback(self, cause: BaseException) -> None:
+    def _rollback(self, conn: psycopg.Connection, cause: BaseException) -> None:
         """Roll back after ``cause``; a connection already lost is a LostConnection."""
         try:
-            self._conn.rollback()
+            conn.rollback()
         except psycopg.Error as e:
             raise LostConnection(f"lost the connection to PostgreSQL: {one_line(e)}") from cause
-        if self._conn.closed:
+        if conn.closed:
             raise LostConnection(f"lost the connection to PostgreSQL: {one_line(cause)}") from cause
 
     def _run(self, call):
-        with self._lock:
-            if not self._depth:
-                self._live()
+        if self.in_transaction():
             try:
-                out = call(self._conn.cursor())
+                return call(self._mine.conn.cursor())
+            except BIND_ERRORS as e:
+                raise bind_error(e) from e
+        conn = self._take()
+        try:
+            try:
+                out = call(conn.cursor())
             except BaseException as e:
-                if not self._depth:
-                    self._rollback(e)
+                self._rollback(conn, e)
                 if isinstance(e, BIND_ERRORS):
                     raise bind_error(e) from e
                 raise
-            if not self._depth:
-                self._commit()
+            self._commit(conn)
             return out
+        finally:
+            self._give(conn)
 
     def execute(self, sql, params: Sequence = ()) -> Rows:
         def run(cur: psycopg.Cursor) -> Rows:
@@ -238,11 +280,31 @@ class _PgConnection:
 
     @property
     def closed(self) -> bool:
-        return self._conn.closed
+        return self._closed
 
     @property
     def raw(self) -> psycopg.Connection:
-        return self._conn
+        """The connection this thread's transaction holds, else the one it would take
+        next (tests end its server backend)."""
+        if self.in_transaction():
+            return self._mine.conn
+        with self._free:
+            if not self._idle:
+                raise StoreError("no idle PostgreSQL connection")
+            return self._idle[-1]
+
+    def close(self) -> None:
+        """Close the idle connections now and the taken ones as they are given back;
+        a thread waiting for one gets a StoreError."""
+        with self._free:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._opened -= len(idle)
+            self._free.notify_all()
+        for conn in idle:
+            if not conn.closed:
+                conn.rollback()
+                conn.close()
 
 
 class PostgresStore(Store):
@@ -258,12 +320,18 @@ class PostgresStore(Store):
     mirror_min_rows = 20_000
     ann_min_rows = 100_000
 
-    def __init__(self, dsn: str, *, schema: str = "public", clock: Clock = system_clock) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "public",
+        clock: Clock = system_clock,
+        pool_size: int = POOL_SIZE,
+    ) -> None:
         self.schema = schema
         self.clock = clock
         self._dsn = dsn
-        self._lock = threading.RLock()
-        self._db = _PgConnection(self._connect, self._lock)
+        self._db = _PgPool(self._connect, pool_size)
         self.path = f"{self._db.raw.info.dsn} schema={schema}"  # what stats() shows; no password
         # table -> (top key, N, avgdl, lexeme -> document count): BM25's corpus statistics
         self._corpus: dict[str, tuple[int, int, float, dict[str, int]]] = {}
@@ -274,7 +342,7 @@ class PostgresStore(Store):
             self.migrate()
             self._record_older_index()
         except psycopg.Error as e:
-            self._db.raw.close()
+            self._db.close()
             raise StoreError(f"{self.path} is not a usable archivist store: {e}") from e
 
     # -- plumbing -------------------------------------------------------------------
@@ -331,10 +399,7 @@ class PostgresStore(Store):
     def close(self) -> None:
         if self._mirror is not None:
             self._mirror.close()
-        with self._lock:
-            if not self._db.closed:
-                self._db.raw.rollback()
-                self._db.raw.close()
+        self._db.close()
 
     # -- keyword search ---------------------------------------------------------------
 

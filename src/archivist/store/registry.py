@@ -23,7 +23,12 @@ def open_store(settings: Settings, clock: Clock = system_clock) -> Store:
                 "store 'postgres' needs psycopg: pip install 'archivist[postgres]' "
                 "(from a clone: pip install '.[postgres]')"
             ) from e
-        return PostgresStore(settings.pg_dsn, schema=settings.pg_schema, clock=clock)
+        return PostgresStore(
+            settings.pg_dsn,
+            schema=settings.pg_schema,
+            clock=clock,
+            pool_size=settings.pg_pool_size,
+        )
     from .sqlite import SQLiteStore
 
     return SQLiteStore(settings.resolved_db_path(), clock=clock)
