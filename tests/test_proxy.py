@@ -339,3 +339,51 @@ def test_server_settings_reach_worker_processes_in_a_private_file(tmp_path) -> N
     assert SETTINGS_FILE_ENV not in os.environ and not path.exists()
     with pytest.raises(ConfigError, match="archivist serve"):
         app_from_settings_file()
+
+
+@pytest.mark.parametrize("ours", [False, True])
+def test_worker_processes_serve_their_connections_without_nagles_delay(ours: bool) -> None:
+    """uvicorn binds the socket of several workers without a protocol number, so asyncio
+    leaves Nagle's delay on for the connections it accepts (a kept-alive client waited
+    40 ms a response); the workers' HTTP protocol turns it off."""
+    import asyncio
+    import socket
+
+    import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+    from uvicorn.server import ServerState
+
+    from archivist.server.workers import NoDelayHTTPProtocol
+
+    async def app(scope, receive, send) -> None:  # never called: no request is sent
+        raise AssertionError
+
+    config = uvicorn.Config(app, log_level="error")
+    config.load()
+    base = NoDelayHTTPProtocol if ours else AutoHTTPProtocol
+    seen: list[int] = []
+
+    class Probe(base):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            sock = transport.get_extra_info("socket")
+            seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    async def connect_once() -> None:
+        sock = socket.socket(socket.AF_INET)  # as uvicorn.Config.bind_socket makes it
+        sock.bind(("127.0.0.1", 0))
+        state = ServerState()
+        server = await asyncio.get_running_loop().create_server(
+            lambda: Probe(config=config, server_state=state, app_state={}), sock=sock
+        )
+        _, writer = await asyncio.open_connection(*sock.getsockname())
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(connect_once())
+    assert seen == ([1] if ours else [0])
