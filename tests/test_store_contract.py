@@ -1147,3 +1147,17 @@ def test_a_job_queued_for_later_is_not_taken_before_then(store) -> None:
     assert store.take_job(now, 600, 3) is None
     job = store.take_job(now + 61, 600, 3)
     assert job is not None and job.id == later and job.payload == {"conversation": "c"}
+
+
+def test_one_person_and_one_conversations_identity_names_are_read_alone(three) -> None:
+    three.ensure_identities()
+    assert three.person("nobody") is None
+    assert three.identity_names("no-such-chat") == []
+    names = sorted(three.identity_names("ana-lee"))
+    assert [n.lower() for n in names] == ["ana", "lee"]
+    joined = three.declare_identity("ana-lee", "Ana", "u-ana")
+    assert joined == []  # the user had no identity before
+    three.declare_identity("ana-bob", "Ana", "u-ana")
+    everyone = {p.id: p for p in three.persons()}
+    assert three.person("u-ana") == everyone["u-ana"]
+    assert [c for c, _ in three.person("u-ana").identities] == ["ana-bob", "ana-lee"]

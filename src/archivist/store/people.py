@@ -101,6 +101,29 @@ class People(Body):
             for pid, name, declared, key_info in rows
         ]
 
+    def person(self, person_id: str) -> Person | None:
+        """One person with its identities (by conversation, then name), or None."""
+        row = self._db.execute(
+            "SELECT id, name, declared, key_info FROM persons WHERE id = ?", (person_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        c = self._d.order_text
+        ids = self._db.execute(
+            "SELECT conversation, name FROM person_identities WHERE person_id = ? "
+            f"ORDER BY conversation{c}, name_key{c}",
+            (person_id,),
+        )
+        pid, name, declared, key_info = row
+        return Person(pid, name, tuple((conv, n) for conv, n in ids), bool(declared), key_info)
+
+    def identity_names(self, conversation: str) -> list[str]:
+        """The names of the identities held in ``conversation``."""
+        rows = self._db.execute(
+            "SELECT name FROM person_identities WHERE conversation = ?", (conversation,)
+        )
+        return [n for (n,) in rows]
+
     def identity_message_counts(self) -> dict[tuple[str, str], int]:
         """(conversation, name key) -> messages that identity sent."""
         rows = self._db.execute(

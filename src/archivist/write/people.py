@@ -101,15 +101,15 @@ def declare(store: Store, user_id: str, conversation: str, name: str) -> Person:
     uid = (user_id or "").strip()
     if not uid:
         raise InputError("declare_identity needs a non-empty user id")
-    convs = {c["id"]: c for c in store.conversations()}
-    if conversation not in convs:
+    participants = store.participants(conversation)
+    if participants is None:
         raise NotFound(f"no conversation {conversation!r}")
-    store.ensure_identities()
+    # only this conversation is read: a server declares each chat's user on its first
+    # turn, and reading every conversation and person cost time in the store's size
+    store.ensure_identities([conversation])
     key = person_key(name)
-    spoken = {
-        person_key(n): n for p in store.persons() for c, n in p.identities if c == conversation
-    }
-    known = {person_key(p): p for p in convs[conversation]["participants"]} | spoken
+    spoken = {person_key(n): n for n in store.identity_names(conversation)}
+    known = {person_key(p): p for p in participants} | spoken
     if key not in known:
         raise NotFound(f"{name!r} is not a participant of conversation {conversation!r}")
     stored_name = known[key]
@@ -125,7 +125,10 @@ def declare(store: Store, user_id: str, conversation: str, name: str) -> Person:
                 method="declared",
             )
         )
-    return next(p for p in store.persons() if p.id == uid)
+    person = store.person(uid)
+    if person is None:  # a delete of the same person won the race
+        raise NotFound(f"no person {uid!r}")
+    return person
 
 
 def apply_declarations(store: Store) -> int:
