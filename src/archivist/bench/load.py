@@ -12,8 +12,10 @@ with the history its client ended with: nothing lost, nothing duplicated.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import socket
+import ssl
 import statistics
 import threading
 import time
@@ -249,21 +251,27 @@ def _serve_proxy(settings: Any, port: int, ready: Any) -> None:
 
 def _serve_proxy_workers(settings: Any, workers: int, port: int, ready: Any) -> None:
     """Child process: ``archivist serve --workers N``'s server on 127.0.0.1:port (uvicorn's
-    supervisor and its N processes); ready once one of them answers."""
+    supervisor and its N processes); ready once each of them has answered a status
+    request (the first chats would otherwise find the others still starting)."""
     import threading
 
     from ..server.workers import serve_workers
 
     def announce() -> None:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).is_success:
-                    ready.set()
-                    return
+        answered: set[int] = set()
+        url = f"http://127.0.0.1:{port}/v1/memory/status"
+        while time.monotonic() < deadline and len(answered) < workers:
+            try:  # a new connection each time: the kernel hands it to a waiting process
+                r = httpx.get(url, headers={"Authorization": f"Bearer {KEY}"}, timeout=5)
+                if r.is_success:
+                    answered.add(r.json()["process"])
+                    continue
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
+        if answered:  # else the start timed out
+            ready.set()
 
     threading.Thread(target=announce, daemon=True).start()
     serve_workers(settings, "127.0.0.1", port, workers, "error")
@@ -407,6 +415,14 @@ def _read(resp: httpx.Response, stream: bool) -> dict:
     return {"role": "assistant", "content": "".join(parts)}
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every chat's client: each of its own read the CA bundle
+    again (20 ms of this process's loop each, 1-2 s at the start of a 50-chat run,
+    which showed up in the first turns' times, direct and proxied alike)."""
+    return ssl.create_default_context()
+
+
 async def _chat(
     n: int, cfg: LoadConfig, urls: dict[str, str], tally: _Tally, on_turn: Callable[[], Any]
 ) -> None:
@@ -419,7 +435,7 @@ async def _chat(
     from ..server.proxy import NO_DELAY
 
     transport = httpx.AsyncHTTPTransport(
-        limits=httpx.Limits(max_connections=4), socket_options=NO_DELAY
+        limits=httpx.Limits(max_connections=4), socket_options=NO_DELAY, verify=_tls()
     )
     async with httpx.AsyncClient(timeout=60.0, transport=transport) as client:
         for t in range(cfg.turns):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections import Counter, defaultdict
 from contextlib import asynccontextmanager
@@ -514,7 +515,8 @@ def _admin_routes(r) -> None:
     @r.get("/status")
     def status(tenant: TenantDep, request: Request) -> dict:
         """Counts, the job queue and recent background errors of the caller's memory, and
-        where background work runs (the worker process: alive, restarts)."""
+        where background work runs (the worker process: alive, restarts); ``process``
+        is the server process that answered (``serve --workers N`` runs N)."""
         worker = request.app.state.worker
         where = (
             {"mode": "process", "alive": worker.alive(), "restarts": worker.restarts}
@@ -529,7 +531,13 @@ def _admin_routes(r) -> None:
             "archivist": _archivist_usage(tenant),
             "chat": {k: chat[k] for k in ("calls", "input_tokens", "output_tokens")},
         }
-        body = {**tenant.status(), "background": where, "proxy": proxy, "llm": llm}
+        body = {
+            **tenant.status(),
+            "process": os.getpid(),
+            "background": where,
+            "proxy": proxy,
+            "llm": llm,
+        }
         return _without_paths(_jsonable(body), request.app.state.settings.resolved_data_dir())
 
 
