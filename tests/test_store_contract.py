@@ -1149,14 +1149,20 @@ def test_a_job_queued_for_later_is_not_taken_before_then(store) -> None:
     assert job is not None and job.id == later and job.payload == {"conversation": "c"}
 
 
-def test_one_person_and_one_conversations_identity_names_are_read_alone(three) -> None:
+def test_one_person_one_conversations_names_and_a_declaration_empties_only_its_person(
+    three,
+) -> None:
     three.ensure_identities()
     assert three.person("nobody") is None
     assert three.identity_names("no-such-chat") == []
     names = sorted(three.identity_names("ana-lee"))
     assert [n.lower() for n in names] == ["ana", "lee"]
+    before = {p.id for p in three.persons()}
+    (auto,) = [p.id for p in three.persons() if ("ana-lee", "Ana") in p.identities]
     joined = three.declare_identity("ana-lee", "Ana", "u-ana")
     assert joined == []  # the user had no identity before
+    assert three.person(auto) is None  # left without an identity: gone, and only it
+    assert {p.id for p in three.persons()} == before - {auto} | {"u-ana"}
     three.declare_identity("ana-bob", "Ana", "u-ana")
     everyone = {p.id: p for p in three.persons()}
     assert three.person("u-ana") == everyone["u-ana"]

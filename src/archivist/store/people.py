@@ -79,13 +79,15 @@ class People(Body):
                     "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (pid, conv, speaker, key),
                 ).rowcount
-            db.execute(
+            gone = db.execute(
                 f"DELETE FROM person_identities WHERE declared_id IS NULL {scope} AND NOT EXISTS "
                 "(SELECT 1 FROM messages m WHERE m.conversation = person_identities.conversation "
-                "AND m.speaker_key = person_identities.name_key)",
+                "AND m.speaker_key = person_identities.name_key) RETURNING person_id",
                 params,
-            )
-            _drop_empty_persons(db)
+            ).fetchall()
+            # a store-wide run looks at every person; a scoped one (each add) at those it
+            # took an identity from, so its cost does not grow with the store
+            self._drop_empty_persons(db, None if conversations is None else [p for (p,) in gone])
         return created
 
     def persons(self) -> list[Person]:
@@ -100,6 +102,21 @@ class People(Body):
             Person(pid, name, tuple(ids.get(pid, ())), bool(declared), key_info)
             for pid, name, declared, key_info in rows
         ]
+
+    def _drop_empty_persons(self, db: Connection, candidates: Sequence[str] | None) -> None:
+        """Delete the persons left without an identity: of ``candidates`` only (None: of
+        every person, a scan of the table)."""
+        scope, params = "", []
+        if candidates is not None:
+            if not candidates:
+                return
+            cond, params = self._d.in_ids("id", sorted(set(candidates)))
+            scope = f"{cond} AND "
+        db.execute(
+            f"DELETE FROM persons WHERE {scope}NOT EXISTS "
+            "(SELECT 1 FROM person_identities pi WHERE pi.person_id = persons.id)",
+            params,
+        )
 
     def person(self, person_id: str) -> Person | None:
         """One person with its identities (by conversation, then name), or None."""
@@ -184,7 +201,7 @@ class People(Body):
                 )
             else:
                 _move_declared(db, row[0], conversation, key, user_id)
-            _drop_empty_persons(db)
+                self._drop_empty_persons(db, [row[0]])
         return joined
 
     @retried
@@ -215,7 +232,7 @@ class People(Body):
                 "WHERE conversation = ? AND name_key = ?",
                 (pid, conversation, key),
             )
-            _drop_empty_persons(db)
+            self._drop_empty_persons(db, [row[0]])
         return pid
 
     @retried
@@ -324,9 +341,3 @@ def _unretired(db: Connection, pid: str, salt: str) -> str:
         candidate = f"p-{digest[:12]}"
     return candidate
 
-
-def _drop_empty_persons(db: Connection) -> None:
-    db.execute(
-        "DELETE FROM persons WHERE NOT EXISTS "
-        "(SELECT 1 FROM person_identities pi WHERE pi.person_id = persons.id)"
-    )
