@@ -419,13 +419,15 @@ def prepare(
 
 
 def store_turn(turn: Turn) -> None:
-    """Store the request's new messages (idempotent: clients re-send whole histories)."""
+    """Store the request's new messages (idempotent: clients re-send whole histories);
+    who the speakers are is declared after the response, on the tenant's writer thread
+    (in order, before the reply is stored): the answer need not wait for it."""
     if not turn.log.messages:  # only tool traffic: nothing to keep
         return
     started = time.perf_counter()
     turn.tenant.add([turn.log], only_new=True)
-    declare_speakers(turn)
     turn.tenant.store_ms.append((time.perf_counter() - started) * 1000)
+    turn.tenant.submit("declare", lambda: declare_speakers(turn))
 
 
 def declare_speakers(turn: Turn) -> None:
