@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -269,33 +269,68 @@ def _message_rankings(
     trace: SearchTrace,
     query_vector: np.ndarray | None,
 ) -> tuple[dict[str, list[int]], np.ndarray | None]:
-    """BM25 and dense rankings over messages, and the query vector (embedded once)."""
+    """BM25 and dense rankings over messages, and the query vector (embedded once).
+
+    Where the store's keyword search is slow, the vector side (embedding the query,
+    then the dense ranking) runs on another thread meanwhile (``_EMBEDDING``)."""
     rankings: dict[str, list[int]] = {}
     embed = VECTOR_RANKERS & set(config.rankers) and embedder is not None and query_vector is None
-    embedding = None
-    if embed and "bm25" in config.rankers and _KEYWORD_SECONDS.get(store, 0) >= OVERLAP_FROM:
-        embedding = _EMBEDDING.submit(_timed, query_vector_of, embedder, query)
+    dense = "dense" in config.rankers and embedder is not None
+    beside = None
+    if (
+        (embed or dense)
+        and "bm25" in config.rankers
+        and _KEYWORD_SECONDS.get(store, 0) >= OVERLAP_FROM
+    ):
+        beside = _EMBEDDING.submit(
+            _vector_side, store, embedder, query, query_vector, filters, config, dense
+        )
     if "bm25" in config.rankers:
         t = time.perf_counter()
         rankings["bm25"] = [r for r, _ in store.keyword_search(query, filters, config.candidates)]
         trace.seconds["bm25"] = _KEYWORD_SECONDS[store] = time.perf_counter() - t
-    if embed:
-        timed = embedding.result() if embedding else _timed(query_vector_of, embedder, query)
-        query_vector, trace.seconds["embed"] = timed
-    if "dense" in config.rankers and embedder is not None:
-        t = time.perf_counter()
-        rankings["dense"] = [
-            r
-            for r, _ in store.vector_search(embedder.name, query_vector, filters, config.candidates)
-        ]
-        trace.seconds["dense"] = time.perf_counter() - t
+    if beside is None:
+        beside = _done(_vector_side, store, embedder, query, query_vector, filters, config, dense)
+    query_vector, seconds, ranked = beside.result()
+    trace.seconds.update(seconds)
+    if ranked is not None:
+        rankings["dense"] = ranked
     return rankings, query_vector
 
 
-def _timed(call, *args):
-    """``call(*args)`` and the seconds it took."""
+def _vector_side(
+    store: Store,
+    embedder: Embedder | None,
+    query: str,
+    query_vector: np.ndarray | None,
+    filters: Filters,
+    config: SearchConfig,
+    dense: bool,
+) -> tuple[np.ndarray | None, dict[str, float], list[int] | None]:
+    """The query's vector (embedded unless given) and, when ``dense``, the dense
+    ranking; with the seconds each took."""
+    seconds: dict[str, float] = {}
+    if query_vector is None and embedder is not None and VECTOR_RANKERS & set(config.rankers):
+        t = time.perf_counter()
+        query_vector = query_vector_of(embedder, query)
+        seconds["embed"] = time.perf_counter() - t
+    if not dense or embedder is None:
+        return query_vector, seconds, None
     t = time.perf_counter()
-    return call(*args), time.perf_counter() - t
+    found = store.vector_search(embedder.name, query_vector, filters, config.candidates)
+    seconds["dense"] = time.perf_counter() - t
+    return query_vector, seconds, [r for r, _ in found]
+
+
+def _done(call, *args) -> Future:
+    """``call(*args)`` run here, as a finished future (what the other thread would
+    have given)."""
+    future: Future = Future()
+    try:
+        future.set_result(call(*args))
+    except Exception as e:  # noqa: BLE001 - raised again by result(), as from a thread
+        future.set_exception(e)
+    return future
 
 
 def in_window(
