@@ -360,6 +360,8 @@ class LoadConfig:
 @dataclass
 class _Tally:
     overhead_ms: list[float] = field(default_factory=list)
+    first_overhead_ms: list[float] = field(default_factory=list)  # each chat's first turn
+    later_overhead_ms: list[float] = field(default_factory=list)  # the turns after it
     direct_ms: list[float] = field(default_factory=list)
     proxy_ms: list[float] = field(default_factory=list)
     retries: int = 0
@@ -456,6 +458,7 @@ async def _chat(
             tally.direct_ms.append(direct)
             tally.proxy_ms.append(through)
             tally.overhead_ms.append(through - direct)
+            (tally.later_overhead_ms if t else tally.first_overhead_ms).append(through - direct)
             tally.turns_done += 1
             await on_turn()
 
@@ -502,6 +505,10 @@ def _latency(tally: _Tally) -> dict:
         "overhead_mean": round(statistics.fmean(tally.overhead_ms), 2)
         if tally.overhead_ms
         else None,
+        # a chat's first turn (a new conversation, its user declared; in a run's first
+        # second, every chat's) apart from the turns after it
+        "first_turn_overhead_p95": q(tally.first_overhead_ms, 95),
+        "later_turns_overhead_p95": q(tally.later_overhead_ms, 95),
     }
 
 
@@ -669,6 +676,10 @@ def load_table(result: dict) -> str:
         ("direct p50 / p95", f"{lat['direct_p50']} / {lat['direct_p95']} ms"),
         ("proxy p50 / p95", f"{lat['proxy_p50']} / {lat['proxy_p95']} ms"),
         ("overhead p50 / p95", f"{lat['overhead_p50']} / {lat['overhead_p95']} ms"),
+        (
+            "overhead p95, first / later turns",
+            f"{lat.get('first_turn_overhead_p95')} / {lat.get('later_turns_overhead_p95')} ms",
+        ),
         (
             "context in proxy p50 / p95",
             ", ".join(f"{m['context'].get('p50')} / {m['context'].get('p95')} ms" for m in mem),
