@@ -677,7 +677,7 @@ def load_table(result: dict) -> str:
         ("proxy p50 / p95", f"{lat['proxy_p50']} / {lat['proxy_p95']} ms"),
         ("overhead p50 / p95", f"{lat['overhead_p50']} / {lat['overhead_p95']} ms"),
         (
-            "overhead p95, first / later turns",
+            "overhead p95 first / later",
             f"{lat.get('first_turn_overhead_p95')} / {lat.get('later_turns_overhead_p95')} ms",
         ),
         (

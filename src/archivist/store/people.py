@@ -340,4 +340,3 @@ def _unretired(db: Connection, pid: str, salt: str) -> str:
         digest = hashlib.sha1(f"{salt}\x1f{n}".encode()).hexdigest()
         candidate = f"p-{digest[:12]}"
     return candidate
-
