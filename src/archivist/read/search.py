@@ -38,11 +38,13 @@ ALL_RANKERS = (*RANKERS, *CLAIM_RANKERS, *EPISODE_RANKERS, *LINK_RANKERS)
 # "scenes" needs it, the entity rankers order their claims by it when they have it.
 VECTOR_RANKERS = frozenset({"dense", "claims_dense", "episodes_dense", *LINK_RANKERS})
 # Where a store's keyword search takes a while (a large store), the query is embedded
-# on another thread meanwhile: the model and the database both run outside the GIL, so
-# the search waits for the slower of the two instead of both (4-5 ms less a search at a
-# million messages). A fast keyword search is mostly Python, and the two threads would
-# take turns at the GIL instead (1.5 ms more a search on a store of 50 messages).
-_EMBEDDING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="archivist-query")
+# and the dense ranking run on another thread meanwhile: the model and the database
+# both run outside the GIL, so the search waits for the slower side instead of both
+# (at a million messages on PostgreSQL, 28 -> 20 ms p50 a one-conversation search). A
+# fast keyword search is mostly Python, and the two threads would take turns at the
+# GIL instead (1.5 ms more a search on a store of 50 messages). Threads are started as
+# concurrent searches need them (a server's requests), up to 32.
+_EMBEDDING = ThreadPoolExecutor(max_workers=32, thread_name_prefix="archivist-query")
 OVERLAP_FROM = 0.003  # seconds the store's last keyword search took
 _KEYWORD_SECONDS: weakref.WeakKeyDictionary[Store, float] = weakref.WeakKeyDictionary()
 
@@ -274,8 +276,10 @@ def _message_rankings(
     Where the store's keyword search is slow, the vector side (embedding the query,
     then the dense ranking) runs on another thread meanwhile (``_EMBEDDING``)."""
     rankings: dict[str, list[int]] = {}
-    embed = VECTOR_RANKERS & set(config.rankers) and embedder is not None and query_vector is None
-    dense = "dense" in config.rankers and embedder is not None
+    embed = bool(VECTOR_RANKERS & set(config.rankers)) and query_vector is None
+    dense = "dense" in config.rankers
+    if embedder is None:
+        embed = dense = False
     beside = None
     if (
         (embed or dense)
