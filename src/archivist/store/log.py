@@ -568,15 +568,21 @@ class MessageLog(Audit):
         key = q.person_key(person)
         probes = (
             "SELECT 1 FROM message_people mp JOIN messages m ON m.rowid = mp.msg_rowid "
-            "WHERE mp.person = ? AND m.conversation <> ? LIMIT 1",
-            "SELECT 1 FROM claims WHERE speaker_key = ? AND conversation <> ? LIMIT 1",
-            "SELECT 1 FROM claims WHERE subject_key = ? AND conversation <> ? LIMIT 1",
-            "SELECT 1 FROM entities WHERE name_key = ? AND conversation <> ? LIMIT 1",
-            "SELECT 1 FROM person_identities WHERE name_key = ? AND conversation <> ? LIMIT 1",
+            "WHERE mp.person = ? AND m.conversation <> ?",
+            "SELECT 1 FROM claims WHERE speaker_key = ? AND conversation <> ?",
+            "SELECT 1 FROM claims WHERE subject_key = ? AND conversation <> ?",
+            "SELECT 1 FROM entities WHERE name_key = ? AND conversation <> ?",
+            "SELECT 1 FROM person_identities WHERE name_key = ? AND conversation <> ?",
         )
-        for sql in probes:
-            if self._db.execute(sql, (key, conversation)).fetchone() is not None:
-                return True
+        # one statement (a new user's every turn asks all five): each EXISTS stops at
+        # its first row, and the next is not evaluated once one is true
+        (found,) = self._db.execute(
+            "SELECT CASE WHEN " + " OR ".join(f"EXISTS ({p})" for p in probes) + " "
+            "THEN 1 ELSE 0 END",
+            [x for _ in probes for x in (key, conversation)],
+        ).fetchone()
+        if found:
+            return True
         return not set(self.existing_hashes(conversation)) <= set(ids)
 
     def conversations_of(self, person: str, most: int) -> list[str] | None:
