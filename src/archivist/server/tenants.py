@@ -220,9 +220,8 @@ class Tenant:
     ) -> tuple[Message, ...]:
         """New turns join the chat's last session, or open one after a long pause, so the
         archivist re-reads one sitting as a chat grows, not the whole chat."""
-        log = (
-            [m for _, m in self.memory.store.conversation_messages(conversation)] if has_log else []
-        )
+        # the last message is all next_session reads (the whole log was read each turn)
+        log = [m for _, m in self.memory.store.last_messages(conversation, 1)] if has_log else []
         session, start = next_session(log, min(m.timestamp for m in fresh))
         return tuple(replace(m, session=session, session_start=start) for m in fresh)
 
