@@ -157,10 +157,9 @@ class MemoryViews(Checked):
 
     def person(self, id_or_name: str) -> Person:
         """One person by id, or by a name only one person goes by (NotFound / InputError)."""
+        if (by_id := self.store.person(id_or_name)) is not None:
+            return by_id
         found = self.persons()
-        for p in found:
-            if p.id == id_or_name:
-                return p
         from .lang.text import person_key
 
         key = person_key(id_or_name)

@@ -359,7 +359,6 @@ class LoadConfig:
 
 @dataclass
 class _Tally:
-    overhead_ms: list[float] = field(default_factory=list)
     first_overhead_ms: list[float] = field(default_factory=list)  # each chat's first turn
     later_overhead_ms: list[float] = field(default_factory=list)  # the turns after it
     direct_ms: list[float] = field(default_factory=list)
@@ -457,7 +456,6 @@ async def _chat(
             history.append({"role": "assistant", "content": reply["content"]})
             tally.direct_ms.append(direct)
             tally.proxy_ms.append(through)
-            tally.overhead_ms.append(through - direct)
             (tally.later_overhead_ms if t else tally.first_overhead_ms).append(through - direct)
             tally.turns_done += 1
             await on_turn()
@@ -491,6 +489,8 @@ def _count(store: Any, histories: dict[str, list[dict]]) -> dict:
 
 
 def _latency(tally: _Tally) -> dict:
+    overhead = tally.first_overhead_ms + tally.later_overhead_ms
+
     def q(values: list[float], p: float) -> float | None:
         v = percentile(values, p)
         return None if v is None else round(v, 2)
@@ -500,11 +500,9 @@ def _latency(tally: _Tally) -> dict:
         "direct_p95": q(tally.direct_ms, 95),
         "proxy_p50": q(tally.proxy_ms, 50),
         "proxy_p95": q(tally.proxy_ms, 95),
-        "overhead_p50": q(tally.overhead_ms, 50),
-        "overhead_p95": q(tally.overhead_ms, 95),
-        "overhead_mean": round(statistics.fmean(tally.overhead_ms), 2)
-        if tally.overhead_ms
-        else None,
+        "overhead_p50": q(overhead, 50),
+        "overhead_p95": q(overhead, 95),
+        "overhead_mean": round(statistics.fmean(overhead), 2) if overhead else None,
         # a chat's first turn (a new conversation, its user declared; in a run's first
         # second, every chat's) apart from the turns after it
         "first_turn_overhead_p95": q(tally.first_overhead_ms, 95),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -280,22 +280,22 @@ def _message_rankings(
     dense = "dense" in config.rankers
     if embedder is None:
         embed = dense = False
+    side = (filters, config.candidates, embed, dense)
     beside = None
     if (
         (embed or dense)
         and "bm25" in config.rankers
         and _KEYWORD_SECONDS.get(store, 0) >= OVERLAP_FROM
     ):
-        beside = _EMBEDDING.submit(
-            _vector_side, store, embedder, query, query_vector, filters, config, dense
-        )
+        beside = _EMBEDDING.submit(_vector_side, store, embedder, query, query_vector, *side)
     if "bm25" in config.rankers:
         t = time.perf_counter()
         rankings["bm25"] = [r for r, _ in store.keyword_search(query, filters, config.candidates)]
         trace.seconds["bm25"] = _KEYWORD_SECONDS[store] = time.perf_counter() - t
-    if beside is None:
-        beside = _done(_vector_side, store, embedder, query, query_vector, filters, config, dense)
-    query_vector, seconds, ranked = beside.result()
+    if beside is not None:
+        query_vector, seconds, ranked = beside.result()
+    else:
+        query_vector, seconds, ranked = _vector_side(store, embedder, query, query_vector, *side)
     trace.seconds.update(seconds)
     if ranked is not None:
         rankings["dense"] = ranked
@@ -308,33 +308,23 @@ def _vector_side(
     query: str,
     query_vector: np.ndarray | None,
     filters: Filters,
-    config: SearchConfig,
+    candidates: int,
+    embed: bool,
     dense: bool,
 ) -> tuple[np.ndarray | None, dict[str, float], list[int] | None]:
-    """The query's vector (embedded unless given) and, when ``dense``, the dense
-    ranking; with the seconds each took."""
+    """The query's vector (embedded when ``embed``, else as given) and, when ``dense``,
+    the dense ranking; with the seconds each took."""
     seconds: dict[str, float] = {}
-    if query_vector is None and embedder is not None and VECTOR_RANKERS & set(config.rankers):
+    if embed and embedder is not None:
         t = time.perf_counter()
         query_vector = query_vector_of(embedder, query)
         seconds["embed"] = time.perf_counter() - t
     if not dense or embedder is None:
         return query_vector, seconds, None
     t = time.perf_counter()
-    found = store.vector_search(embedder.name, query_vector, filters, config.candidates)
+    found = store.vector_search(embedder.name, query_vector, filters, candidates)
     seconds["dense"] = time.perf_counter() - t
     return query_vector, seconds, [r for r, _ in found]
-
-
-def _done(call, *args) -> Future:
-    """``call(*args)`` run here, as a finished future (what the other thread would
-    have given)."""
-    future: Future = Future()
-    try:
-        future.set_result(call(*args))
-    except Exception as e:  # noqa: BLE001 - raised again by result(), as from a thread
-        future.set_exception(e)
-    return future
 
 
 def in_window(
