@@ -13,7 +13,7 @@ from archivist.config import Settings
 from archivist.lang.text import ended_objects
 from archivist.model import Claim
 from archivist.read.context import DEFAULT_CONTEXT, assemble_context
-from archivist.read.history import HISTORY_MARK, Bygones
+from archivist.read.history import HISTORY_MARK, Bygones, replaced_since
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder
 from archivist.write.archivist import HeuristicArchivist
@@ -522,3 +522,16 @@ def test_a_history_line_cut_to_fit_keeps_its_mark() -> None:
     assert cut is not None and cut.endswith("[history] (no longer holds from 1 June 2024)")
     plain = _fit("Lee: " + "word " * 40, 20, DEFAULT_CONTEXT)
     assert plain is not None and "[history]" not in plain
+
+
+def test_a_replaced_value_is_history_from_when_its_claim_closed_never_before_it_was_said() -> None:
+    """ "not anymore!!" said on 10 April, replaced by a library job placed on the Monday
+    before (a misread "monday"): history from the 10th, when its claim was closed."""
+    monday, thursday = datetime(2025, 4, 7, tzinfo=UTC), datetime(2025, 4, 10, 9, tzinfo=UTC)
+    older = Claim("Not anymore!!", "Maya", "Maya", "c", ("3",), thursday)
+    assert replaced_since(monday, older) == thursday  # still current: when it was said
+    closed = replace(older, status="superseded", valid_to=datetime(2025, 4, 11, tzinfo=UTC))
+    assert replaced_since(monday, closed) == datetime(2025, 4, 11, tzinfo=UTC)
+    said_before = replace(older, said_at=datetime(2025, 3, 1, tzinfo=UTC))
+    assert replaced_since(monday, said_before) == monday  # a later start stands
+    assert replaced_since(monday, None) == monday  # the older claim is gone

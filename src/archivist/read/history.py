@@ -167,6 +167,17 @@ def _mark_endings(sentence: str, ended: Sequence[tuple[str, int]]) -> str:
     return sentence
 
 
+def replaced_since(new_time: datetime, older: Claim | None) -> datetime:
+    """When a conflict's older value stopped holding: where reconciliation closed the
+    older claim, never before that claim was said ("not anymore!!" said on 10 April is
+    not history from the 7th, the Monday its replacement was placed on)."""
+    if older is None:
+        return new_time
+    if older.status == "superseded" and older.valid_to is not None:
+        return older.valid_to
+    return max(new_time, older.said_at)
+
+
 def bygones(
     store: Store, convs: Sequence[str], at: datetime, said: Sequence[Message] = ()
 ) -> Bygones:
@@ -192,18 +203,18 @@ def bygones(
         ending = as_known(store, store.ending_claims(cid), at)
         claims += [c for c in _facts(ending, at) if not c.holds_at(at)]
         conflicts = store.list_conflicts(cid)
-        # known by ``at`` only if the newer claim was said by then (its start may be earlier)
-        said = {
-            c.id: c.said_at for c in store.claims_by_id({k.new_claim for k in conflicts}).values()
-        }
+        both = store.claims_by_id({i for k in conflicts for i in (k.old_claim, k.new_claim)})
         for k in conflicts:
             old, new = k.old_value.casefold().strip(), k.new_value.casefold().strip()
             ended = old in {o.casefold() for o in ended_objects(k.new_value)}
-            known = k.new_time <= at and said.get(k.new_claim, k.new_time) <= at
+            since = replaced_since(k.new_time, both.get(k.old_claim))
+            # known by ``at`` only if the newer claim was said by then (its start may be earlier)
+            newer = both.get(k.new_claim)
+            known = since <= at and (newer.said_at if newer else k.new_time) <= at
             if known and old and len(old.split()) <= 4 and (ended or old not in new):
-                values.append((old, new, k.new_time))
+                values.append((old, new, since))
                 first = k.old_value.split()[0]
                 if len(old.split()) > 1 and first[:1].isupper() and len(first) >= 4:
                     # "Nakamura" of "Nakamura Logistics"
-                    values.append((first.casefold(), new, k.new_time))
+                    values.append((first.casefold(), new, since))
     return Bygones(tuple(claims), tuple(values), at)
