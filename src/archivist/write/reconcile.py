@@ -272,11 +272,19 @@ STATES = ("fact", "preference", "foresight")  # what a later word can end
 def _pair_candidates(s: _State, c: Claim, k: int, floor: float) -> list[int]:
     """The current claims a new claim may end: the same speaker's states (facts,
     preferences, plans: an event stays true as history) about the same person (or
-    holder), said no later; the ``k`` nearest in meaning, none less close than
-    ``floor`` (a claim without a vector: the ``k`` latest)."""
+    holder), said no later and in another message (what one message says holds
+    together: "new school actually!" is not ended by "we moved him to Horizonte"
+    beside it); the ``k`` nearest in meaning, none less close than ``floor`` (a claim
+    without a vector: the ``k`` latest)."""
     ids = dict.fromkeys([*s.groups.get(s.key(c), []), *s.holders.get(s.holder_key(c), [])])
     ids.pop(c.id, None)
-    olds = [i for i in ids if s.by_id[i].said_at <= c.said_at and s.by_id[i].kind in STATES]
+    olds = [
+        i
+        for i in ids
+        if (o := s.by_id[i]).said_at <= c.said_at
+        and o.kind in STATES
+        and not (o.conversation == c.conversation and set(o.evidence) & set(c.evidence))
+    ]
     if c.kind in ("question", "chatter") or not olds:
         return []
     v = s.vectors.get(c.id)
