@@ -22,7 +22,7 @@ from archivist.cli.memory import register
 from archivist.config import Settings
 from archivist.llm.base import LLMTimeout
 from archivist.model import content_hash, estimate_tokens
-from archivist.profile import GROUPS
+from archivist.profile import GROUPS, MODEL_HEAD
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
@@ -364,9 +364,11 @@ def test_key_info_from_own_first_hand_claims(tmp_path: Path) -> None:
         }
         assert ana.count("first clay bowl") == 1  # said in both conversations, kept once
         # each fact is a claim's sentence, dated, its group's first one headed by the group
+        # (or by its part of the person model: "Preference: ")
         dated = r"\s*(?:([A-Z][a-z ]+): )?(.+?) \((?:since|on) \d{4}-\d\d-\d\d\)\."
         facts = re.findall(dated, ana)
-        assert facts and {g for g, _ in facts} <= {"", *(g.capitalize() for g in GROUPS)}
+        heads = {"", *(g.capitalize() for g in GROUPS), *MODEL_HEAD.values()}
+        assert facts and {g for g, _ in facts} <= heads
         for _, fact in facts:
             assert any(t.startswith(fact) for t in own), fact
         assert "Lee" not in ana

@@ -389,8 +389,11 @@ def fine_tune(train: list[Item], dev: list[Item], args: argparse.Namespace):
         started, seen, loss_sum = time.monotonic(), 0, 0.0
         for rows in _buckets(data, args.batch, rng):
             ids, mask, types, task_mask, y = data.tensors(rows)
-            logits = net(ids, mask, types) + task_mask
-            loss = torch.nn.functional.cross_entropy(logits, y)
+            # bfloat16 matrix products where the CPU has them (about 1.8x faster here);
+            # the weights and their updates stay float32
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+                logits = net(ids, mask, types)
+            loss = torch.nn.functional.cross_entropy(logits.float() + task_mask, y)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
@@ -487,13 +490,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="archivist train judge", description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=Path("training/judge"), help="folder of *.jsonl")
     p.add_argument("--out", type=Path, default=MODEL_DIR, help="where judge.onnx goes")
-    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=4e-5)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--freeze", type=int, default=0, help="lowest layers kept as they are")
-    p.add_argument("--layers", type=int, default=4, help="MiniLM layers kept (of 6)")
+    p.add_argument("--layers", type=int, default=5, help="MiniLM layers kept (of 6)")
     p.add_argument("--max-tokens", type=int, default=96)
+    p.add_argument(
+        "--fp32",
+        dest="bf16",
+        action="store_false",
+        help="train in float32, not bfloat16 (slower; for CPUs without bfloat16)",
+    )
     p.add_argument("--dev-share", type=float, default=0.15)
     p.add_argument("--seed", type=int, default=35)
     p.add_argument("--threads", type=int, default=2)
@@ -555,6 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         epochs=args.epochs,
         frozen_layers=args.freeze,
         layers=args.layers,
+        bf16=args.bf16,
         lr=args.lr,
         batch=args.batch,
         trained_on=len(fit_on),
