@@ -516,3 +516,25 @@ def test_an_unsure_chit_chat_keeps_the_rules_kind_even_for_an_own_question() -> 
     ruled = heuristic_claims([msg])
     judged = heuristic_claims([msg], judge=unsure)
     assert [c.kind for c in judged] == [c.kind for c in ruled]
+
+
+def test_one_sentence_of_a_message_never_ends_another_of_it(tmp_path: Path) -> None:
+    """What one message says holds together: "I work at the library too" is not asked
+    whether it ends "I work at the bakery" beside it, however sure the judge would be;
+    a later message still may end both."""
+    judge = FakeJudge(relation=lambda p: Verdict("ends", 0.99))
+    conv = make_conversation(
+        "work",
+        [
+            [("Ana", "I work at the bakery on Elm Street. I work at the library too.")],
+            [("Ana", "I work at the museum now.")],
+        ],
+    )
+    with memory(tmp_path / "m.db", judge=judge) as mem:
+        mem.add(conv)
+        mem.reconcile()
+        asked = [(p.older, p.newer) for p in judge.asked if isinstance(p, RelationPair)]
+        assert not [(o, n) for o, n in asked if "bakery" in o and "library" in n]
+        claims = {c.id: c for c in mem.claims(limit=10)}
+        ended = {(claims[k.old_claim].text, claims[k.new_claim].text) for k in mem.conflicts()}
+        assert ended and all("museum" in new for _, new in ended)
