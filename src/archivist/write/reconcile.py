@@ -278,12 +278,13 @@ def _pair_candidates(s: _State, c: Claim, k: int, floor: float) -> list[int]:
     without a vector: the ``k`` latest)."""
     ids = dict.fromkeys([*s.groups.get(s.key(c), []), *s.holders.get(s.holder_key(c), [])])
     ids.pop(c.id, None)
+    said = set(c.evidence)  # c's messages
     olds = [
         i
         for i in ids
         if (o := s.by_id[i]).said_at <= c.said_at
         and o.kind in STATES
-        and not (o.conversation == c.conversation and set(o.evidence) & set(c.evidence))
+        and (o.conversation != c.conversation or said.isdisjoint(o.evidence))
     ]
     if c.kind in ("question", "chatter") or not olds:
         return []
