@@ -16,12 +16,44 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ..judge import Judge, Statement, TimeMention, Verdict
 from ..lang.attributes import LIFE_STAGES, attribute_of, attribute_values
+from ..lang.statement import (
+    ABBREVIATIONS,
+    AGREE,
+    AS_SAID,
+    AUX,
+    DOERS,
+    EMOTION,
+    ENTITY_RUN,
+    FILLERS,
+    FIRST_BASES,
+    GREETING,
+    INITIAL_WORDS,
+    IRREGULAR,
+    IRREGULAR_AGREEMENT,
+    KEYWORD_STOPWORDS,
+    LEADING,
+    NOT_NAMES,
+    NOT_PAST,
+    OWN_QUESTION,
+    PLAN_CUE,
+    PREFERENCE_CUE,
+    PRESENT_VERBS,
+    REPORTED,
+    REQUEST,
+    SECOND_BASES,
+    SPAN_ENDS,
+    SPAN_STARTS,
+    SPAN_WINDOW,
+    STRONG,
+    TAG_QUESTION,
+    TITLES,
+    VOCATIVE_AFTER,
+    WORD_TOKEN,
+)
 from ..lang.subject import kin_names, relative_subject, split_clauses
 from ..lang.text import (
-    CALENDAR_WORDS,
     ECHO_SHARE,
     ENDING,
-    TOPIC_STOPWORDS,
     ended_objects,
     query_terms,
     share_in,
@@ -37,148 +69,9 @@ from ..lang.timeground import (
 from ..model import Attachment, Claim, EntityMention, Episode, Message
 from .index_text import resolve_pronouns
 
-# -- vocabulary ---------------------------------------------------------------------------
-
-_INTERJECTIONS = frozenset(
-    "hey hi hello hiya yo wow whoa woah oh ooh ah aw aww awww haha hahaha lol omg yeah yep yup um "
-    "umm uh hmm hmmm ok okay".split()
-)
-# Stripped at the start only when punctuation follows ("Great, ..."), not in "So cool you ...".
-_SOFT_FILLERS = frozenset(
-    "yes no nope well so sure totally absolutely definitely indeed honestly right cool nice "
-    "great awesome amazing thanks thank thx ty please".split()
-)
-_FILLERS = _INTERJECTIONS | _SOFT_FILLERS
-_LEADING = re.compile(
-    r"^(?:(?:(?:" + "|".join(sorted(_INTERJECTIONS, key=len, reverse=True)) + r")\b"
-    r"|(?:" + "|".join(sorted(_SOFT_FILLERS, key=len, reverse=True)) + r")\b(?=\s*[,!.:;~-]))"
-    r"[\s,!.:;~-]*)+",
-    re.IGNORECASE,
-)
-_GREETING = re.compile(
-    r"^(?:(?:it'?s\s+|so\s+|really\s+)?(?:good|nice|great|lovely|glad)\s+to\s+"
-    r"(?:see|hear|meet|chat|talk|catch)|how\s+(?:are|have|is|was|'?s|about)\b|what'?s\s+up|"
-    r"thank|thanks|thx|bye|goodbye|see\s+(?:you|ya)|talk\s+(?:to\s+you\s+)?(?:soon|later)|"
-    r"take\s+care|catch\s+you|have\s+a\s+(?:great|good|nice|lovely)\b|good\s+(?:night|luck|"
-    r"morning|evening)|cheers|you\s+too|same\s+here|me\s+too|no\s+(?:problem|worries)|"
-    r"you'?re\s+welcome|anytime)",
-    re.IGNORECASE,
-)
-_TAG_QUESTION = re.compile(
-    r",\s*(?:huh|right|eh|isn't it|aren't they|don't you think|you know)\?+$", re.I
-)
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
-_AS_SAID = re.compile(r"^(?:like|as)\s+[\w'’]+\s+(?:said|says|mentioned|suggested)\s*,\s*", re.I)
-# What follows a name used to address someone: "Remember Jon, ...", "... great Jon!".
-_VOCATIVE_AFTER = re.compile(r"\s*(?:[,!?.]|$|you\b|your\b)", re.I)
-# A request tacked onto a statement: the statement before it is still a claim.
-_REQUEST = re.compile(
-    r"\s*(?:[,;:–—-]|\bso\b|\band\b)\s*(?:so\s+)?(?:can|could|would|will)\s+you\b[^.!]*\?+$"
-    r"|\s*[,;:–—-]\s*(?:any|got\s+any)\s+(?:tips|ideas|suggestions|advice|recommendations)\b[^.!]*\?+$",
-    re.I,
-)
-# A question about the speaker's own situation: "Should I ...?", "What do I ...?", "Is my ...?"
-_OWN_QUESTION = re.compile(
-    r"^(?:[\w'’]+\s+){0,3}?(?:should|could|can|would|will|do|did|am|was|have|shall|may|might|"
-    r"must)\s+I\b|^(?:is|was|does|did|should|would|will|can|are|were)\s+my\b",
-    re.IGNORECASE,
-)
-_FIRST_BASES = frozenset("i me my mine myself we us our ours ourselves".split())
-_SECOND_BASES = frozenset("you your yours yourself".split())
-_AUX = frozenset(
-    "do does did should would could can will have has had may might must shall to let make "
-    "made help see saw watch hear heard".split()
-)
-_IRREGULAR_AGREEMENT = {
-    "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes",
-    "don't": "doesn't", "do not": "does not",
-}  # fmt: skip
-_PRESENT_VERBS = frozenset(
-    "feel want think love like need know hope enjoy work live miss wish mean guess believe "
-    "plan try get make take see look find say keep wonder agree remember appreciate prefer "
-    "hate play run read write paint cook teach learn study help care adore understand eat "
-    "drink".split()
-)
-# "I live", and "I still live" (a word that is no verb between the subject and its verb)
-_VERB_WORDS = "|".join(sorted(_PRESENT_VERBS | _AUX | set(_IRREGULAR_AGREEMENT), key=len)[::-1])
-_AGREE = re.compile(
-    r"(?<![\w'’])(I|you)\s+(?:((?!(?:" + _VERB_WORDS + r")(?![\w'’]))[a-z]+)\s+)?"
-    r"(do\s+not|[a-z]+(?:['’]t)?)(?![\w'’])",
-    re.IGNORECASE,
-)
-_REPORTED = re.compile(
-    r"\b((?i:he|she|they|you)|[A-Z][a-z]+|(?i:my|his|her|their|our|your)\s+\w+)\s+"
-    r"(?:\w+ly\s+)?(?i:said|says|told|tells|mentioned|mentions|explained|explains|claims|"
-    r"claimed|thinks|thought|believes)\b"
-)
-_PLAN = re.compile(
-    r"\b(?:going\s+to\s+(?!the\b|a\b|an\b|my\b|our\b|his\b|her\b|their\b|your\b|church\b|"
-    r"school\b|work\b|bed\b)|gonna|will|shall|wanna|plan(?:s|ning)?\s+(?:to|on)|"
-    r"wants?\s+to|hop(?:e|es|ing)\s+to|intend(?:s|ing)?\s+to|would\s+(?:like|love)\s+to|"
-    r"thinking\s+(?:about|of)|looking\s+forward\s+to|can['’]?t\s+wait\s+to|cannot\s+wait\s+to|"
-    r"aim(?:s|ing)?\s+to|about\s+to|getting\s+ready\s+to)\b|['’](?:ll|d\s+(?:like|love)\s+to)\b",
-    re.IGNORECASE,
-)
-_PREFERENCE = re.compile(
-    r"^loving\b|\b(?:lov(?:e|es|ed)|enjoy(?:s|ed|ing)?|prefer(?:s|red)?|hat(?:e|es|ed)|"
-    r"favou?rites?|adore[sd]?|passionate\s+about|fan\s+of)\b|"
-    r"\b(?:i|we|you|they|he|she|really|also|just|do|does|don['’]t|always|still)\s+lik(?:e|es|ed)\b",
-    re.IGNORECASE,
-)
-_IRREGULAR = frozenset(
-    "went saw got made took met ran bought did had gave found began came left won lost felt "
-    "heard wrote sold built brought caught taught flew drove rode swam sang ate drank wore "
-    "became spent sent paid kept held broke fell grew threw chose forgot led shot slept spoke "
-    "stood stole woke sat told said overcame".split()
-)
-_NOT_PAST = frozenset(
-    "hundred kindred sacred naked wicked talented beloved crooked rugged based related detailed "
-    "advanced limited complicated dedicated sophisticated experienced skilled qualified "
-    "motivated interested excited tired scared worried stressed blessed bored supposed "
-    "overwhelmed inspired amazed thrilled pleased surprised obsessed exhausted delighted "
-    "relieved annoyed confused disappointed impressed determined devoted engaged".split()
-)
-# Words after which an -ed word is a verb in the past ("we explored", "just finished").
-_DOERS = frozenset(
-    "i we he she they you it and just finally also recently then never already actually even "
-    "first once both have has had 've ’ve i've i’ve we've we’ve".split()
-)
-_EMOTION = re.compile(
-    r"\b(?:lov(?:e|ed|ing)|hate[sd]?|scared|afraid|terrified|excited|thrilled|proud|sad|happy|"
-    r"angry|upset|anxious|nervous|worried|stressed|lonely|depressed|overwhelmed|grateful|"
-    r"thankful|awful|terrible|wonderful|cr(?:y|ied|ying)|tears|joy|frustrated|hurt|miss(?:ed)?)\b",
-    re.IGNORECASE,
-)
-_STRONG = re.compile(
-    r"\b(?:passed\s+away|died|death|divorced?|grief|grieving|funeral|cancer|accident|miscarriage|"
-    r"suicide|heartbroken|devastated|broke\s+up|breakup|laid\s+off|fired)\b",
-    re.IGNORECASE,
-)
-_TITLES = frozenset("dr mr mrs ms mx prof".split())
-_ENTITY = re.compile(
-    r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+)?\b[A-Z][\w'’&-]*"
-    r"(?:\s+(?:(?:of|de|da|del|van|von)\s+)?[A-Z][\w'’&-]*)*"
-)
-_NOT_NAMES = (
-    frozenset(
-        "i i'm i've i'd i'll i’m i’ve i’d i’ll he she they we you it my your his her their our its "
-        "this that these those the a an and but or so if when what why how who where which "
-        "there".split()
-    )
-    | CALENDAR_WORDS
-    | _FILLERS
-)
-_INITIAL_WORDS = _NOT_NAMES | frozenset(
-    "just also then maybe sometimes whenever remember knowing wish sorry now here after before "
-    "since not last next every some many".split()
-)
-# Words that are no topic of an episode (its keywords are the rest).
-_STOPWORDS = _NOT_NAMES | TOPIC_STOPWORDS
-
 # -- sentences ----------------------------------------------------------------------------
 
 _BOUNDARY = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
-_ABBREVIATIONS = frozenset("dr mr mrs ms mx prof st jr sr vs etc e.g i.e mt ft".split())
 
 
 def split_sentences(text: str) -> list[str]:
@@ -188,7 +81,7 @@ def split_sentences(text: str) -> list[str]:
     for m in _BOUNDARY.finditer(text):
         piece = text[start : m.start()]
         last = piece.rsplit(None, 1)[-1].lower().rstrip(".") if piece.strip() else ""
-        if piece.endswith(".") and last in _ABBREVIATIONS:
+        if piece.endswith(".") and last in ABBREVIATIONS:
             continue
         out.append(piece.strip())
         start = m.end()
@@ -203,7 +96,7 @@ def _alias_of(word: str, known: set[str]) -> bool:
 
 def _clean(sentence: str, known: set[str]) -> str:
     """The sentence without leading interjections and vocatives ("Hey Mel, ..." → "...")."""
-    s = _LEADING.sub("", sentence).strip()
+    s = LEADING.sub("", sentence).strip()
     m = re.match(r"([A-Z][a-z]+)\s*[,!.:;–—-]\s*", s)
     if m and _alias_of(m[1], known):
         s = s[m.end() :]
@@ -222,14 +115,14 @@ def _vocative_end(known: set[str]) -> Callable[[re.Match], str]:
 
 
 def _content_words(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text) if t.lower() not in _FILLERS]
+    return [t for t in WORD_TOKEN.findall(text) if t.lower() not in FILLERS]
 
 
 def _third_person(verb: str, who: str) -> str | None:
     """The verb as it agrees with a name ("feel" → "feels"), or None to leave it alone."""
-    if verb in _IRREGULAR_AGREEMENT and not (who == "i" and verb in ("are", "were")):
-        return None if who == "you" and verb == "am" else _IRREGULAR_AGREEMENT[verb]
-    if verb not in _PRESENT_VERBS:
+    if verb in IRREGULAR_AGREEMENT and not (who == "i" and verb in ("are", "were")):
+        return None if who == "you" and verb == "am" else IRREGULAR_AGREEMENT[verb]
+    if verb not in PRESENT_VERBS:
         return None
     if verb.endswith(("s", "sh", "ch", "x")):
         return verb + "es"
@@ -249,12 +142,12 @@ def in_third_person(text: str, speaker: str, addressee: str | None) -> str:
         form = _third_person(verb, who)
         if between and (who != "i" or resolve_pronouns(between, speaker, addressee) != between):
             form = None  # "you guys are", "I myself": no adverb, left as said
-        if not name or not form or (before and before[-1].lower() in _AUX):
+        if not name or not form or (before and before[-1].lower() in AUX):
             return m[0]
         # "I still live in Leeds": a word between the subject and its verb stays
         return f"{name} {between + ' ' if between else ''}{form}"
 
-    return resolve_pronouns(_AGREE.sub(agree, text), speaker, addressee)
+    return resolve_pronouns(AGREE.sub(agree, text), speaker, addressee)
 
 
 # -- attribution --------------------------------------------------------------------------
@@ -269,16 +162,16 @@ def _subject(
     """(subject, how): the speaker's relative the clause opens with ("My mum Halina
     still lives alone", "Mum had a fall"), else the first person, "you" or known
     name among the first six words."""
-    text = _AS_SAID.sub("", text)
+    text = AS_SAID.sub("", text)
     if relative := relative_subject(text, speaker, kin):
         return relative, "kin"
-    for m in list(_TOKEN.finditer(text))[:6]:
+    for m in list(WORD_TOKEN.finditer(text))[:6]:
         base = re.split(r"['’]", m[0])[0]
-        if base.lower() in _FIRST_BASES:
+        if base.lower() in FIRST_BASES:
             return speaker, "first"
-        if base.lower() in _SECOND_BASES:
+        if base.lower() in SECOND_BASES:
             return (addressee or speaker), "second"
-        if base in known and not _VOCATIVE_AFTER.match(text, m.end()):
+        if base in known and not VOCATIVE_AFTER.match(text, m.end()):
             return base, "name"
     return speaker, "default"
 
@@ -287,7 +180,7 @@ def _source(text: str, m: Message, subject: str, how: str) -> str:
     """Assistant suggestion, a report of someone else's words or deeds, or first-hand."""
     if m.role == "assistant":
         return "assistant_suggested"
-    rep = _REPORTED.search(text)
+    rep = REPORTED.search(text)
     if rep and rep[1] != m.speaker and how not in ("first", "kin"):
         return "reported"
     if how == "name" and subject != m.speaker:
@@ -299,16 +192,16 @@ def _source(text: str, m: Message, subject: str, how: str) -> str:
 def _is_past_action(text: str, known: set[str]) -> bool:
     """A past-tense action verb: a common irregular, or an -ed word right after its doer
     or opening the sentence."""
-    tokens = _TOKEN.findall(text)
+    tokens = WORD_TOKEN.findall(text)
     for i, token in enumerate(tokens):
         t = token.lower()
-        if t in _IRREGULAR:
+        if t in IRREGULAR:
             return True
-        if len(t) > 4 and t.endswith("ed") and not t.endswith("eed") and t not in _NOT_PAST:
+        if len(t) > 4 and t.endswith("ed") and not t.endswith("eed") and t not in NOT_PAST:
             if i == 0 and len(tokens) > 1:
                 return True  # "Landed in Lisbon!": a chat drops the "I"
             prev = tokens[i - 1] if i else ""
-            if prev.lower() in _DOERS or prev in known:
+            if prev.lower() in DOERS or prev in known:
                 return True
     return False
 
@@ -320,9 +213,9 @@ def _kind(text: str, m: Message, known: set[str], mood: str = "") -> str:
     future_time = bool(refs) and refs[0].start > m.timestamp
     if is_forward_duration(text) or (future_time and (mood or tense(text)) != "past"):
         return "foresight"
-    if _PLAN.search(text):
+    if PLAN_CUE.search(text):
         return "plan"
-    if _PREFERENCE.search(text):
+    if PREFERENCE_CUE.search(text):
         return "preference"
     past_time = bool(refs) and refs[0].start <= m.timestamp and (mood or tense(text)) == "past"
     if past_time or _is_past_action(text, known):
@@ -333,23 +226,23 @@ def _kind(text: str, m: Message, known: set[str], mood: str = "") -> str:
 def _entities(text: str, known: set[str]) -> tuple[EntityMention, ...]:
     """Capitalised spans, people only when known or titled; never the sentence's first word."""
     found: dict[str, EntityMention] = {}
-    for m in _ENTITY.finditer(text):
+    for m in ENTITY_RUN.finditer(text):
         spans = _spans(re.sub(r"['’]s?$", "", m[0]).split())
         initial = m.start() == 0 or bool(re.search(r"[-–—:;\"“(]\s*$", text[: m.start()]))
         if initial and spans and m[0].startswith(spans[0][0]):
             spans[0] = _drop_initial(spans[0], known)
         for span in filter(None, spans):
             name = " ".join(span)
-            is_person = name in known or span[0].lower().rstrip(".") in _TITLES
+            is_person = name in known or span[0].lower().rstrip(".") in TITLES
             found.setdefault(name, EntityMention(name, "person" if is_person else "other"))
     return tuple(found.values())
 
 
 def _drop_initial(span: list[str], known: set[str]) -> list[str]:
     """A sentence-initial span, which is capitalised anyway: kept if a name, titled or long."""
-    if span[0] in known or span[0].lower().rstrip(".") in _TITLES:
+    if span[0] in known or span[0].lower().rstrip(".") in TITLES:
         return span
-    if len(span) == 1 or span[0].lower() in _INITIAL_WORDS or ENDING.fullmatch(span[0]):
+    if len(span) == 1 or span[0].lower() in INITIAL_WORDS or ENDING.fullmatch(span[0]):
         return span[1:]  # "Cancelled PureGym.": the name is PureGym
     return span
 
@@ -358,19 +251,19 @@ def _spans(words: list[str]) -> list[list[str]]:
     """Runs of name words, broken at pronouns, weekdays, months and interjections."""
     runs: list[list[str]] = [[]]
     for w in words:
-        if w.lower().replace("’", "'") in _NOT_NAMES:
+        if w.lower().replace("’", "'") in NOT_NAMES:
             runs.append([])
         else:
             runs[-1].append(w)
-    return [r for r in runs if r and not (len(r) == 1 and r[0].lower().rstrip(".") in _TITLES)]
+    return [r for r in runs if r and not (len(r) == 1 and r[0].lower().rstrip(".") in TITLES)]
 
 
 def _scores(text: str, kind: str, timed: bool, n_entities: int) -> tuple[int, int]:
     """(importance, salience), each 1–10."""
     importance = 4 + 2 * timed + min(2, n_entities) + (kind in ("event", "plan", "foresight"))
-    importance += len(_TOKEN.findall(text)) > 15
-    emotions = len(set(w.lower() for w in _EMOTION.findall(text)))
-    salience = 3 + 2 * min(3, emotions) + 3 * bool(_STRONG.search(text))
+    importance += len(WORD_TOKEN.findall(text)) > 15
+    emotions = len(set(w.lower() for w in EMOTION.findall(text)))
+    salience = 3 + 2 * min(3, emotions) + 3 * bool(STRONG.search(text))
     salience += min(2, text.count("!"))
     return min(10, max(1, importance)), min(10, max(1, salience))
 
@@ -378,25 +271,18 @@ def _scores(text: str, kind: str, timed: bool, n_entities: int) -> tuple[int, in
 # -- claims -------------------------------------------------------------------------------
 
 
-# A state said with a time holds from then on unless the sentence sets its end.
-_WINDOW = re.compile(r"\b(?:until|till|through|for\s+(?:the\s+next\s+)?\w+\s+\w+)\b", re.I)
-# "Officially from the 1st of November": a state that begins on a day, with no end
-_STARTS = re.compile(r"\b(?:from|starting|as\s+of|effective)\s+(?:on\s+)?(?:the\s+)?\w", re.I)
-_ENDS = re.compile(r"\b(?:to|until|till|through)\b|[-–]\s*\d", re.I)
-
-
 def _begins_state(text: str, speaker: str) -> bool:
     """Does ``text`` give the speaker a new value of a state (attributes.py: home, job,
     employer, diet, partner; "moving to Porto in March") with no end said? The time
     it names is when that state begins, not its span."""
     found = attribute_of(text, speaker)
-    return found is not None and found.attribute != "age" and not _WINDOW.search(text)
+    return found is not None and found.attribute != "age" and not SPAN_WINDOW.search(text)
 
 
 def _open_start(text: str) -> bool:
     """Does ``text`` say when something begins ("from the 1st", "as of Monday") and no end?"""
-    start = _STARTS.search(text)
-    return start is not None and not _ENDS.search(text, start.end())
+    start = SPAN_STARTS.search(text)
+    return start is not None and not SPAN_ENDS.search(text, start.end())
 
 
 def _states_stage(core: str) -> bool:
@@ -424,7 +310,7 @@ def _core(sentence: str, known: set[str]) -> str:
     """The sentence as a claim would say it: fillers and vocatives off, a request dropped
     from a statement ("I'm vegan now, can you suggest a recipe?")."""
     core = _clean(sentence, known)
-    if core.endswith("?") and (said := _REQUEST.sub("", core)) != core:
+    if core.endswith("?") and (said := REQUEST.sub("", core)) != core:
         core = said.rstrip(" ,;:-–—") + "."
     return core
 
@@ -436,7 +322,7 @@ def _ruled_kind(core: str, m: Message, known: set[str]) -> str | None:
     or two that say what ended ("Cancelled PureGym.", "Quit smoking!"): the short
     sentences that change a life are the ones reconciliation must see.
     """
-    if not core or _GREETING.match(core):
+    if not core or GREETING.match(core):
         return None
     words = len(_content_words(core))
     if words < 4 and not (
@@ -445,8 +331,8 @@ def _ruled_kind(core: str, m: Message, known: set[str]) -> str | None:
         or _states_stage(core)
     ):
         return None  # too short to say anything, unless it dates something ("Last night was fun!")
-    question = core.endswith("?") and not _TAG_QUESTION.search(core)
-    if question and not _OWN_QUESTION.search(core):
+    question = core.endswith("?") and not TAG_QUESTION.search(core)
+    if question and not OWN_QUESTION.search(core):
         return None
     return "question" if question else _kind(core, m, known)
 
@@ -532,7 +418,7 @@ def _sentence_claim(
     if kind == "foresight" and valid_to and (_open_start(core) or _begins_state(core, m.speaker)):
         # "from the 1st of November", "moving to Porto in March": holds from then on
         kind = "fact"
-    if kind in ("fact", "preference", "event") and valid_to and not _WINDOW.search(core):
+    if kind in ("fact", "preference", "event") and valid_to and not SPAN_WINDOW.search(core):
         valid_to = None  # "promoted today": began or happened then, not over the next day
     if valid_to and spans_back(core):
         valid_to = None  # "been seeing Marco for two months": since then, not a window
@@ -690,9 +576,11 @@ def _keywords(messages: list[Message], skip: set[str]) -> list[str]:
     words: Counter[str] = Counter()
     pairs: Counter[str] = Counter()
     for m in messages:
-        tokens = [t.lower() for t in _TOKEN.findall(m.indexed_text())]
+        tokens = [t.lower() for t in WORD_TOKEN.findall(m.indexed_text())]
         keep = [
-            t if len(t) >= 4 and t.isalpha() and t not in _STOPWORDS and t not in skip else ""
+            t
+            if len(t) >= 4 and t.isalpha() and t not in KEYWORD_STOPWORDS and t not in skip
+            else ""
             for t in tokens
         ]
         words.update(t for t in keep if t and not t.endswith(("ed", "ly")))
