@@ -51,6 +51,22 @@ from ..lang.phrasing import (
     other_kind,
 )
 from ..lang.query import SPEECH_WHO, asks_when, asks_who
+from ..lang.question import (
+    ASKS_BEFORE,
+    ASKS_COUNT,
+    ASKS_NEGATED,
+    ASKS_NOW,
+    ASKS_PAST,
+    ASKS_PLACE,
+    ASKS_PLURAL,
+    ASKS_WHY,
+    ASKS_YES_NO,
+    BECAUSE,
+    NAMES_PLACE,
+    STATES_NEW,
+    STILL,
+    TIME_FRAME,
+)
 from ..lang.text import (
     CALENDAR_WORDS,
     ENDING,
@@ -97,33 +113,6 @@ NEIGHBOUR = 0.3  # share of its message's best relevance a sentence borrows
 LIST_SHARE = 0.5  # list answers take sentences within this share of the best
 MAX_LIST = 3
 
-_YES_NO = re.compile(
-    r"^\s*(did|does|do|is|are|was|were|would|could|will|has|have|had|can|should|"
-    r"isn't|aren't|doesn't|don't|didn't|wasn't|can't|hasn't|haven't)\b",
-    re.I,
-)
-_COUNT = re.compile(r"^\s*how\s+(many|much)\b", re.I)
-_NOW = re.compile(
-    r"\b(now|still|currently|current|these\s+days|at\s+the\s+moment|right\s+now|today|"
-    r"anymore|any\s+more|nowadays|at\s+present)\b",
-    re.I,
-)
-_PAST = re.compile(
-    r"^\s*(?:\w+\s+){0,3}?(did|was|were|had|didn't|wasn't|weren't)\b|\b(used\s+to|before|"
-    r"back\s+in|previously|formerly|ago|originally|at\s+first|at\s+the\s+start|happened|"
-    r"in\s+(?:(?:jan|febr)uary\s+|march\s+|april\s+|may\s+|june\s+|july\s+|august\s+|"
-    r"(?:septem|octo|novem|decem)ber\s+)?(19|20)\d\d|last\s+year)\b",
-    re.I,
-)
-_BEFORE = re.compile(r"\bbefore\s+([^,?.;]+)", re.I)
-_Q_NEGATED = re.compile(r"n't\b|\bnot\b", re.I)
-# "What pets does…", "Which clubs or groups is…": a plural noun before the verb
-_PLURAL_ASK = re.compile(
-    r"^\s*(?:what|which)\s+(?:[\w-]+\s+){0,3}?[\w-]+[^s\W]s\s+"
-    r"(?:do|does|did|is|are|was|were|has|have|had)\b",
-    re.I,
-)
-
 
 @dataclass(frozen=True)
 class Shape:
@@ -147,23 +136,26 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
     """The question's form and time orientation."""
     if asks_when:
         form = "when"
-    elif _COUNT.match(question):
+    elif ASKS_COUNT.match(question):
         form = "count"
-    elif _YES_NO.match(question):
+    elif ASKS_YES_NO.match(question):
         form = "yes_no"
     else:
         form = "open"
     before = frozenset(
-        stem(w) for m in _BEFORE.finditer(question) for w in words(m.group(1)) if not is_stopword(w)
+        stem(w)
+        for m in ASKS_BEFORE.finditer(question)
+        for w in words(m.group(1))
+        if not is_stopword(w)
     )
-    past = bool(_PAST.search(question)) and not _NOW.search(question)
-    plural = bool(_PLURAL_ASK.match(question)) and form == "open"
+    past = bool(ASKS_PAST.search(question)) and not ASKS_NOW.search(question)
+    plural = bool(ASKS_PLURAL.match(question)) and form == "open"
     return Shape(
         form=form,
         now=not past,
         past=past,
         before=before,
-        negated=bool(_Q_NEGATED.search(question)),
+        negated=bool(ASKS_NEGATED.search(question)),
         ends=bool(
             ENDING.search(question)
             or re.search(r"\b(drop|dropp)", question, re.I)
@@ -171,7 +163,7 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
         ),
         plural=plural,
         length=form == "open" and bool(HOW_LONG.match(question)),
-        why=form == "open" and bool(_WHY.match(question)),
+        why=form == "open" and bool(ASKS_WHY.match(question)),
     )
 
 
@@ -251,13 +243,9 @@ def aspect_stems(question: str) -> frozenset[str]:
     return frozenset(w for asks, says in _ASPECT_STEMS if asks & asked for w in says)
 
 
-# Words that frame a question in time, not what it asks about.
-_FRAME = frozenset("back now still currently anymore moment days ago before".split())
-
-
 def _framing(word: str) -> bool:
     w = fold(word)
-    return is_stopword(w) or w in CALENDAR_WORDS or w in _FRAME or w.isdigit()
+    return is_stopword(w) or w in CALENDAR_WORDS or w in TIME_FRAME or w.isdigit()
 
 
 def asked_stems(question: str, names: Sequence[str], before: frozenset[str]) -> list[str]:
@@ -265,7 +253,7 @@ def asked_stems(question: str, names: Sequence[str], before: frozenset[str]) -> 
     words, time framing ("back in March 2024", "still") and what it came before."""
     skip = {stem(w) for n in names for w in words(n)} | before
     out: list[str] = []
-    for w in words(_BEFORE.sub(" ", question)):
+    for w in words(ASKS_BEFORE.sub(" ", question)):
         s = stem(w)
         if not _framing(w) and s not in skip and s not in out:
             out.append(s)
@@ -277,7 +265,7 @@ def meaning_text(question: str, names: Sequence[str]) -> str:
     named = {fold(w) for n in names for w in words(n)}
     kept = [
         w
-        for w in words(_BEFORE.sub(" ", question))
+        for w in words(ASKS_BEFORE.sub(" ", question))
         if fold(w).removesuffix("'s") not in named and not (_framing(w) and not is_stopword(w))
     ]
     return " ".join(kept)
@@ -309,13 +297,6 @@ def _ownership(s: Sentence, person: str) -> float:
     return UNCLEAR_WEIGHT
 
 
-# "Where…?" / "Which city…?" is answered by a named place: "First week in Berlin done"
-_ASKS_PLACE = re.compile(
-    r"^\W*(?:where|which\s+(?:city|town|country|place|neighbou?rhood))\b", re.I
-)
-_NAMES_PLACE = re.compile(r"\b(?:in|to|at|from|near)\s+(?:the\s+)?[A-Z][\w'’-]+")
-
-
 def lexical_scores(
     texts: Sequence[str],
     wanted: Sequence[str],
@@ -327,21 +308,15 @@ def lexical_scores(
     uses a word of the aspect the question names, or names a place when the
     question asks where (capped at 1)."""
     out = []
-    place = bool(_ASKS_PLACE.match(question))
+    place = bool(ASKS_PLACE.match(question))
     for text in texts:
         cov = coverage(text, wanted, weights)
         if (aspects and coverage(text, sorted(aspects)) > 0) or (
-            place and _NAMES_PLACE.search(text)
+            place and NAMES_PLACE.search(text)
         ):
             cov += ASPECT_CUE
         out.append(min(1.0, cov))
     return out
-
-
-# What a sentence that also denies says holds instead: "vegan now", "I moved over to…"
-_STATES_NEW = re.compile(
-    _NOW.pattern + r"|\b(?:instead|switched|moved|joined|started|became|went)\b", re.I
-)
 
 
 def rank_sentences(
@@ -389,7 +364,7 @@ def rank_sentences(
         if (
             shape.form in ("open", "count")
             and (NEGATION.search(s.text) or (shape.now and ended_objects(s.text)))
-            and not _STATES_NEW.search(s.text)
+            and not STATES_NEW.search(s.text)
         ):
             # "not in Lyon anymore" and, asked about now, "Cancelled my gym membership"
             # say what is not; "vegan now, so no fish" and "no longer on support, I
@@ -459,12 +434,9 @@ def _denies(text: str, wanted: Sequence[str]) -> bool:
     if not denies(text, wanted):
         return False
     return not any(
-        _STILL.search(clause) and coverage(clause, wanted) > 0 and not denies(clause, wanted)
+        STILL.search(clause) and coverage(clause, wanted) > 0 and not denies(clause, wanted)
         for clause in CLAUSES.split(text)
     )
-
-
-_STILL = re.compile(r"\bstill\b", re.I)
 
 
 def names_missing(question: str, s: Sentence) -> list[str]:
@@ -494,12 +466,6 @@ def names_missing(question: str, s: Sentence) -> list[str]:
 
 REASON_WORDS = 8  # a sentence after "why" evidence this short is read as its reason
 REASON_WEIGHT = 1.3  # "why" questions: a sentence that gives a reason
-_WHY = re.compile(r"^\W*(?:why|how\s+come|what\s+(?:made|caused|led))\b", re.I)
-_BECAUSE = re.compile(
-    r"\b(?:because|since|due\s+to|thanks\s+to|after|cause|cos|reason)\b"
-    r"|^\W*with\b",  # "With the new job there's just no time."
-    re.I,
-)
 
 
 def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None:
@@ -508,7 +474,7 @@ def _reason_after(best: Sentence, ranked: Sequence[Sentence]) -> Sentence | None
     ``best`` only says what happened ("The band split up after the tour." - "Creative
     differences.")."""
     told = _told_after(best, ranked)
-    if told is None or (not _BECAUSE.search(told.text) and len(words(told.text)) > REASON_WORDS):
+    if told is None or (not BECAUSE.search(told.text) and len(words(told.text)) > REASON_WORDS):
         return None
     return told
 
@@ -650,7 +616,7 @@ def compose(
             best = stating
         elif best is not None and near is not None and person:
             best = _turned_to(best, ranked, wanted, person, near) or best
-    elif shape.form == "open" and shape.before and (later := _BEFORE.search(question)):
+    elif shape.form == "open" and shape.before and (later := ASKS_BEFORE.search(question)):
         # "Where did Zainab live before Leyton?": the home she named before Leyton
         stating = stated_before(asked_kinds(question), person, ranked, later.group(1))
         if stating is not None:
@@ -673,7 +639,7 @@ def compose(
         head = f"{n}. " if n is not None else ""
         return f"{head}{quoted(best, drop_replaced=current, wanted=wanted)}", [best], why
     chosen = [best]
-    if _WHY.match(question) and not _BECAUSE.search(best.text):
+    if ASKS_WHY.match(question) and not BECAUSE.search(best.text):
         # "Why did he change his seat?" - "From now on, aisle seats please." says what,
         # the next sentence of the message says why: "Since the knee operation I need…"
         reason = _reason_after(best, ranked)
@@ -728,7 +694,7 @@ def _joins_list(s: Sentence, floor: float, current: bool) -> bool:
     return (
         s.relevance >= floor
         and not (current and s.ended is not None)
-        and not (current and ended_objects(s.text) and not _STATES_NEW.search(s.text))
+        and not (current and ended_objects(s.text) and not STATES_NEW.search(s.text))
         and not s.text.rstrip().endswith("?")
         and s.message.role != "assistant"
     )
