@@ -32,10 +32,18 @@ import numpy as np
 from ..judge import Judge as MeaningJudge
 from ..judge import RelationPair, Verdict
 from ..lang.attributes import LIFE_STAGES, AttributeValue, attribute_of, same_value
+from ..lang.change import (
+    ADDITION_CUE,
+    NEGATED_BEFORE,
+    NO_KIND,
+    NOT_ASPECTS,
+    OPENS_STATE,
+    OTHERS_CHILD,
+    RELATIVE_BEFORE,
+    STOP_STEMS,
+)
 from ..lang.text import (
     ENDING,
-    KIN_WORDS,
-    TOPIC_STOPWORDS,
     change_clauses,
     ended_objects,
     is_stopword,
@@ -52,28 +60,6 @@ from ..model import Claim, ClaimEvent, Conflict
 Judge = Callable[[list[tuple[Claim, list[Claim]]]], list[tuple[str, int | None, str, str, str]]]
 
 _NUMBER = re.compile(r"\d+")
-# A newer claim that says it only grew, not changed (the change cues: text.CHANGE).
-# ("too" at a clause's end only: "the band too", not "too cold")
-_ADDITION = re.compile(
-    r"\b(?:also|too(?=\s*(?:[.,;:!?)]|$))|as\s+well|another|second|third|additionally|"
-    r"in\s+addition|besides|on\s+top\s+of)\b",
-    re.I,
-)
-# Words that name no aspect of a life: shared, they say nothing about sameness.
-_STOP_STEMS = {stem(w) for w in TOPIC_STOPWORDS}
-_NOT_ASPECTS = {
-    stem(w)
-    for w in (
-        "really still just going thing things time times people year years month week "
-        "today yesterday tomorrow morning evening night weekend lately recently again "
-        "good great nice new old much many more most little lot lots some every "
-        "make made making get getting got take took taking keep kept feel feeling "
-        "think thought know want wanted love loved like liked said says tell told "
-        "since now anymore longer instead switched quit sold left stopped "
-        "work works working live lives living home place stay use used come "
-        "please thanks thank sorry okay"
-    ).split()
-}
 
 
 @dataclass(frozen=True)
@@ -441,9 +427,9 @@ def _aspects(text: str, c: Claim) -> set[str]:
         for w in words(text)
         if len(w) >= 4
         and w[0].islower()  # a capitalised word is most often a name, not an aspect
-        and (s := stem(w)) not in _NOT_ASPECTS
+        and (s := stem(w)) not in NOT_ASPECTS
         and s not in names
-        and s not in _STOP_STEMS
+        and s not in STOP_STEMS
     }
 
 
@@ -462,26 +448,9 @@ def _may_end(new: Claim, old: Claim) -> bool:
     )
 
 
-# An event that began a state: "Started on metformin", "Joined the community choir",
-# "Took up pottery", "Signed up at the climbing wall", "Adopted a greyhound", "Got an
-# allotment plot". Not one that only happened ("Started the car", "Got a parking
-# ticket"): the state must be named after it, and a verb of having or doing.
-_OPENS_STATE = re.compile(
-    r"^\W*(?:(?:I|we|[A-Z][\w-]*)\s+)?(?:(?:have|has|'ve|just|finally)\s+)*"
-    r"(?:start(?:ed|ing)\s+(?:on|at|with|taking|doing|going|learning|playing|a\s+new)|"
-    r"began|joined|took\s+up|signed\s+up|enrolled|adopted|"
-    r"(?:got|picked\s+up)\s+(?:an?|my|our|(?-i:[A-Z])[\w-]*['’]s)\s+(?:new\s+|first\s+)?"
-    r"(?:[\w-]+\s+)?"
-    r"(?:plot|allotment|membership|job|place|"
-    r"flat|house|dog|cat|puppy|kitten|lodger|car|bike|tenant)\b|"
-    r"bought\s+(?:an?|my|our|(?-i:[A-Z])[\w-]*['’]s)\s+)",
-    re.I,
-)
-
-
 def opens_state(text: str) -> bool:
-    """Whether an event's words say it began a state (``_OPENS_STATE``)."""
-    return _OPENS_STATE.search(text) is not None
+    """Whether an event's words say it began a state (``OPENS_STATE``)."""
+    return OPENS_STATE.search(text) is not None
 
 
 def changed_aspect(new: Claim, old: Claim) -> str | None:
@@ -505,16 +474,12 @@ def _longest_first(root: str) -> tuple[int, str]:
 
 def shared_aspects(new: Claim, old: Claim) -> set[str]:
     """The aspect roots ``changed_aspect`` may choose from (empty: no change of ``old``)."""
-    if not _may_end(new, old) or _ADDITION.search(new.text):
+    if not _may_end(new, old) or ADDITION_CUE.search(new.text):
         return set()
     changed = change_clauses(new.text)
     if not changed:
         return set()
     return _aspects(" ".join(changed), new) & aspect_stems(old)
-
-
-# words that qualify an aspect without naming a kind of it ("too much milk", "usual seat")
-_NO_KIND = frozenset("much more less many few some any every usual same other own whole".split())
 
 
 def aspect_phrase(text: str, root: str) -> str | None:
@@ -525,7 +490,7 @@ def aspect_phrase(text: str, root: str) -> str | None:
     pattern = rf"\b([A-Za-z][\w-]{{2,}})\s+({re.escape(root)}\w*)\b"
     for m in re.finditer(pattern, text, re.I):
         kind = m.group(1)
-        if kind[0].islower() and not is_stopword(kind) and kind.casefold() not in _NO_KIND:
+        if kind[0].islower() and not is_stopword(kind) and kind.casefold() not in NO_KIND:
             return f"{kind} {m.group(2)}"
     return None
 
@@ -557,21 +522,6 @@ def ended_in(new: Claim, old: Claim) -> str | None:
     return None
 
 
-_NEGATED_BEFORE = re.compile(r"\b(?:not|never|no|n't|yet to)\W+(?:\w+\W+){0,2}$", re.I)
-# "My sister got married" is the sister's stage, not the speaker's
-_RELATIVE_BEFORE = re.compile(
-    rf"\b(?:my|our|his|her|their|\w+['’]s)\s+(?:\w+\s+)?(?:{KIN_WORDS})\b[^.;!?]*$",
-    re.I,
-)
-
-
-_OTHERS_CHILD = re.compile(
-    rf"\b(?:his|her|their|\w+['’]s)\s+(?:\w+\s+)?(?:{KIN_WORDS})\b|\bmy\s+(?!son|daughter|baby)"
-    rf"(?:\w+\s+)?(?:{KIN_WORDS})['’]s\b",
-    re.I,
-)
-
-
 def moved_on(new: Claim, old: Claim) -> tuple[str, str, str] | None:
     """(aspect, earlier word, later word) when ``new`` is at a later stage than ``old``
     (``attributes.LIFE_STAGES``), a state of the same speaker said before it; else
@@ -588,9 +538,9 @@ def moved_on(new: Claim, old: Claim) -> tuple[str, str, str] | None:
             continue  # "moved to Berlin" said after "I live in Berlin" recalls how it began
         before = new.text[: now.start()]
         # "our son was born" is the speaker's birth; "my sister's baby arrived" is not
-        ours = aspect in ("pregnancy", "children") and not _OTHERS_CHILD.search(before)
-        theirs = not ours and _RELATIVE_BEFORE.search(before)
-        if _NEGATED_BEFORE.search(before) or theirs:
+        ours = aspect in ("pregnancy", "children") and not OTHERS_CHILD.search(before)
+        theirs = not ours and RELATIVE_BEFORE.search(before)
+        if NEGATED_BEFORE.search(before) or theirs:
             continue
         return aspect, was.group(0), now.group(0)
     return None
