@@ -27,6 +27,12 @@ from ..lang.query import SPEECH_WHO, asks_when, asks_who, names_in, said_by_name
 from ..lang.subject import clause_subject, kin_names, mentions_kin
 from ..lang.text import fold, is_stopword, person_key, stem, words
 from ..lang.timeground import find_times
+from ..lang.whose import (
+    FIRST_PERSON_WORDS,
+    NAMED_IN_QUESTION,
+    SECOND_PERSON_WORDS,
+    VOCATIVE,
+)
 from ..model import Claim, Hit, Message, text_problem
 from .extractive import (
     Shape,
@@ -149,15 +155,6 @@ def as_written(name: str, text: str) -> str:
     return m.group(0) if m else name
 
 
-# "Hey Caroline, ..." / "..., Caroline!": a name said to someone is no claim about them.
-_VOCATIVE = (
-    re.compile(r"(?:^|,)\s*[A-Z]\w+\W*$"),
-    re.compile(r"^\W*(?:(?i:hey|hi|hello|thanks|thank you|wow|oh|yes|yeah)\W+)?[A-Z]\w+,"),
-)
-_FIRST = frozenset("i me my mine myself i'm i've i'd i'll we us our ours we're we've".split())
-_SECOND = frozenset("you your yours yourself you're you've you'd you'll".split())
-
-
 def sentence_owner(
     sentence: str,
     speaker: str,
@@ -192,9 +189,9 @@ def owner_and_subject(
     if subject is not None:
         return subject, True
     low = {fold(w) for w in words(sentence)}
-    if low & _FIRST:
+    if low & FIRST_PERSON_WORDS:
         return speaker, False
-    if low & _SECOND:
+    if low & SECOND_PERSON_WORDS:
         return (addressees[0] if len(addressees) == 1 else None), False
     named = [p for p in names_in(said, people) if p != speaker]
     return (named[0] if len(named) == 1 else None), False
@@ -210,9 +207,9 @@ def focus_owner(
     tokens = [fold(t) for t in re.findall(r"[\w'’]+", text)]
     first = next((i for i, t in enumerate(tokens) if stem(t) in wanted), None)
     for t in reversed(tokens[:first] if first is not None else []):
-        if t in _FIRST:
+        if t in FIRST_PERSON_WORDS:
             return speaker
-        if t in _SECOND:
+        if t in SECOND_PERSON_WORDS:
             return addressees[0] if len(addressees) == 1 else None
     return None
 
@@ -226,7 +223,7 @@ def evidence_kin(hits: Sequence[Hit]) -> dict[tuple[str, str], str]:
 
 def _said_to(sentence: str) -> str:
     """The sentence without a name used to address someone ("Hey Gina, I ..." is not Gina's)."""
-    for vocative in _VOCATIVE:
+    for vocative in VOCATIVE:
         sentence = vocative.sub(" ", sentence)
     return sentence
 
@@ -301,7 +298,7 @@ def verify_speaker(
         if (
             u.owner is not None
             and u.valid_from is None
-            and {fold(w) for w in words(u.text)} & _SECOND
+            and {fold(w) for w in words(u.text)} & SECOND_PERSON_WORDS
         ):
             # a sentence to someone: the asked words may be theirs, not the speaker's
             u = replace(u, owner=focus_owner(u.text, m.speaker, m.addressees, wanted) or u.owner)
@@ -341,12 +338,8 @@ def told_of_named(speaker: str, owner: str, person: str, question: str, text: st
         return True
     if not fold(owner).startswith(fold(person) + "'"):
         return False  # only one's own relative ("Zara's baby") is told of by name
-    named = {w for w in _NAMED.findall(question[1:]) if fold(w) != fold(person)}
+    named = {w for w in NAMED_IN_QUESTION.findall(question[1:]) if fold(w) != fold(person)}
     return any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text) for w in named)
-
-
-# a name the question holds past its first word: "When was Theo born?"
-_NAMED = re.compile(r"(?<=\s)([A-Z][a-z]+)(?:['’]s)?\b")
 
 
 def not_theirs(
