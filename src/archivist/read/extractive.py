@@ -38,6 +38,7 @@ from ..lang.attributes_asked import (
     stating_kind,
 )
 from ..lang.denial import OLD_STEMS, denies, former
+from ..lang.evidence import CLAUSES
 from ..lang.phrasing import (
     ASKS_NAME,
     ASKS_STATE,
@@ -88,7 +89,7 @@ from .sentences import (
     quoted,
     split_sentences,
 )
-from .since import CLAUSES, asks, denied_later, overtaken, speaks_of
+from .since import asks, denied_later, overtaken, speaks_of
 
 # Abstain when the best sentence's relevance (lexical coverage / 2 + cosine) is
 # below this; yes/no needs more, since "Yes" or "No" is a claim of its own.

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ..lang.evidence import (
+    KEY_INFO_UNTIL,
+    REPLACED_WORDS,
+)
 from ..lang.text import denied_still, ended_objects, endings, names_thing, no_more
 from ..lang.timeground import spoken_day
 from ..model import Claim, Message
@@ -51,15 +55,9 @@ def history_line(line: str, since: datetime) -> str:
     return f"{line} {HISTORY_MARK} (no longer holds from {spoken_day(since)})"
 
 
-_UNTIL = re.compile(r"\buntil (\d{4}-\d{2}-\d{2})\b")  # key info's "(since …, until 2024-09-20)"
-
-
 def _until(day: str) -> datetime:
     """The end of a snapshot's "until" day: it holds through that day."""
     return datetime.fromisoformat(day).replace(tzinfo=UTC) + timedelta(days=1)
-
-
-_REPLACED = re.compile(r"\b(?:instead\s+of|rather\s+than)\b[^,.;!?]*", re.I)
 
 
 @dataclass(frozen=True)
@@ -89,7 +87,7 @@ class Bygones:
         what holds now (``mark`` marks its ending clause in place).
         """
         own = {o.casefold() for o in own}
-        dated = [_until(m.group(1)) for m in _UNTIL.finditer(sentence)]
+        dated = [_until(m.group(1)) for m in KEY_INFO_UNTIL.finditer(sentence)]
         if dated and self.at is not None and max(dated) <= self.at:
             return max(dated)  # a snapshot's "(since …, until 2024-09-20)", read later
         ends = [
@@ -127,8 +125,8 @@ class Bygones:
             )
             if since is not None:
                 parts[i] = history_line(part.rstrip(), since)
-            elif _REPLACED.search(part):  # "instead of the ThinkPad": marked inside
-                parts[i] = _REPLACED.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
+            elif REPLACED_WORDS.search(part):  # "instead of the ThinkPad": marked inside
+                parts[i] = REPLACED_WORDS.sub(lambda m: f"{m.group(0)} {HISTORY_MARK}", part)
             else:
                 parts[i] = self._mark_replaced(_mark_endings(part, ended))
         return "".join(parts)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from ..lang.evidence import EMPTY_REPLY
 from ..lang.text import fold, is_stopword, words
 from ..model import Message
 from .sentences import split_sentences
@@ -16,19 +17,12 @@ REPLY_WORDS = 8  # a reply this short may mean nothing without the question it a
 REPLY_WITHIN = timedelta(hours=12)  # ... when it comes this soon after it
 
 
-# What a reply says when it says nothing of its own: "Thanks, Melanie!", "Yep!", "Sure thing"
-_EMPTY_REPLY = frozenset(
-    "thanks thank thx yes yeah yep yup no nope sure ok okay right wow haha lol cool great "
-    "nice awesome totally definitely absolutely exactly agreed true thing".split()
-)
-
-
 def _says_something(reply: str, before: Message) -> bool:
     """Whether a reply holds a word of its own: not a function word, an interjection or
     a name ("My girlfriend!", "5 years already!"; not "Thanks, Melanie!")."""
     names = {fold(w) for p in (before.speaker, *before.addressees) for w in words(p)}
     return any(
-        not is_stopword(w) and fold(w) not in _EMPTY_REPLY and fold(w) not in names
+        not is_stopword(w) and fold(w) not in EMPTY_REPLY and fold(w) not in names
         for w in words(reply)
     )
 

@@ -14,6 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..lang.denial import TOKEN
+from ..lang.evidence import (
+    ASKS_SINCE_WHEN,
+    NUMBER_WORDS,
+    ORDINAL_WORDS,
+    UNTIL_WORD,
+)
 from ..lang.phrasing import INSTEAD, NO_LONGER_LEAD, NO_LONGER_TAIL, SWAPS
 from ..lang.text import is_stopword, stem, words
 from ..lang.timeground import as_placed, find_times
@@ -26,7 +32,6 @@ SENTENCE_BREAK = re.compile(
 )
 # claim kinds that tell nothing: a question asked, small talk the judge read as such
 IDLE_KINDS = frozenset({"question", "chatter"})
-_UNTIL = re.compile(r"\b(?:until|till|til|through)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -51,13 +56,13 @@ class Sentence:
 
 def window_end(text: str, said: datetime) -> datetime | None:
     """The end of a window the sentence sets ("until the end of July"), if it names one."""
-    if not _UNTIL.search(text):
+    if not UNTIL_WORD.search(text):
         return None
     for ref in find_times(text, said):
         i = text.find(ref.text)
         # the time may hold its "until" ("until the 20th") or follow it ("until she is back
         # from Peru on the 20th")
-        if i >= 0 and (_UNTIL.match(ref.text) or _UNTIL.search(text[max(0, i - 40) : i])):
+        if i >= 0 and (UNTIL_WORD.match(ref.text) or UNTIL_WORD.search(text[max(0, i - 40) : i])):
             return ref.end or ref.start
     return None
 
@@ -149,7 +154,6 @@ def format_when(when: datetime, granularity: str = "day") -> str:
 # by July 10th") answers first, even in a later sentence of the message.
 _WHEN_WORDS = {"since": "since|from", "from": "since|from", "by": "by|until|till|before"}
 _WHEN_WORDS |= {"until": _WHEN_WORDS["by"], "till": _WHEN_WORDS["by"]}
-_PREP_WHEN = re.compile(r"^\W*(since|from|by|until|till)\s+when\b", re.I)
 
 
 def after_in_message(s: Sentence) -> str:
@@ -176,7 +180,7 @@ def event_time(s: Sentence, question: str = "", wanted: Sequence[str] = ()) -> t
         if asked:
             refs.sort(key=lambda r: min(abs(part.find(r.text) - a) for a in asked))
         found += [(part, ref) for ref in refs]
-    if m := _PREP_WHEN.match(question):
+    if m := ASKS_SINCE_WHEN.match(question):
         cue = _WHEN_WORDS[m[1].lower()]
         said_with = re.compile(rf"\b(?:{cue})\s+$", re.I)
         with_cue = [
@@ -233,27 +237,12 @@ def count_in(text: str) -> int | None:
     for w in words(text.lower()):
         if w.isdigit() and len(w) < 4:
             return int(w)
-        if w in _NUMBERS:
-            return _NUMBERS[w]
+        if w in NUMBER_WORDS:
+            return NUMBER_WORDS[w]
     for w in words(text.lower()):
-        if w in _ORDINALS:
-            return _ORDINALS[w]
+        if w in ORDINAL_WORDS:
+            return ORDINAL_WORDS[w]
     return None
-
-
-_NUMBERS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
-}
-_ORDINALS = {
-    w: i
-    for i, w in enumerate(
-        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth".split()
-    )
-    if i >= 2
-}
 
 
 def coverage(

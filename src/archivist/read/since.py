@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from ..lang.denial import denies
+from ..lang.evidence import CLAUSES
 from ..lang.phrasing import ADDED, TURN
 from ..lang.text import CALENDAR_WORDS, ended_objects, fold, is_stopword, names_thing
 from .sentences import Sentence, coverage
@@ -133,10 +134,6 @@ def _ends_one_of(text: str, asked_of: Sequence[str], named: set[str]) -> bool:
         ):
             return True
     return False
-
-
-# "I'm still on the committee, just no more accounts": the denial is of the accounts
-CLAUSES = re.compile(r"[,;:]\s|\s[-\u2013\u2014]\s|\b(?:but|though|although)\b", re.I)
 
 
 def _denied_in(clause: str, asked_of: Sequence[str]) -> bool:
