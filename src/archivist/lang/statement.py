@@ -1,6 +1,8 @@
 """The words the no-LLM archivist reads a sentence with (write/heuristic.py): fillers and
 greetings, requests and the speaker's own questions, verb agreement for the third person, plan,
-preference and emotion cues, names, and the words that bound a state's span."""
+preference and emotion cues, names, and the words that bound a state's span; the pronouns
+index text swaps for names (write/index_text.py) and the words no scene title is made of
+(write/scenes.py)."""
 
 from __future__ import annotations
 
@@ -183,3 +185,41 @@ SPAN_WINDOW = re.compile(r"\b(?:until|till|through|for\s+(?:the\s+next\s+)?\w+\s
 SPAN_STARTS = re.compile(r"\b(?:from|starting|as\s+of|effective)\s+(?:on\s+)?(?:the\s+)?\w", re.I)
 
 SPAN_ENDS = re.compile(r"\b(?:to|until|till|through)\b|[-–]\s*\d", re.I)
+
+
+FIRST_PERSON_SWAPS = {
+    "i": "{s}",
+    "me": "{s}",
+    "myself": "{s}",
+    "my": "{s}'s",
+    "mine": "{s}'s",
+    "i'm": "{s} is",
+    "im": "{s} is",
+    "i've": "{s} has",
+    "i'd": "{s} would",
+    "i'll": "{s} will",
+}
+
+SECOND_PERSON_SWAPS = {
+    "you": "{a}",
+    "your": "{a}'s",
+    "yours": "{a}'s",
+    "yourself": "{a}",
+    "you're": "{a} is",
+    "you've": "{a} has",
+    "you'd": "{a} would",
+    "you'll": "{a} will",
+}
+
+PRONOUN = re.compile(
+    r"(?<![\w'’])(i['’]m|i['’]ve|i['’]d|i['’]ll|you['’]re|you['’]ve|you['’]d|you['’]ll|"
+    r"myself|yourself|mine|yours|your|my|me|you|i)(?![\w'’])",
+    re.IGNORECASE,
+)
+
+
+# Words of the heuristic narrative template and of dates: they say when, not what about.
+TITLE_STOP = CALENDAR_WORDS | frozenset(
+    """session sessions talked talk shared said told asked photo picture image week weeks
+    month months year years""".split()
+)

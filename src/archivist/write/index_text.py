@@ -14,35 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..model import Claim, Episode, Message, content_hash
-
-_FIRST = {
-    "i": "{s}",
-    "me": "{s}",
-    "myself": "{s}",
-    "my": "{s}'s",
-    "mine": "{s}'s",
-    "i'm": "{s} is",
-    "im": "{s} is",
-    "i've": "{s} has",
-    "i'd": "{s} would",
-    "i'll": "{s} will",
-}
-_SECOND = {
-    "you": "{a}",
-    "your": "{a}'s",
-    "yours": "{a}'s",
-    "yourself": "{a}",
-    "you're": "{a} is",
-    "you've": "{a} has",
-    "you'd": "{a} would",
-    "you'll": "{a} will",
-}
-_PRONOUN = re.compile(
-    r"(?<![\w'’])(i['’]m|i['’]ve|i['’]d|i['’]ll|you['’]re|you['’]ve|you['’]d|you['’]ll|"
-    r"myself|yourself|mine|yours|your|my|me|you|i)(?![\w'’])",
-    re.IGNORECASE,
+from ..lang.statement import (
+    FIRST_PERSON_SWAPS,
+    PRONOUN,
+    SECOND_PERSON_SWAPS,
 )
+from ..model import Claim, Episode, Message, content_hash
 
 
 @dataclass(frozen=True)
@@ -64,13 +41,13 @@ def resolve_pronouns(text: str, speaker: str, addressee: str | None) -> str:
 
     def sub(m: re.Match) -> str:
         word = m.group(0).lower().replace("’", "'")
-        if word in _FIRST:
-            return _FIRST[word].format(s=speaker)
-        if addressee and word in _SECOND:
-            return _SECOND[word].format(a=addressee)
+        if word in FIRST_PERSON_SWAPS:
+            return FIRST_PERSON_SWAPS[word].format(s=speaker)
+        if addressee and word in SECOND_PERSON_SWAPS:
+            return SECOND_PERSON_SWAPS[word].format(a=addressee)
         return m.group(0)
 
-    return _PRONOUN.sub(sub, text)
+    return PRONOUN.sub(sub, text)
 
 
 def date_words(m: Message) -> str:

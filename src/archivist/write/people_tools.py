@@ -15,7 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..lang.attributes import JOB_WORDS, PLACE, attribute_values, clean_value, compatible_values
+from ..lang.attributes import attribute_values, clean_value, compatible_values
+from ..lang.identity import (
+    IDENTITY_PATTERNS,
+    RELATIONS,
+)
 from ..lang.text import person_key
 from ..model import Claim, Message, Person
 from ..store.sql import Filters
@@ -111,32 +115,6 @@ def fingerprint(
 
 # -- the agent's tools: pure functions over the two sides' claims and messages ---------------
 
-# Cues only the identity agent reads, beside ``attributes.PATTERNS`` (the one vocabulary
-# of job, employer, home, diet, partner and age, which reconciliation reads too): past
-# values, which identify someone as well as present ones but must not close a current
-# claim; jobs told by what someone does; and family, pets and hobbies, which are many.
-_OWNER = r"(?:(?P<o>[A-Z][\w-]*)['’]s|[Mm]y|[Hh]is|[Hh]er|[Tt]heir)\s+"
-_KIN = (  # partners are attributes.PATTERNS' ("Ana's husband Carl")
-    "sister|brother|mom|mum|mother|dad|father|son|daughter|cousin|aunt|uncle|grandmother|"
-    "grandfather|niece|nephew"
-)
-_RELATIONS = {"mom": "mother", "mum": "mother", "dad": "father"}
-_PETS = "dog|cat|puppy|kitten|parrot|rabbit|hamster|horse|tortoise|turtle"
-_GAMES = "tennis|football|soccer|chess|guitar|piano|violin|drums|basketball|golf|volleyball"
-_FLY = r"\bfl(?:y|ies|ew|ying|own)\s+"
-_IDENTITY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("job", re.compile(rf"\bwas\s+an?\s+(?P<v>(?:[\w-]+\s+){{0,2}}(?:{JOB_WORDS}))\b", re.I)),
-    ("job", re.compile(rf"{_FLY}(?P<v>(?:cargo|passenger|commercial)\s+)?"
-                       rf"(?:planes?|jets?|aircraft|flights?)\b|{_FLY}(?P<w>cargo)\b", re.I)),
-    ("job", re.compile(r"\b(?P<t>teach(?:es|ing)?)\s+(?!(?:me|him|her|them|us|you)\b)", re.I)),
-    ("residence", re.compile(rf"\blived\s+in\s+{PLACE}")),
-    ("family", re.compile(rf"{_OWNER}(?:(?:older|younger|little|big|baby|twin|late)\s+)?"
-                          rf"(?P<r>{_KIN})\s*,?\s+(?P<v>[A-Z][a-z]+)")),
-    ("pet", re.compile(rf"(?:{_OWNER})?\b(?P<k>{_PETS})\s*,?\s+(?:(?:called|named)\s+)?"
-                       r"(?P<v>[A-Z][a-z]+)")),
-    ("hobby", re.compile(r"\b(?:loves?|enjoys?|likes?)\s+(?P<v>[a-z]+ing)\b")),
-    ("hobby", re.compile(rf"\bplays?\s+(?:the\s+)?(?P<v>{_GAMES})\b")),
-)  # fmt: skip
 # One value at a time: two values at once, one per side, contradict. Not ages: they
 # move on, and "30" on one side and "31" on the other may be one person a year apart.
 SINGLE_VALUED = frozenset({"job", "employer", "residence", "diet", "partner", "mother", "father"})
@@ -164,7 +142,7 @@ def _fact(attribute: str, m: re.Match[str]) -> tuple[str, str] | None:
         kind = (groups.get("v") or groups.get("w") or "").strip().lower()
         return "job", f"{kind} pilot".strip()
     if attribute == "family":
-        relation = _RELATIONS.get(groups["r"].lower(), groups["r"].lower())
+        relation = RELATIONS.get(groups["r"].lower(), groups["r"].lower())
         return (
             (relation, groups["v"])
             if relation in SINGLE_VALUED
@@ -180,7 +158,7 @@ def _claim_facts(text: str) -> Iterator[tuple[str, str, re.Match[str]]]:
     """(attribute, value, match) for every cue in ``text``: the shared ones, then the agent's."""
     for found, m in attribute_values(text):
         yield found.attribute, found.value, m
-    for attribute, pattern in _IDENTITY_PATTERNS:
+    for attribute, pattern in IDENTITY_PATTERNS:
         for m in pattern.finditer(text):
             fact = _fact(attribute, m)
             if fact:

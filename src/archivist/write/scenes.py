@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..lang.text import CALENDAR_WORDS, query_terms
+from ..lang.statement import TITLE_STOP
+from ..lang.text import query_terms
 from ..model import Episode, Scene, content_hash
 from ..prompts import scene as scene_prompt
 from .condense import (
@@ -34,12 +35,6 @@ from .index_text import episode_embed_text, text_hash
 
 if TYPE_CHECKING:
     from ..core import Core
-
-# Words of the heuristic narrative template and of dates: they say when, not what about.
-_TITLE_STOP = CALENDAR_WORDS | frozenset(
-    """session sessions talked talk shared said told asked photo picture image week weeks
-    month months year years""".split()
-)
 
 
 @dataclass(frozen=True)
@@ -141,7 +136,7 @@ def episode_vectors(core: Core, episodes: Sequence[Episode]) -> dict[int, np.nda
 
 def heuristic_title(members: Sequence[Episode], names: Sequence[str], cap: int, n: int) -> str:
     """The members' most frequent keywords (titles count twice), names and dates left out."""
-    stop = _TITLE_STOP | {t for name in names for t in query_terms(name)}
+    stop = TITLE_STOP | {t for name in names for t in query_terms(name)}
     counts: Counter[str] = Counter()
     for e in members:
         for text, weight in ((e.title, 2), (e.narrative, 1)):
