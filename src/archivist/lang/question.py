@@ -61,3 +61,12 @@ BECAUSE = re.compile(
     r"|^\W*with\b",  # "With the new job there's just no time."
     re.I,
 )
+
+# "Did she drop the course?": a question about an ending (beside text.ENDING)
+ASKS_DROP = re.compile(r"\b(drop|dropp)", re.I)
+
+# "Would Caroline like Vivaldi?": a hypothetical, answered by inference from other evidence
+HYPOTHETICAL = frozenset(("would", "could", "might"))
+
+# "Who…?", "With whom…?", "Whose…?": a question that asks for a person
+ASKS_PERSON = re.compile(r"\W*(?:with\s+)?(?:who|whom|whose)\b", re.I)

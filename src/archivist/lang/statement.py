@@ -223,3 +223,7 @@ TITLE_STOP = CALENDAR_WORDS | frozenset(
     """session sessions talked talk shared said told asked photo picture image week weeks
     month months year years""".split()
 )
+
+# a caption that already says what it is: "a voice note", "the menu"; "a photo of …"
+ARTICLE = re.compile(r"(?:a|an|the)\s", re.I)
+PHOTO_OF = re.compile(r"(?:a|an)\s+(?:photo|picture|image|screenshot)\s+of\b", re.I)

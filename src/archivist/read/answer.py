@@ -24,6 +24,7 @@ from ..embed.base import Embedder
 from ..errors import InputError
 from ..judge import Judge
 from ..lang.query import SPEECH_WHO, asks_when, asks_who, names_in, said_by_named
+from ..lang.question import ASKS_PERSON
 from ..lang.subject import clause_subject, kin_names, mentions_kin
 from ..lang.text import fold, is_stopword, person_key, stem, words
 from ..lang.timeground import find_times
@@ -452,7 +453,7 @@ def extractive_answer(
         return replace(abstain(question, reason), context_tokens=tokens)
     text, used, why = composed
     best = used[0]
-    asks_who = bool(re.match(r"\W*(?:with\s+)?(?:who|whom|whose)\b", question, re.I))
+    asks_who = bool(ASKS_PERSON.match(question))
     pool = ranked  # the candidates the answer came from, for its margin over the next
     if (
         target

@@ -55,6 +55,7 @@ from ..lang.query import SPEECH_WHO, asks_when, asks_who
 from ..lang.question import (
     ASKS_BEFORE,
     ASKS_COUNT,
+    ASKS_DROP,
     ASKS_NEGATED,
     ASKS_NOW,
     ASKS_PAST,
@@ -63,6 +64,7 @@ from ..lang.question import (
     ASKS_WHY,
     ASKS_YES_NO,
     BECAUSE,
+    HYPOTHETICAL,
     NAMES_PLACE,
     STATES_NEW,
     STILL,
@@ -158,9 +160,7 @@ def shape_of(question: str, *, asks_when: bool) -> Shape:
         before=before,
         negated=bool(ASKS_NEGATED.search(question)),
         ends=bool(
-            ENDING.search(question)
-            or re.search(r"\b(drop|dropp)", question, re.I)
-            or OFF_THING.search(question)
+            ENDING.search(question) or ASKS_DROP.search(question) or OFF_THING.search(question)
         ),
         plural=plural,
         length=form == "open" and bool(HOW_LONG.match(question)),
@@ -446,7 +446,7 @@ def names_missing(question: str, s: Sentence) -> list[str]:
     Bailey" (Melanie's own words, with no Oscar in them). Months and days are times,
     not names; a hypothetical ("Would Caroline like Vivaldi?") is an inference from
     other evidence, so it asks for no name."""
-    if fold(question.split()[0] if question.split() else "") in ("would", "could", "might"):
+    if fold(question.split()[0] if question.split() else "") in HYPOTHETICAL:
         return []
     people = {fold(p) for p in (s.message.speaker, *s.message.addressees)}
     low = fold(f"{s.text} {s.asked}")

@@ -19,6 +19,7 @@ from ..lang.attributes import LIFE_STAGES, attribute_of, attribute_values
 from ..lang.statement import (
     ABBREVIATIONS,
     AGREE,
+    ARTICLE,
     AS_SAID,
     AUX,
     DOERS,
@@ -35,6 +36,7 @@ from ..lang.statement import (
     NOT_NAMES,
     NOT_PAST,
     OWN_QUESTION,
+    PHOTO_OF,
     PLAN_CUE,
     PREFERENCE_CUE,
     PRESENT_VERBS,
@@ -457,9 +459,9 @@ def _caption_claim(m: Message, attachment: Attachment) -> Claim:
     (audio, a file) as "<speaker> shared <caption>", the caption naming what it was."""
     cap = attachment.caption.strip().rstrip(".")
     if attachment.kind not in ("image", "photo"):
-        if not re.match(r"(?:a|an|the)\s", cap, re.I):
+        if not ARTICLE.match(cap):
             cap = f"{'an' if cap[:1].lower() in 'aeiou' else 'a'} {cap}"
-    elif not re.match(r"(?:a|an)\s+(?:photo|picture|image|screenshot)\s+of\b", cap, re.I):
+    elif not PHOTO_OF.match(cap):
         cap = f"a photo of {cap}"
     return Claim(
         text=f"{m.speaker} shared {cap}",
