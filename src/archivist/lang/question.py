@@ -63,7 +63,7 @@ BECAUSE = re.compile(
 )
 
 # "Did she drop the course?": a question about an ending (beside text.ENDING)
-ASKS_DROP = re.compile(r"\b(drop|dropp)", re.I)
+ASKS_DROP = re.compile(r"\bdrop", re.I)  # "drop", "dropped", "dropping"
 
 # "Would Caroline like Vivaldi?": a hypothetical, answered by inference from other evidence
 HYPOTHETICAL = frozenset(("would", "could", "might"))
