@@ -60,6 +60,9 @@ class Core:
     ledger: Accounting = field(default_factory=Accounting)
     limiter: threading.BoundedSemaphore = field(init=False, repr=False)
     _names: dict[str, list[str]] = field(init=False, repr=False, default_factory=dict)
+    # embedding models this store was seen to be indexed with (a store's model never
+    # changes once set; each write checks it again in its own transaction)
+    _models_seen: set[str] = field(init=False, repr=False, default_factory=set)
 
     def __post_init__(self) -> None:
         check_settings(self.settings)
@@ -125,8 +128,12 @@ class Core:
 
     def check_embed_model(self, embedder: Embedder) -> None:
         """Refuse to query one model's index with another model's vectors."""
+        if embedder.name in self._models_seen:
+            return
         stored = self.store.embed_model()
-        if stored is not None and stored != embedder.name:
+        if stored == embedder.name:
+            self._models_seen.add(stored)
+        elif stored is not None:
             raise EmbeddingMismatch(
                 f"this store's vectors were made by {stored!r} but the embedder is "
                 f"{embedder.name!r}; use the same embedder or a new store"

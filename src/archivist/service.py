@@ -174,10 +174,17 @@ class MemoryService(MemoryViews, MemoryEdits):
             convs = list(data)
             if not all(isinstance(c, Conversation) for c in convs):
                 raise InputError("add() takes Conversation objects or a file path")
-        self.check_new(convs)
+        stored = self.check_new(convs)
         self.core.check_embed_model(self.embedder)
         results = [
-            add_conversation(self.core, c, index=self.index_options, progress=progress, embed=embed)
+            add_conversation(
+                self.core,
+                c,
+                index=self.index_options,
+                progress=progress,
+                embed=embed,
+                existing=stored.pop(c.id, None),  # read once; again if the batch repeats it
+            )
             for c in convs
         ]
         self.core.forget_people()
@@ -233,9 +240,11 @@ class MemoryService(MemoryViews, MemoryEdits):
             metadata=metadata,
         )
 
-    def check_new(self, convs: Sequence[Conversation]) -> None:
+    def check_new(self, convs: Sequence[Conversation]) -> dict[str, dict[str, str]]:
         """Refuse the whole batch (InputError) if any message is out of bounds or would
-        rewrite the log; stores nothing. add() calls it; the CLI checks all files first."""
+        rewrite the log; stores nothing. add() calls it; the CLI checks all files first.
+        Returns the stored message hashes it read, by conversation."""
+        out: dict[str, dict[str, str]] = {}
         for c in convs:
             if not isinstance(c.id, str) or not c.id:
                 raise InputError("a conversation needs an id")
@@ -244,7 +253,7 @@ class MemoryService(MemoryViews, MemoryEdits):
                     raise InputError(
                         f"conversation {c.id!r}, message {m.id!r}, field {found[0]!r}: {found[1]}"
                     )
-            stored = self.store.existing_hashes(c.id)
+            stored = out[c.id] = self.store.existing_hashes(c.id)
             changed = [m for m in c.messages if stored.get(m.id, m.hash) != m.hash]
             for m in changed:
                 old = self.store.get_message(c.id, m.id)
@@ -254,6 +263,7 @@ class MemoryService(MemoryViews, MemoryEdits):
                         "different content; the log is append-only (delete the conversation "
                         "to replace it); nothing was stored"
                     )
+        return out
 
     # -- the archivist: episodes and claims -------------------------------------------
 

@@ -177,11 +177,14 @@ class MessageLog(Audit):
 
     def _check_model(self, db: Connection, model: str, dim: int | None) -> None:
         """Refuse another model's vectors (the first model to arrive is the store's)."""
-        db.execute(
-            "INSERT INTO meta(key, value) VALUES ('embed_model', ?) ON CONFLICT DO NOTHING",
-            (model,),
-        )
-        current = db.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()[0]
+        found = db.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()
+        if found is None:  # the first vectors ever; another writer may be just as early
+            db.execute(
+                "INSERT INTO meta(key, value) VALUES ('embed_model', ?) ON CONFLICT DO NOTHING",
+                (model,),
+            )
+            found = db.execute("SELECT value FROM meta WHERE key = 'embed_model'").fetchone()
+        current = found[0]
         if current != model:
             raise EmbeddingMismatch(
                 f"{self.path} is indexed with embedding model {current!r}, not {model!r}; "
@@ -256,10 +259,13 @@ class MessageLog(Audit):
         (parts,) = db.execute(
             f"SELECT participants FROM conversations WHERE id = ?{self._d.lock_rows}", (conv.id,)
         ).fetchone()
-        people = sorted(set(json.loads(parts)) | set(conv.participants))
-        db.execute(
-            "UPDATE conversations SET participants = ? WHERE id = ?", (json.dumps(people), conv.id)
-        )
+        had = json.loads(parts)
+        people = sorted(set(had) | set(conv.participants))
+        if people != had:  # a chat's later turns mostly add no one
+            db.execute(
+                "UPDATE conversations SET participants = ? WHERE id = ?",
+                (json.dumps(people), conv.id),
+            )
         db.executemany(
             "INSERT INTO sessions(conversation, number, started_at) VALUES (?, ?, ?) "
             "ON CONFLICT (conversation, number) DO UPDATE SET started_at = "

@@ -68,12 +68,16 @@ def add_conversation(
     index: IndexOptions = DEFAULT_INDEX,
     progress: Progress | None = None,
     embed: bool = True,
+    existing: dict[str, str] | None = None,
 ) -> AddResult:
-    """Store ``conv``'s new or changed messages (all of them or none)."""
+    """Store ``conv``'s new or changed messages (all of them or none). ``existing``: the
+    conversation's stored message hashes, when the caller has just read them (the write
+    checks them again in its transaction)."""
     if not conv.id:
         raise InputError("a conversation needs an id")
     store = core.store
-    existing = store.existing_hashes(conv.id)
+    if existing is None:
+        existing = store.existing_hashes(conv.id)
     fresh = [m for m in conv.messages if existing.get(m.id) != m.hash]
     if not fresh:
         if progress:
