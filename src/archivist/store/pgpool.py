@@ -34,6 +34,12 @@ class LostConnection(StoreError):
 TRANSIENT = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 
 
+def _begin(conn: psycopg.Connection) -> None:
+    """Open a transaction on an autocommit connection (``commit()`` and ``rollback()``
+    end it, as they see it open)."""
+    conn.execute("BEGIN")
+
+
 class PgPool:
     """Up to ``size`` psycopg connections shared by a store's threads, with the body's
     connection API (``?`` SQL).
@@ -42,9 +48,11 @@ class PgPool:
     ``transaction()`` (nested blocks join it), and gives it back after: threads run
     their statements side by side, up to ``size`` at once, and wait for a connection
     beyond that. Connections are opened as threads need them, the first at once.
-    Outside a transaction each statement is its own transaction, ended at once so no
-    snapshot or lock is held between calls. A connection the server or the network
-    broke is opened again when a thread next takes it.
+    Connections run in autocommit: outside a transaction each statement is its own
+    (one round trip, where BEGIN, the statement and COMMIT took three), so no snapshot
+    or lock is held between calls; ``transaction()`` and a batch of rows send their own
+    BEGIN. A connection the server or the network broke is opened again when a thread
+    next takes it.
     """
 
     def __init__(self, connect: Callable[[], psycopg.Connection], size: int) -> None:
@@ -106,6 +114,7 @@ class PgPool:
             conn.rollback()  # nothing is open between calls; be sure
             mine.conn, mine.depth = conn, 1
             try:
+                _begin(conn)
                 yield self
             except BaseException as e:
                 self._rollback(conn, e)
@@ -139,7 +148,10 @@ class PgPool:
         if conn.closed:
             raise LostConnection(f"lost the connection to PostgreSQL: {one_line(cause)}") from cause
 
-    def _run(self, call):
+    def _run(self, call, batch: bool = False):
+        """``call(cursor)`` in this thread's transaction, else on a connection of its own:
+        a single statement in autocommit, a ``batch`` (rows of one statement: all or
+        none) in a transaction of its own."""
         if self.in_transaction():
             try:
                 return call(self._mine.conn.cursor())
@@ -148,6 +160,8 @@ class PgPool:
         conn = self._take()
         try:
             try:
+                if batch:
+                    _begin(conn)
                 out = call(conn.cursor())
             except BaseException as e:
                 self._rollback(conn, e)
@@ -174,7 +188,7 @@ class PgPool:
                 cur.executemany(_sql(sql, rows[0]), rows)
             return Rows([], max(cur.rowcount, 0) if rows else 0)
 
-        return self._run(run)
+        return self._run(run, batch=len(rows) > 1)
 
     def insert_ids(self, sql: str, seq: Iterable[Sequence]) -> list[int]:
         rows = [tuple(p) for p in seq]
@@ -189,7 +203,7 @@ class PgPool:
                 if not cur.nextset():
                     return out
 
-        return self._run(run)
+        return self._run(run, batch=len(rows) > 1)
 
     @property
     def closed(self) -> bool:

@@ -150,7 +150,7 @@ class PostgresStore(Store):
         need be), the server's path kept after it so an extension installed elsewhere
         (e.g. ``extensions``) still resolves."""
         try:
-            conn = psycopg.connect(self._dsn, autocommit=False)
+            conn = psycopg.connect(self._dsn, autocommit=True)  # PgPool sends BEGIN
         except psycopg.Error as e:
             raise StoreError(f"cannot connect to PostgreSQL: {one_line(e)}") from e
         try:
