@@ -345,6 +345,18 @@ def test_new_messages_make_a_pair_worth_deciding_again(tmp_path: Path) -> None:
     assert len(agent_decisions(mem)) == 2
 
 
+def test_a_later_turn_gives_only_a_new_speaker_an_identity(tmp_path: Path) -> None:
+    mem = loaded(tmp_path / "m.db", ["john-ana"])
+    before = {(p.name, p.identities) for p in mem.persons()}
+    mem.add("How was the night shift?", conversation="john-ana", user_id="Ana")
+    assert {(p.name, p.identities) for p in mem.persons()} == before  # known speakers
+    mem.add("Hi both, Ana told me about Lisbon.", conversation="john-ana", user_id="Zoe")
+    zoe = [p for p in mem.persons() if p.name == "Zoe"]
+    assert [p.identities for p in zoe] == [(("john-ana", "Zoe"),)]
+    # declared later, the identity the add made moves to the user
+    assert mem.declare_identity("u-zoe", "john-ana", "Zoe").identities == (("john-ana", "Zoe"),)
+
+
 def test_deleting_a_conversation_removes_its_identities(tmp_path: Path) -> None:
     mem = loaded(tmp_path / "m.db", ["john-ana", "john-lee"])
     mem.resolve_people()

@@ -23,6 +23,7 @@ from .embed.base import Embedder
 from .errors import InputError, NotFound
 from .jobs import JobRunner
 from .judge import Judge
+from .lang.text import person_key
 from .llm.accounting import Accounting
 from .llm.base import ChatModel
 from .model import (
@@ -189,13 +190,27 @@ class MemoryService(MemoryViews, MemoryEdits):
         ]
         self.core.forget_people()
         if written := [r.conversation for r in results if r.added]:
-            self.store.ensure_identities(written)  # new speakers are persons at once
+            if self._speakers_unknown(convs, written):  # new speakers are persons at once
+                self.store.ensure_identities(written)
             if turns:  # a user_id (an agent_id) is one person in every conversation
                 self._declare_turn_speakers(convs[0], user_id, agent_id)
         if extract:
             self.extract([c.id for c in convs])
             self.schedule_consolidation([c.id for c in convs])
         return results
+
+    def _speakers_unknown(self, convs: Sequence[Conversation], written: list[str]) -> bool:
+        """Whether a speaker of what was just written has no identity in its conversation
+        yet (a chat's later turns mostly bring no one new: one read, not the write
+        transaction that creates identities)."""
+        todo = set(written)
+        for c in convs:
+            if c.id in todo:
+                todo.discard(c.id)
+                keys = {person_key(m.speaker) for m in c.messages if m.role != "system"}
+                if not keys <= self.store.identity_keys(c.id):
+                    return True
+        return False
 
     def ensure_declared(self, user_id: str, conversation: str, name: str) -> None:
         """``declare_identity``, once per process for each (conversation, name) unless a

@@ -134,6 +134,13 @@ class People(Body):
         pid, name, declared, key_info = row
         return Person(pid, name, tuple((conv, n) for conv, n in ids), bool(declared), key_info)
 
+    def identity_keys(self, conversation: str) -> set[str]:
+        """The name keys of the identities held in ``conversation``."""
+        rows = self._db.execute(
+            "SELECT name_key FROM person_identities WHERE conversation = ?", (conversation,)
+        )
+        return {k for (k,) in rows}
+
     def identity_names(self, conversation: str) -> list[str]:
         """The names of the identities held in ``conversation``."""
         rows = self._db.execute(

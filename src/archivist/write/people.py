@@ -101,18 +101,21 @@ def declare(store: Store, user_id: str, conversation: str, name: str) -> Person:
     uid = (user_id or "").strip()
     if not uid:
         raise InputError("declare_identity needs a non-empty user id")
-    participants = store.participants(conversation)
-    if participants is None:
-        raise NotFound(f"no conversation {conversation!r}")
-    # only this conversation is read: a server declares each chat's user on its first
-    # turn, and reading every conversation and person cost time in the store's size
-    store.ensure_identities([conversation])
     key = person_key(name)
+    # only this conversation is read: a server declares each chat's user on its first
+    # turn, and reading every conversation and person cost time in the store's size;
+    # the add that stored the turn mostly gave the speaker an identity already
     spoken = {person_key(n): n for n in store.identity_names(conversation)}
-    known = {person_key(p): p for p in participants} | spoken
-    if key not in known:
-        raise NotFound(f"{name!r} is not a participant of conversation {conversation!r}")
-    stored_name = known[key]
+    if key not in spoken:
+        participants = store.participants(conversation)
+        if participants is None:
+            raise NotFound(f"no conversation {conversation!r}")
+        store.ensure_identities([conversation])
+        spoken = {person_key(n): n for n in store.identity_names(conversation)}
+        spoken = {person_key(p): p for p in participants} | spoken
+        if key not in spoken:
+            raise NotFound(f"{name!r} is not a participant of conversation {conversation!r}")
+    stored_name = spoken[key]
     joined = store.declare_identity(conversation, stored_name, uid)
     if joined:
         store.add_decision(
