@@ -255,6 +255,21 @@ def test_declare_identity_rejects_unknown_conversations_and_participants(tmp_pat
         mem.declare_identity("  ", "john-ana", "John")
 
 
+def test_a_user_declared_in_many_chats_is_named_briefly_in_each_decision(
+    tmp_path: Path,
+) -> None:
+    """An assistant is declared in every chat: a new chat's decision names the first
+    identities and how many more, not all of them (each was longer than the last)."""
+    mem = service(tmp_path / "m.db")
+    for n in range(6):
+        mem.add(f"Hello from chat {n}.", conversation=f"c{n}", user_id="u-sam")
+    merges = [d for d in mem.decisions("identity") if d.verdict == "MERGE"]
+    assert [d.b for d in merges] == [f"c{n}/u-sam" for n in range(1, 6)]
+    assert merges[1].a == "c0/u-sam + c1/u-sam"
+    assert merges[-1].a == "c0/u-sam + c1/u-sam + c2/u-sam and 2 more"
+    assert len(mem.person("u-sam").identities) == 6
+
+
 def test_redeclaring_an_identity_moves_it_to_the_new_user(tmp_path: Path) -> None:
     mem = loaded(tmp_path / "m.db", ["john-ana", "john-bob"])
     mem.declare_identity("u1", "john-ana", "John")

@@ -216,7 +216,9 @@ class MemoryService(MemoryViews, MemoryEdits):
         """``declare_identity``, once per process for each (conversation, name) unless a
         deletion since may have undone it: what a chat front end calls on every turn."""
         if (conversation, name) not in self._declared:
-            self.declare_identity(user_id, conversation, name)
+            from .write.people import record_declaration
+
+            record_declaration(self.store, user_id, conversation, name)
             self._declared.add((conversation, name))
 
     def _declare_turn_speakers(

@@ -134,6 +134,13 @@ class People(Body):
         pid, name, declared, key_info = row
         return Person(pid, name, tuple((conv, n) for conv, n in ids), bool(declared), key_info)
 
+    def identity_count(self, person_id: str) -> int:
+        """How many identities the person holds."""
+        row = self._db.execute(
+            "SELECT count(*) FROM person_identities WHERE person_id = ?", (person_id,)
+        ).fetchone()
+        return int(row[0])
+
     def identity_keys(self, conversation: str) -> set[str]:
         """The name keys of the identities held in ``conversation``."""
         rows = self._db.execute(
@@ -168,13 +175,14 @@ class People(Body):
 
     @retried
     def declare_identity(
-        self, conversation: str, name: str, user_id: str
+        self, conversation: str, name: str, user_id: str, most: int | None = None
     ) -> list[tuple[str, str]] | None:
         """Put the identity (conversation, name) under the declared person ``user_id``.
 
         Returns None when it was already there (nothing changed), else the
-        identities the declared person held before it joined. Undeclared
-        identities merged into the identity's old person move along with it.
+        identities the declared person held before it joined (the first ``most``
+        of them: an assistant declared in every chat holds one per chat).
+        Undeclared identities merged into the identity's old person move along with it.
         """
         key = q.person_key(name)
         c = self._d.order_text
@@ -186,15 +194,16 @@ class People(Body):
             ).fetchone()
             if row is not None and row[0] == user_id and row[1] == user_id:
                 return None
+            limit, params = ("", (user_id,)) if most is None else (" LIMIT ?", (user_id, most + 1))
             joined = [
                 (c, n)
                 for c, n in db.execute(
                     "SELECT conversation, name FROM person_identities WHERE person_id = ? "
-                    f"ORDER BY conversation{c}, name_key{c}",
-                    (user_id,),
+                    f"ORDER BY conversation{c}, name_key{c}{limit}",
+                    params,
                 )
                 if (c, q.person_key(n)) != (conversation, key)
-            ]
+            ][:most]
             db.execute(
                 "INSERT INTO persons(id, name, declared, created_at) VALUES (?, ?, 1, ?) "
                 "ON CONFLICT(id) DO UPDATE SET declared = 1",

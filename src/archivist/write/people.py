@@ -92,11 +92,30 @@ def candidate_pairs(persons: Sequence[Person]) -> list[tuple[Person, Person]]:
 # -- declared identities --------------------------------------------------------------------
 
 
+# identities a declaration's MERGE decision names of those the user held before: a
+# chat's assistant is declared in every chat, and listing them all made each new chat's
+# decision longer than the last
+JOINED_SHOWN = 3
+
+
 def declare(store: Store, user_id: str, conversation: str, name: str) -> Person:
-    """The caller says (conversation, name) is user ``user_id``: put it under that person.
+    """The caller says (conversation, name) is user ``user_id``: put it under that person
+    (``record_declaration``) and return the person."""
+    record_declaration(store, user_id, conversation, name)
+    found = store.person(user_id.strip())
+    if found is None:  # a delete of the same person won the race
+        raise NotFound(f"no person {user_id.strip()!r}")
+    return found
+
+
+def record_declaration(store: Store, user_id: str, conversation: str, name: str) -> None:
+    """Put (conversation, name) under the user ``user_id``, reading no person back (a
+    chat front end declares each chat's speakers; an assistant's identities grow with
+    its chats).
 
     Records a MERGE decision (method ``declared``) when the user already had
-    identities elsewhere. NotFound if the conversation or participant is unknown.
+    identities elsewhere, naming the first ``JOINED_SHOWN`` of them and how many
+    more. NotFound if the conversation or participant is unknown.
     """
     uid = (user_id or "").strip()
     if not uid:
@@ -116,22 +135,22 @@ def declare(store: Store, user_id: str, conversation: str, name: str) -> Person:
         if key not in spoken:
             raise NotFound(f"{name!r} is not a participant of conversation {conversation!r}")
     stored_name = spoken[key]
-    joined = store.declare_identity(conversation, stored_name, uid)
+    joined = store.declare_identity(conversation, stored_name, uid, most=JOINED_SHOWN)
     if joined:
+        held = " + ".join(identity_label(c, n) for c, n in joined)
+        more = store.identity_count(uid) - 1 - len(joined) if len(joined) == JOINED_SHOWN else 0
+        if more > 0:
+            held += f" and {more} more"
         store.add_decision(
             Decision(
                 kind=KIND,
-                a=" + ".join(identity_label(c, n) for c, n in joined),
+                a=held,
                 b=identity_label(conversation, stored_name),
                 verdict="MERGE",
                 reasons=f"declared by the caller as user {uid}",
                 method="declared",
             )
         )
-    person = store.person(uid)
-    if person is None:  # a delete of the same person won the race
-        raise NotFound(f"no person {uid!r}")
-    return person
 
 
 def apply_declarations(store: Store) -> int:
