@@ -299,11 +299,6 @@ def normalised(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.casefold()))
 
 
-def is_topic_word(word: str) -> bool:
-    """A lower-cased token that may name a topic: four letters or more, no stopword."""
-    return len(word) >= 4 and word.isalpha() and word not in TOPIC_STOPWORDS
-
-
 def content_words(text: str) -> set[str]:
     """The lower-cased words of four letters or more that may name a topic."""
     return {w for w in (x.lower() for x in _LETTERS.findall(text)) if w not in TOPIC_STOPWORDS}

@@ -119,11 +119,6 @@ class _Token:
     text: str
 
 
-def repair_from(text: str, start: int = 0) -> str:
-    """Strict JSON text for the object/array opening at ``start``, closing it if cut off."""
-    return _repair(text, start)[0]
-
-
 def _repair(text: str, start: int) -> tuple[str, int]:
     """The repaired JSON text and the offset where reading stopped."""
     if text[start : start + 1] not in _CLOSER:

@@ -467,7 +467,3 @@ def _claim_rankings(
     for name, ids in found.items():
         rankings[name] = vote(ids, evidence, matched)
     return matched, found
-
-
-def hit_messages(hits: Iterable[Hit]) -> list[Message]:
-    return [h.message for h in hits]

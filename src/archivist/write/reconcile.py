@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
@@ -345,19 +345,6 @@ def _by_verdicts(
     return decided
 
 
-def _restated(s: _State, c: Claim) -> Claim | None:
-    """A current claim giving the same attribute the same value in other words."""
-    av = s.attrs.get(c.id)
-    if av is None:
-        return None
-    for oid in s.holders.get(s.holder_key(c), []):
-        ov = s.attrs.get(oid)
-        if oid != c.id and ov is not None and ov.attribute == av.attribute:
-            if same_value(ov.value, av.value):
-                return s.by_id[oid]
-    return None
-
-
 def _by_wording(
     s: _State, out: ClaimOutcome, c: Claim, near: list[tuple[int, float]], cfg: ReconcileConfig
 ) -> bool:
@@ -670,11 +657,3 @@ def _apply_judgements(
             out.counts["refinements"] += 1
         else:
             _conflict(s, out, old, c, attribute, old_v, new_v, verdict, cfg, "llm")
-
-
-def with_updates(c: Claim, out: ClaimOutcome) -> Claim:
-    """``c`` as reconciliation left it (for callers that keep working on it)."""
-    if c.id not in out.updates:
-        return c
-    status, by, closed = out.updates[c.id]
-    return replace(c, status=status, replaced_by=by, valid_to=closed or c.valid_to)
