@@ -208,7 +208,7 @@ class MemoryService(MemoryViews, MemoryEdits):
             if c.id in todo:
                 todo.discard(c.id)
                 keys = {person_key(m.speaker) for m in c.messages if m.role != "system"}
-                if not keys <= self.store.identity_keys(c.id):
+                if not keys <= {person_key(n) for n in self.store.identity_names(c.id)}:
                     return True
         return False
 

@@ -141,13 +141,6 @@ class People(Body):
         ).fetchone()
         return int(row[0])
 
-    def identity_keys(self, conversation: str) -> set[str]:
-        """The name keys of the identities held in ``conversation``."""
-        rows = self._db.execute(
-            "SELECT name_key FROM person_identities WHERE conversation = ?", (conversation,)
-        )
-        return {k for (k,) in rows}
-
     def identity_names(self, conversation: str) -> list[str]:
         """The names of the identities held in ``conversation``."""
         rows = self._db.execute(

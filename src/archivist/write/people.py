@@ -124,17 +124,17 @@ def record_declaration(store: Store, user_id: str, conversation: str, name: str)
     # only this conversation is read: a server declares each chat's user on its first
     # turn, and reading every conversation and person cost time in the store's size;
     # the add that stored the turn mostly gave the speaker an identity already
-    spoken = {person_key(n): n for n in store.identity_names(conversation)}
-    if key not in spoken:
+    known = {person_key(n): n for n in store.identity_names(conversation)}
+    if key not in known:
         participants = store.participants(conversation)
         if participants is None:
             raise NotFound(f"no conversation {conversation!r}")
         store.ensure_identities([conversation])
         spoken = {person_key(n): n for n in store.identity_names(conversation)}
-        spoken = {person_key(p): p for p in participants} | spoken
-        if key not in spoken:
+        known = {person_key(p): p for p in participants} | spoken
+        if key not in known:
             raise NotFound(f"{name!r} is not a participant of conversation {conversation!r}")
-    stored_name = spoken[key]
+    stored_name = known[key]
     joined = store.declare_identity(conversation, stored_name, uid, most=JOINED_SHOWN)
     if joined:
         held = " + ".join(identity_label(c, n) for c, n in joined)
