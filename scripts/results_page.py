@@ -117,7 +117,7 @@ def state_kinds(r: dict) -> str:
                 kind,
                 k["probes"],
                 f"{k['answer_accuracy']:.3f} ({right})",
-                f"{k['coverage']:.3f}",
+                f"{k['coverage']:.3f}" if k.get("coverage_scored", 1) else "—",
                 f"{k['stale_as_current']} of {k['stale_probes']}",
             ]
         )
