@@ -270,6 +270,22 @@ def test_a_user_declared_in_many_chats_is_named_briefly_in_each_decision(
     assert len(mem.person("u-sam").identities) == 6
 
 
+def test_a_declaration_counts_only_what_the_user_held_before(tmp_path: Path) -> None:
+    """Identities that move along with the declared one (merged into its person) were
+    not held before it: the decision's "and N more" leaves them out."""
+    mem = loaded(tmp_path / "m.db", ["john-ana", "john-lee"])
+    for n in range(4):
+        mem.add(f"Hello from chat {n}.", conversation=f"c{n}", user_id="u-sam")
+    (ana,) = [p for p in mem.persons() if ("john-ana", "John") in p.identities]
+    if ("john-lee", "John") not in ana.identities:
+        (lee,) = [p for p in mem.persons() if ("john-lee", "John") in p.identities]
+        mem.merge_people(ana.id, lee.id)
+    mem.declare_identity("u-sam", "john-ana", "John")
+    last = [d for d in mem.decisions("identity") if d.b == "john-ana/John"]
+    assert [d.a for d in last] == ["c0/u-sam + c1/u-sam + c2/u-sam and 1 more"]
+    assert len(mem.person("u-sam").identities) == 6  # John of john-lee came along
+
+
 def test_redeclaring_an_identity_moves_it_to_the_new_user(tmp_path: Path) -> None:
     mem = loaded(tmp_path / "m.db", ["john-ana", "john-bob"])
     mem.declare_identity("u1", "john-ana", "John")

@@ -134,12 +134,14 @@ class People(Body):
         pid, name, declared, key_info = row
         return Person(pid, name, tuple((conv, n) for conv, n in ids), bool(declared), key_info)
 
-    def identity_count(self, person_id: str) -> int:
-        """How many identities the person holds."""
-        row = self._db.execute(
-            "SELECT count(*) FROM person_identities WHERE person_id = ?", (person_id,)
-        ).fetchone()
-        return int(row[0])
+    def identity_count(self, person_id: str, besides: tuple[str, str] | None = None) -> int:
+        """How many identities the person holds, ``besides`` the identity (conversation,
+        name) if given."""
+        sql, params = "SELECT count(*) FROM person_identities WHERE person_id = ?", (person_id,)
+        if besides is not None:
+            sql += " AND NOT (conversation = ? AND name_key = ?)"
+            params = (person_id, besides[0], q.person_key(besides[1]))
+        return int(self._db.execute(sql, params).fetchone()[0])
 
     def identity_names(self, conversation: str) -> list[str]:
         """The names of the identities held in ``conversation``."""

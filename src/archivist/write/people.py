@@ -135,11 +135,12 @@ def record_declaration(store: Store, user_id: str, conversation: str, name: str)
         if key not in known:
             raise NotFound(f"{name!r} is not a participant of conversation {conversation!r}")
     stored_name = known[key]
+    # counted before: identities that move along with this one were not held before it
+    before = store.identity_count(uid, besides=(conversation, stored_name))
     joined = store.declare_identity(conversation, stored_name, uid, most=JOINED_SHOWN)
     if joined:
         held = " + ".join(identity_label(c, n) for c, n in joined)
-        more = store.identity_count(uid) - 1 - len(joined) if len(joined) == JOINED_SHOWN else 0
-        if more > 0:
+        if (more := before - len(joined)) > 0:
             held += f" and {more} more"
         store.add_decision(
             Decision(
