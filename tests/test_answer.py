@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from archivist.judge import SupportPair, Verdict
 from archivist.llm.base import LLMRefused
 from archivist.model import Conversation
 from archivist.read.answer import (
@@ -21,7 +22,7 @@ from archivist.read.answer import (
 )
 from archivist.read.sentences import format_when
 from archivist.service import MemoryService
-from archivist.testing import FakeEmbedder, FakeLLM
+from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM
 from conftest import RULES, T0, make_conversation
 
 PEOPLE = ("Caroline", "Melanie")
@@ -653,3 +654,42 @@ def test_a_question_naming_a_past_span_is_answered_as_memory_stood_then(tmp_path
         assert m.ask("Where does Tom work now?", at=at).said_at == later
         # a span still to come keeps the time asked at
         assert m.ask("Where does Tom work in December 2025?", at=at).said_at == later
+
+
+def test_the_judge_gives_a_subjectless_sentence_to_whoever_said_it(tmp_path: Path) -> None:
+    """The rules own "signed up for a pottery course..." to nobody (no subject) and
+    Priya's sentence to Priya (her "starter" shares a stem with "start"), so they
+    abstain ("that was Priya's"); a judge sure Aiko's own sentence settles the
+    question makes it hers, and one that reads it as settling nothing changes nothing."""
+    conv = make_conversation(
+        "clay",
+        [
+            [
+                (
+                    "Aiko",
+                    "signed up for a pottery course thursday nights, first class was the 15th.",
+                ),
+                ("Priya", "im still in my sourdough era btw, the starter is called doughlene"),
+            ]
+        ],
+        people=("Aiko", "Priya"),
+    )
+    question = "When did Aiko start her pottery course?"
+    with MemoryService(tmp_path / "rules.db", settings=RULES, embedder=FakeEmbedder()) as m:
+        m.add(conv)
+        assert m.ask(question).speaker == "Priya" and m.ask(question).abstain
+
+    def settles(p: SupportPair) -> Verdict | None:
+        return Verdict("answers", 0.9) if "pottery course thursday" in p.sentence else None
+
+    for judge, abstains in ((FakeJudge(support=settles), False), (FakeJudge(), True)):
+        with MemoryService(tmp_path / f"{abstains}.db", embedder=FakeEmbedder(), judge=judge) as m:
+            m.add(conv)
+            a = m.ask(question)
+            assert a.abstain is abstains, a.answer
+            asked = [
+                p for p in judge.asked if isinstance(p, SupportPair) and p.question == question
+            ]
+            assert any("pottery course" in p.sentence and p.speaker == "Aiko" for p in asked)
+            if not abstains:
+                assert a.said_by == "Aiko" and "May 2023" in a.answer, a.answer
