@@ -215,6 +215,37 @@ def test_with_an_llm_reconciliation_and_answers_use_it(tmp_path: Path) -> None:
         assert mem.llm_summary()["tasks"]["judge_pairs"]["calls"] >= 1
 
 
+def test_with_an_llm_whose_words_a_sentence_is_goes_to_it(tmp_path: Path) -> None:
+    """Before "that was Priya's", the configured LLM reads the subject-less sentence Aiko
+    said; its "answers" makes the sentence hers (read/answer.py verify_speaker)."""
+    from archivist.read.answer import answer_from, retrieve
+
+    conv = make_conversation(
+        "clay",
+        [
+            [
+                (
+                    "Aiko",
+                    "signed up for a pottery course thursday nights, first class was the 15th.",
+                ),
+                ("Priya", "im still in my sourdough era btw, the starter is called doughlene"),
+            ]
+        ],
+        people=("Aiko", "Priya"),
+    )
+    question = "When did Aiko start her pottery course?"
+    settled, unsettled = (
+        {"pottery course thursday": "answers"},
+        {"pottery course thursday": "neither"},
+    )
+    for verdicts, abstains in ((settled, False), (unsettled, True)):
+        with memory(tmp_path / f"{abstains}.db", llm=pairs_llm(verdicts)) as mem:
+            mem.add(conv)
+            a = answer_from(mem.core, question, retrieve(mem.core, question), use_llm=False)
+            assert a.abstain is abstains, a.answer
+            assert mem.llm_summary()["tasks"]["judge_pairs"]["calls"] >= 1
+
+
 def test_evidence_the_judge_is_sure_answers_nothing_is_read_last(tmp_path: Path) -> None:
     from archivist.read.extractive import shape_of
     from archivist.read.judged import reordered
