@@ -131,6 +131,24 @@ def cara_dan(cid: str = "cara-dan") -> Conversation:
     return make_conversation(cid, CARA_DAN, people=("Cara", "Dan"))
 
 
+def aiko_priya(cid: str = "clay") -> Conversation:
+    """A subject-less fragment of Aiko's that answers "When did Aiko start her pottery
+    course?", beside Priya's sentence that shares only a stem with it ("starter")."""
+    return make_conversation(
+        cid,
+        [
+            [
+                (
+                    "Aiko",
+                    "signed up for a pottery course thursday nights, first class was the 15th.",
+                ),
+                ("Priya", "im still in my sourdough era btw, the starter is called doughlene"),
+            ]
+        ],
+        people=("Aiko", "Priya"),
+    )
+
+
 def indexed(
     conv: Conversation, embedder: FakeEmbedder
 ) -> tuple[list[IndexedMessage], dict[str, np.ndarray]]:

@@ -23,7 +23,7 @@ from archivist.read.answer import (
 from archivist.read.sentences import format_when
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM
-from conftest import RULES, T0, make_conversation
+from conftest import RULES, T0, aiko_priya, make_conversation
 
 PEOPLE = ("Caroline", "Melanie")
 SESSIONS = (
@@ -661,19 +661,7 @@ def test_the_judge_gives_a_subjectless_sentence_to_whoever_said_it(tmp_path: Pat
     Priya's sentence to Priya (her "starter" shares a stem with "start"), so they
     abstain ("that was Priya's"); a judge sure Aiko's own sentence settles the
     question makes it hers, and one that reads it as settling nothing changes nothing."""
-    conv = make_conversation(
-        "clay",
-        [
-            [
-                (
-                    "Aiko",
-                    "signed up for a pottery course thursday nights, first class was the 15th.",
-                ),
-                ("Priya", "im still in my sourdough era btw, the starter is called doughlene"),
-            ]
-        ],
-        people=("Aiko", "Priya"),
-    )
+    conv = aiko_priya()
     question = "When did Aiko start her pottery course?"
     with MemoryService(tmp_path / "rules.db", settings=RULES, embedder=FakeEmbedder()) as m:
         m.add(conv)

@@ -35,7 +35,7 @@ from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
 from archivist.write.heuristic import heuristic_claims
-from conftest import make_conversation
+from conftest import aiko_priya, make_conversation
 
 
 @pytest.fixture(scope="module")
@@ -220,19 +220,7 @@ def test_with_an_llm_whose_words_a_sentence_is_goes_to_it(tmp_path: Path) -> Non
     said; its "answers" makes the sentence hers (read/answer.py verify_speaker)."""
     from archivist.read.answer import answer_from, retrieve
 
-    conv = make_conversation(
-        "clay",
-        [
-            [
-                (
-                    "Aiko",
-                    "signed up for a pottery course thursday nights, first class was the 15th.",
-                ),
-                ("Priya", "im still in my sourdough era btw, the starter is called doughlene"),
-            ]
-        ],
-        people=("Aiko", "Priya"),
-    )
+    conv = aiko_priya()
     question = "When did Aiko start her pottery course?"
     settled, unsettled = (
         {"pottery course thursday": "answers"},
