@@ -15,11 +15,10 @@ from archivist.read.answer import (
     Answer,
     answer_from,
     coverage,
-    focus_owner,
     retrieve,
-    sentence_owner,
     stem,
 )
+from archivist.read.owners import focus_owner, sentence_owner
 from archivist.read.sentences import format_when
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from archivist.lang.subject import clause_subject, kin_names, mentions_kin
-from archivist.read.answer import sentence_owner
+from archivist.read.owners import sentence_owner
 
 PEOPLE = ("Amara", "Lars", "Sofia")
 

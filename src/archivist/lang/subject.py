@@ -14,7 +14,7 @@ first words:
 - a clause opening with a past-tense verb and no subject ("Landed in Lisbon",
   "Cancelled PureGym") → the speaker, as diaries and chats drop the "I".
 
-Anything else is left to the caller's older rule (read/answer.py sentence_owner).
+Anything else is left to the caller's older rule (read/owners.py sentence_owner).
 """
 
 from __future__ import annotations

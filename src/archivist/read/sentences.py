@@ -40,7 +40,7 @@ class Sentence:
 
     text: str
     message: Message
-    owner: str | None  # whose it is (read/answer.py sentence_owner), None if unclear
+    owner: str | None  # whose it is (read/owners.py sentence_owner), None if unclear
     rank: int  # its hit's position in the search results
     ended: datetime | None = None  # when what it says stopped holding, as of ``at``
     when: datetime | None = None  # when its event happened, if a claim or the text says
