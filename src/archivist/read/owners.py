@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from ..lang.query import names_in
 from ..lang.subject import clause_subject, kin_names
@@ -33,16 +34,10 @@ class Unit:
 
 
 def sentence_owner(
-    sentence: str,
-    speaker: str,
-    addressees: Sequence[str],
-    people: Sequence[str],
-    *,
-    kin: Mapping[tuple[str, str], str] | None = None,
-    by_kin: bool = True,
+    sentence: str, speaker: str, addressees: Sequence[str], people: Sequence[str], **how: Any
 ) -> str | None:
-    """Whose a sentence is: see owner_and_subject."""
-    return owner_and_subject(sentence, speaker, addressees, people, kin=kin, by_kin=by_kin)[0]
+    """Whose a sentence is: see owner_and_subject (``how``: its ``kin`` and ``by_kin``)."""
+    return owner_and_subject(sentence, speaker, addressees, people, **how)[0]
 
 
 def owner_and_subject(
