@@ -189,7 +189,7 @@ def verify_speaker(
     wrong = _verify_speaker(question, units, names, weights)
     if wrong is None or judge is None:
         return wrong
-    x = fold(as_written(names[0], question))
+    x = fold(names[0])
     said = [
         u
         for u in units
