@@ -131,3 +131,29 @@ def test_closing_the_store_closes_a_connection_given_back_later(pg_dsn: str, sto
 def test_a_pool_needs_a_connection(pg_dsn: str) -> None:
     with pytest.raises(ConfigError, match="at least one connection"):
         _store(pg_dsn, pool_size=0)
+
+
+def test_warming_a_store_opens_its_whole_pool_once_each_backend_having_read_the_tables(
+    pg_dsn: str, stores: list
+) -> None:
+    import psycopg
+
+    store = _store(pg_dsn, pool_size=3)
+    stores.append(store)
+    assert store._db._opened == 1  # a new store opens one connection, the rest on demand
+    store.warm()
+    assert store._db._opened == 3 and len(store._db._idle) == 3
+    backends = {c.info.backend_pid for c in store._db._idle}
+    with psycopg.connect(pg_dsn, autocommit=True) as con:
+        # each warmed backend ran the priming statement last, naming every table
+        last = dict(
+            con.execute(
+                "SELECT pid, query FROM pg_stat_activity WHERE pid = ANY(%s)", (list(backends),)
+            ).fetchall()
+        )
+    primed = [q for pid, q in last.items() if "FROM person_identities" in q]
+    assert len(primed) == 2  # the two it opened; the first connection ran the migrations
+    store.warm()  # nothing left to open
+    assert store._db._opened == 3
+    store.set_meta("k", "v")  # the warmed connections serve as any other
+    assert store.meta("k") == "v"

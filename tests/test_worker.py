@@ -7,6 +7,7 @@ two processes share.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -139,3 +140,34 @@ def test_a_worker_that_died_is_replaced_and_its_work_done(tmp_path: Path) -> Non
         tenant = client.app.state.registry.tenant("alpha")
         assert tenant.drain(60)
         assert tenant.memory.store.extraction_state("c1")
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="no idle scheduling class here")
+def test_the_worker_runs_in_the_idle_class_so_a_waking_request_preempts_it(
+    tmp_path: Path,
+) -> None:
+    with server(tmp_path) as client:
+        worker = client.app.state.worker
+        deadline = time.monotonic() + 60
+        while os.sched_getscheduler(worker.process.pid) != os.SCHED_IDLE:
+            assert time.monotonic() < deadline, "the worker never lowered its priority"
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, worker.process.pid) >= 10
+        assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the server's own stays
+
+
+def test_a_server_start_opens_the_tenants_its_keys_reach(tmp_path: Path) -> None:
+    with server(tmp_path) as client:
+        assert [t.id for t in client.app.state.registry.opened()] == ["alpha"]
+        assert (tmp_path / "alpha.db").exists()  # before any request
+
+
+def test_a_tenant_that_will_not_open_at_start_leaves_the_server_running(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "alpha.db").write_bytes(b"not a database, " * 256)
+    with server(tmp_path) as client:
+        assert client.app.state.registry.opened() == []
+        assert "tenant alpha: could not open its memory at startup" in caplog.text
+        r = client.get("/v1/memory/status", headers=HEADERS)
+        assert r.status_code == 503 and "not a usable archivist store" in r.text, r.text

@@ -254,6 +254,7 @@ def create_app(
             worker.start()
         if own_stores:
             await run_in_threadpool(_warm, settings.memory)
+            await run_in_threadpool(registry.warm)
         yield
         await app.state.upstream.aclose()
         registry.close()

@@ -44,6 +44,7 @@ TENANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # safe as a file na
 OPEN_TENANT = "default"  # the one tenant of a server started without keys (--open)
 
 MemoryFactory = Callable[[str, Path], MemoryService]
+WARM_TENANTS = 8  # tenants a server start opens ahead of their first chat (TenantRegistry.warm)
 MIN_KEY_LENGTH = 16  # characters; a short key is a guessable one
 
 
@@ -419,6 +420,22 @@ class TenantRegistry:
         """Every tenant a key (or open access) can reach."""
         ids = {c.tenant for _, c in self._keys} | ({OPEN_TENANT} if self.open_access else set())
         return tuple(sorted(ids))
+
+    def warm(self, most: int = WARM_TENANTS) -> list[str]:
+        """Open the first ``most`` tenants the keys reach, with their stores' connections
+        (a server start): their first chats then pay neither, which all at once, on a
+        small machine, set the slowest turns of a busy start. A tenant that will not
+        open is logged and left for its first request, which reports the error. The ids
+        opened."""
+        opened = []
+        for tid in self.tenant_ids()[:most]:
+            try:
+                self.tenant(tid).memory.store.warm()
+            except Exception:  # noqa: BLE001 - the server still starts; requests say why
+                log.exception("tenant %s: could not open its memory at startup", tid)
+                continue
+            opened.append(tid)
+        return opened
 
     def opened(self) -> list[Tenant]:
         with self._guard:

@@ -102,6 +102,22 @@ def _woken(wake: Any, timeout: float | None) -> list[str]:
     return out
 
 
+def lower_priority(nice: int) -> None:
+    """Run this process (and the threads it starts later) below the server: ``nice``,
+    and on Linux the idle class, whose threads a waking request thread preempts at
+    once. With ``nice`` alone a waking request waited out the worker's time slice at
+    each of a turn's round trips (measured in docs/postgres.md)."""
+    try:
+        os.nice(nice)
+    except OSError:  # not allowed here: run at the server's priority
+        log.warning("could not lower the worker's CPU priority")
+    if hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:  # e.g. a container's seccomp policy
+            log.warning("could not put the worker in the idle scheduling class")
+
+
 def work(
     settings: Settings, data_dir: Path, configured: tuple[str, ...], wake: Any, nice: int
 ) -> None:
@@ -113,10 +129,7 @@ def work(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which stops us
     logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
     if nice:
-        try:
-            os.nice(nice)
-        except OSError:  # not allowed here: run at the server's priority
-            log.warning("could not lower the worker's CPU priority")
+        lower_priority(nice)
     if settings.embed_threads == 0:  # one core for the worker's model: the other serves chats
         settings = settings.with_(embed_threads=1)
     memories: dict[str, MemoryService] = {}

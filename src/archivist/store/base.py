@@ -97,5 +97,9 @@ class Store(
     def _lock_migrations(self, db: Connection) -> None:
         """Serialise migrating processes (SQLite's write transaction already does)."""
 
+    def warm(self) -> None:
+        """Open now what the first requests would open (a server start): a PostgreSQL
+        store's connections; nothing for SQLite, whose connection is open."""
+
     def close(self) -> None:
         raise NotImplementedError

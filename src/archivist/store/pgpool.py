@@ -205,6 +205,30 @@ class PgPool:
 
         return self._run(run, batch=len(rows) > 1)
 
+    def fill(self, prime: str) -> int:
+        """Open the connections not opened yet, up to ``size``, and run ``prime`` on each
+        (a server start: the first requests then pay no connection, and no backend reads
+        its catalog for the tables they touch); how many it opened."""
+        opened = []
+        try:
+            while True:
+                with self._free:
+                    if self._closed or self._opened >= self.size:
+                        break
+                    self._opened += 1
+                try:
+                    conn = self._connect()
+                except BaseException:
+                    with self._free:
+                        self._opened -= 1
+                    raise
+                opened.append(conn)
+                conn.execute(prime).fetchall()
+        finally:
+            for conn in opened:
+                self._give(conn)
+        return len(opened)
+
     @property
     def closed(self) -> bool:
         return self._closed

@@ -102,6 +102,24 @@ class _VectorDumper(Dumper):
 psycopg.adapters.register_dumper(PgVector, _VectorDumper)
 
 
+# One round trip that plans a read of each table a proxied turn reads or writes
+_PRIME = "SELECT " + ", ".join(
+    f"(SELECT 1 FROM {t} LIMIT 1)"
+    for t in (
+        "messages",
+        "message_people",
+        "conversations",
+        "sessions",
+        "vectors",
+        "meta",
+        "jobs",
+        "persons",
+        "person_identities",
+        "retired_persons",
+    )
+)
+
+
 class PostgresStore(Store):
     """The server Store. Safe to share between threads (one connection, one lock)."""
 
@@ -171,6 +189,12 @@ class PostgresStore(Store):
             conn.close()
             raise StoreError(f"{where} is not a usable archivist store: {e}") from e
         return conn
+
+    def warm(self) -> None:
+        """Open the pool's connections now, each having read the catalog of the tables a
+        chat's turn touches (a server start: its first turns, which may all come at
+        once, then open no backend and read no catalog)."""
+        self._db.fill(_PRIME)
 
     def _transient(self, error: BaseException) -> bool:
         return isinstance(error, (*TRANSIENT, LostConnection))
