@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from archivist.cli import people as people_cli
 from archivist.cli.main import cli
+from archivist.config import Settings
 from archivist.errors import InputError, NotFound
 from archivist.llm import structured as structured_module
 from archivist.llm.base import LLMTimeout
@@ -30,7 +31,7 @@ from archivist.testing import FakeEmbedder, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
 from archivist.write.people import run_people
 from archivist.write.people_tools import Side, compare, contradictions, shown_aliases
-from conftest import RULES, T0, jsonl_records, make_conversation, write_jsonl
+from conftest import RULES, T0, ana_lee, jsonl_records, make_conversation, write_jsonl
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -386,6 +387,23 @@ def test_a_later_turn_gives_only_a_new_speaker_an_identity(tmp_path: Path) -> No
     assert [p.identities for p in zoe] == [(("john-ana", "Zoe"),)]
     # declared later, the identity the add made moves to the user
     assert mem.declare_identity("u-zoe", "john-ana", "Zoe").identities == (("john-ana", "Zoe"),)
+
+
+def test_an_add_that_leaves_identities_to_its_caller_makes_none_until_asked(
+    tmp_path: Path,
+) -> None:
+    """The proxy stores a turn before it answers and gives its speakers identities after
+    (``identities=False``, then ``ensure_speakers``): the answer waits for no person."""
+    mem = MemoryService(tmp_path / "m.db", settings=Settings(embedder="fake"))
+    conv = ana_lee("c1")
+    mem.add(conv, extract=False, identities=False)
+    assert mem.store.identity_names("c1") == []
+    mem.ensure_speakers([conv])
+    assert sorted(mem.store.identity_names("c1")) == ["Ana", "Lee"]
+    assert {p.name for p in mem.persons()} == {"Ana", "Lee"}
+    mem.ensure_speakers([conv])  # nothing new: nothing changes
+    assert sorted(mem.store.identity_names("c1")) == ["Ana", "Lee"]
+    mem.close()
 
 
 def test_deleting_a_conversation_removes_its_identities(tmp_path: Path) -> None:

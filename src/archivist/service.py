@@ -128,6 +128,7 @@ class MemoryService(MemoryViews, MemoryEdits):
         conversation: str | None = None,
         timestamp: datetime | str | EpochSeconds | None = None,
         metadata: dict | None = None,
+        identities: bool = True,
     ) -> list[AddResult]:
         """Store conversations (objects, or a file path to load) or mem0-style turns; only
         new messages are written.
@@ -154,6 +155,8 @@ class MemoryService(MemoryViews, MemoryEdits):
         whole conversations or nothing, and re-running it completes the rest.
         ``embed=False`` stores messages without vectors (keyword search finds
         them at once); the next ``extract`` of their conversation embeds them.
+        ``identities=False`` leaves giving new speakers an identity to the caller
+        (``ensure_speakers``), as the proxy does after it answers.
         """
         mem0 = {"user_id": user_id, "agent_id": agent_id, "conversation": conversation}
         turns = any(v is not None for v in (*mem0.values(), timestamp, metadata)) or _turns(data)
@@ -190,8 +193,8 @@ class MemoryService(MemoryViews, MemoryEdits):
         ]
         self.core.forget_people()
         if written := [r.conversation for r in results if r.added]:
-            if self._speakers_unknown(convs, written):  # new speakers are persons at once
-                self.store.ensure_identities(written)
+            if identities:  # new speakers are persons at once
+                self.ensure_speakers([c for c in convs if c.id in written])
             if turns:  # a user_id (an agent_id) is one person in every conversation
                 self._declare_turn_speakers(convs[0], user_id, agent_id)
         if extract:
@@ -199,10 +202,18 @@ class MemoryService(MemoryViews, MemoryEdits):
             self.schedule_consolidation([c.id for c in convs])
         return results
 
+    def ensure_speakers(self, convs: Sequence[Conversation]) -> None:
+        """Give each speaker of these stored conversations' messages an identity in its
+        conversation, where one has none yet (``add`` does, unless told the caller
+        will: the proxy, after its answer). A chat's later turns mostly bring no one
+        new: one read each, not the write transaction that creates identities."""
+        todo = list(dict.fromkeys(c.id for c in convs))
+        if self._speakers_unknown(convs, todo):
+            self.store.ensure_identities(todo)
+
     def _speakers_unknown(self, convs: Sequence[Conversation], written: list[str]) -> bool:
         """Whether a speaker of what was just written has no identity in its conversation
-        yet (a chat's later turns mostly bring no one new: one read, not the write
-        transaction that creates identities)."""
+        yet."""
         todo = set(written)
         for c in convs:
             if c.id in todo:

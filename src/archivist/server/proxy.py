@@ -420,12 +420,13 @@ def prepare(
 
 def store_turn(turn: Turn) -> None:
     """Store the request's new messages (idempotent: clients re-send whole histories);
-    who the speakers are is declared after the response, on the tenant's writer thread
-    (in order, before the reply is stored): the answer need not wait for it."""
+    who the speakers are (their identities, the user's and the assistant's person) is
+    settled after the response, on the tenant's writer thread (in order, before the
+    reply is stored): the answer need not wait for it."""
     if not turn.log.messages:  # only tool traffic: nothing to keep
         return
     started = time.perf_counter()
-    turn.tenant.add([turn.log], only_new=True)
+    turn.tenant.add([turn.log], only_new=True, identities=False)
     turn.tenant.store_ms.append((time.perf_counter() - started) * 1000)
     turn.tenant.submit("declare", lambda: declare_speakers(turn))
 
@@ -433,6 +434,8 @@ def store_turn(turn: Turn) -> None:
 def declare_speakers(turn: Turn) -> None:
     """The user is one person in all their chats (declared under their own name), and
     the assistant answering as one model one more (``assistant:<model>``)."""
+    with turn.tenant.lock(turn.conversation):
+        turn.tenant.memory.ensure_speakers([turn.log])
     speakers = {m.speaker for m in turn.log.messages}
     if turn.user in speakers:
         turn.tenant.declare_once(turn.conversation, turn.user, turn.user)
@@ -557,7 +560,8 @@ async def chat_completions(request: Request, who: CallerDep) -> Response:
     tid = who.tenant
     raw = await request.body()
     body = _parse(raw)
-    await run_in_threadpool(check_caller, app.state.registry, who, body, request.headers)
+    if who.user is not None:  # a key bound to a user (else nothing to check: no hop)
+        await run_in_threadpool(check_caller, app.state.registry, who, body, request.headers)
     turn = None
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
         try:

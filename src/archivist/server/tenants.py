@@ -186,11 +186,15 @@ class Tenant:
         """Run a MemoryService call (the store serialises its own statements across threads)."""
         return fn(*args, **kw)
 
-    def add(self, convs: Sequence[Conversation], *, only_new: bool = False) -> list[AddResult]:
+    def add(
+        self, convs: Sequence[Conversation], *, only_new: bool = False, identities: bool = True
+    ) -> list[AddResult]:
         """Store messages now (the log is durable before we answer); extract later.
 
         ``only_new``: skip ids already stored whatever their content (the proxy's
         ids carry a content hash, so a stored id is the same message).
+        ``identities=False``: new speakers get their identities from the caller, later
+        (``MemoryService.ensure_speakers``).
         """
         results = []
         sizes: dict[str, int] = {}
@@ -205,7 +209,9 @@ class Tenant:
                     conv = replace(conv, messages=self._sessioned(conv.id, fresh, bool(stored)))
                     sizes[conv.id] = len(stored) + len(fresh)
                 # Vectors come with extraction, in the worker: no model time on requests.
-                results.extend(self.memory.add(conv, extract=False, embed=False))
+                results.extend(
+                    self.memory.add(conv, extract=False, embed=False, identities=identities)
+                )
         self.counters["messages_added"] += sum(r.added for r in results)
         self.schedule([r.conversation for r in results if r.added], sizes)
         return results
