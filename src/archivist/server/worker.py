@@ -6,7 +6,8 @@ process, they share its interpreter lock and store connection with requests
 and each proxied turn waits behind them (measured: the proxy's memory work
 went from 5 ms to 20-50 ms a turn beside a busy extraction thread). So the
 server only stores the log, queues an ``extract`` job in the tenant's store
-and wakes this process, which runs at a lower CPU priority (``nice``).
+and wakes this process, which runs at a lower CPU priority (``nice``, and on Linux
+the idle scheduling class: ``lower_priority``).
 
 The queue is the store's ``jobs`` table, so nothing is lost when either
 process stops: at start the worker looks at every tenant store it can find,

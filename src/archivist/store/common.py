@@ -125,6 +125,11 @@ class Body:
     def _write(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
 
+    def _write_one(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        """One statement as a write transaction of its own; the rows it returned."""
+        with self._write() as db:
+            return list(db.execute(sql, params).fetchall())
+
     def _transient(self, error: BaseException) -> bool:
         """Whether a write that raised ``error`` was rolled back whole and may simply run
         again (see ``retried``). SQLite waits for its lock instead (busy_timeout)."""

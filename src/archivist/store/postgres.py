@@ -163,6 +163,11 @@ class PostgresStore(Store):
     def _write(self):
         return self._db.transaction()
 
+    def _write_one(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        """In autocommit a statement is its own transaction: one round trip, where
+        BEGIN and COMMIT around it took two more (and joins a transaction open here)."""
+        return list(self._db.execute(sql, params).fetchall())
+
     def _connect(self) -> psycopg.Connection:
         """A new connection with the store's schema first on its search path (created if
         need be), the server's path kept after it so an extension installed elsewhere

@@ -82,13 +82,12 @@ class JobQueue(Body):
         ``not_before`` (epoch seconds): no worker takes it earlier (its lease until then).
         """
         now = self._now_iso()
-        with self._write() as db:
-            row = db.execute(
-                "INSERT INTO jobs(kind, key, payload, created_at, updated_at, lease_until) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING RETURNING id",
-                (kind, key, json.dumps(payload, sort_keys=True), now, now, not_before),
-            ).fetchone()
-        return int(row[0]) if row else None
+        rows = self._write_one(
+            "INSERT INTO jobs(kind, key, payload, created_at, updated_at, lease_until) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING RETURNING id",
+            (kind, key, json.dumps(payload, sort_keys=True), now, now, not_before),
+        )
+        return int(rows[0][0]) if rows else None
 
     @retried
     def take_job(self, now: float, lease_s: float, max_attempts: int) -> Job | None:
@@ -174,9 +173,8 @@ class JobQueue(Body):
 
     @retried
     def set_meta(self, key: str, value: str) -> None:
-        with self._write() as db:
-            db.execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
+        self._write_one(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
