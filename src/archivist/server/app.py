@@ -90,7 +90,7 @@ async def _too_deep(request: Request, exc: Exception) -> JSONResponse:
 
 
 def current_tenant(request: Request, tid: Annotated[str, Depends(tenant_id)]) -> Tenant:
-    """The caller's own Tenant (its store opened on first use)."""
+    """The caller's own Tenant (its store opened at start or on first use)."""
     return request.app.state.registry.tenant(tid)
 
 

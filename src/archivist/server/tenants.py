@@ -374,7 +374,8 @@ def _quantiles(values: Sequence[float]) -> dict:
 
 
 class TenantRegistry:
-    """API key -> tenant id, and each tenant's Tenant, opened on first use."""
+    """API key -> tenant id, and each tenant's Tenant, opened at a server's start (``warm``)
+    or on first use."""
 
     def __init__(
         self,
