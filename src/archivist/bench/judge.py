@@ -10,7 +10,8 @@ the question with no LLM (a "Yes"/"No" answer, an answer, or an abstention).
 A kind item becomes a one-message chat read by the rule extractor (no claim:
 ``chit-chat``; else its claim's kind). A when item is placed by the sentence's
 tense, as the time reader did before the judge (``ahead`` when it lands after
-the day it was said). Timing is the median wall time per pair
+the day it was said). No rule links a goal to what serves it: a serves item is
+``unrelated`` to the rules. Timing is the median wall time per pair
 of the judge's batched calls.
 """
 
@@ -24,7 +25,15 @@ from pathlib import Path
 
 from ..config import Settings
 from ..embed.base import Embedder
-from ..judge import Judge, RelationPair, Statement, SupportPair, TimeMention, Verdict
+from ..judge import (
+    GoalPair,
+    Judge,
+    RelationPair,
+    Statement,
+    SupportPair,
+    TimeMention,
+    Verdict,
+)
 from ..judge.items import Item
 from ..judge.metrics import score_task
 from ..lang.timeground import find_times, tense
@@ -33,7 +42,7 @@ from ..service import MemoryService
 from ..write.reconcile import aspect_stems, reconcile_claims
 from .metrics import percentile
 
-TASKS = ("relation", "support", "kind", "when")
+TASKS = ("relation", "support", "kind", "when", "serves")
 # the claim kinds of the rule-based extractor, as the kind task names them
 RULE_KINDS = {
     "fact": "state",
@@ -67,6 +76,10 @@ class RulesJudge:
 
     def whens(self, mentions: Sequence[TimeMention]) -> list[Verdict]:
         return [self._when(m) for m in mentions]
+
+    def serves(self, pairs: Sequence[GoalPair]) -> list[Verdict]:
+        """No rule ever linked a goal to what serves it: unrelated, unsure."""
+        return [Verdict("unrelated", 0.0, "no rule") for _ in pairs]
 
     def _when(self, m: TimeMention) -> Verdict:
         """The time reader without the judge: the sentence's tense places the time."""
@@ -144,6 +157,7 @@ def run_judge(judge: Judge, items: Sequence[Item], name: str, source: str = "") 
                 "support": judge.supports,
                 "kind": judge.kinds,
                 "when": judge.whens,
+                "serves": judge.serves,
             }
             verdicts = ask[task](chunk)  # type: ignore[operator]
             per_pair.append((time.perf_counter() - t0) * 1000 / len(chunk))

@@ -1,6 +1,6 @@
 """The judge seam: what a judge is asked, what it answers, and the labels.
 
-Four tasks. ``relation``: does a newer statement by a person end an older state of
+Five tasks. ``relation``: does a newer statement by a person end an older state of
 theirs (``ends``), leave it holding (``continues``: progress, an addition, a
 pause, a word that only looks like an ending) or say nothing of it
 (``unrelated``)? ``support``: does a sentence someone said settle a question
@@ -10,9 +10,10 @@ person (or the assistant) said: a standing ``state``, a ``preference``, a
 ``habit``, a ``goal``, a ``value``, a ``lesson``, a ``plan``, a one-off
 ``event``, or ``chit-chat`` that is no memory at all? ``when``: does a time
 someone named without its direction ("the 10k in May", "see u monday") lie
-``ahead`` of when they said it or ``behind`` it? Every implementation (the
-trained model, an LLM, the old rules) answers all four, in batches, with a
-probability.
+``ahead`` of when they said it or ``behind`` it? ``serves``: does another thing a
+person said or did move them toward one of their goals (``serves``), work against
+it (``hinders``), or neither (``unrelated``)? Every implementation (the trained
+model, an LLM, the old rules) answers all five, in batches, with a probability.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ KIND_LABELS = (
     "chit-chat",
 )
 WHEN_LABELS = ("ahead", "behind")
+SERVES_LABELS = ("serves", "hinders", "unrelated")
 LABELS = {
     "relation": RELATION_LABELS,
     "support": SUPPORT_LABELS,
     "kind": KIND_LABELS,
     "when": WHEN_LABELS,
+    "serves": SERVES_LABELS,
 }
 
 
@@ -87,6 +90,16 @@ class TimeMention:
 
 
 @dataclass(frozen=True)
+class GoalPair:
+    """A goal of ``speaker``'s and another thing memory holds of them (``item``: what
+    they did, do, have or plan): does the item move them toward the goal?"""
+
+    goal: str
+    item: str
+    speaker: str
+
+
+@dataclass(frozen=True)
 class Verdict:
     """A label with the judge's probability for it (and, from an LLM, its short reason)."""
 
@@ -114,6 +127,10 @@ class Judge(Protocol):
 
     def whens(self, mentions: Sequence[TimeMention]) -> list[Verdict]:
         """One verdict per time mention, in order (labels from WHEN_LABELS)."""
+        ...
+
+    def serves(self, pairs: Sequence[GoalPair]) -> list[Verdict]:
+        """One verdict per pair, in order (labels from SERVES_LABELS)."""
         ...
 
 

@@ -6,7 +6,8 @@ items. Relation items: ``{"id", "task": "relation", "speaker", "older",
 "support", "speaker", "question", "sentence", "said_at", "label"}``; kind
 items: ``{"id", "task": "kind", "speaker", "role", "sentence", "said_at",
 "label"}``; when items: ``{"id", "task": "when", "speaker", "sentence", "time",
-"said_at", "label"}`` (``time`` is a part of ``sentence``). Extra
+"said_at", "label"}`` (``time`` is a part of ``sentence``); serves items:
+``{"id", "task": "serves", "speaker", "goal", "item", "label"}``. Extra
 fields (``area``, ``group``, ``hard``, ``family``) are kept for reports.
 """
 
@@ -18,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import InputError
-from .base import LABELS, RelationPair, Statement, SupportPair, TimeMention
+from .base import LABELS, GoalPair, RelationPair, Statement, SupportPair, TimeMention
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class Item:
 
     id: str
     task: str
-    pair: RelationPair | SupportPair | Statement | TimeMention
+    pair: RelationPair | SupportPair | Statement | TimeMention | GoalPair
     label: str
     extra: dict = field(default_factory=dict)
 
@@ -61,7 +62,7 @@ def parse_item(raw: object, where: str) -> Item:
         raise InputError(f"{where}: a {task} label is one of {', '.join(LABELS[task])}")
     speaker = _text(raw, "speaker", where, required=False)
     if task == "relation":
-        pair: RelationPair | SupportPair | Statement | TimeMention = RelationPair(
+        pair: RelationPair | SupportPair | Statement | TimeMention | GoalPair = RelationPair(
             speaker,
             _text(raw, "older", where),
             _text(raw, "newer", where),
@@ -80,6 +81,8 @@ def parse_item(raw: object, where: str) -> Item:
         if time.casefold() not in sentence.casefold():
             raise InputError(f"{where}: 'time' must be a part of 'sentence'")
         pair = TimeMention(sentence, time, speaker, _when(raw.get("said_at"), where))
+    elif task == "serves":
+        pair = GoalPair(_text(raw, "goal", where), _text(raw, "item", where), speaker)
     else:
         pair = SupportPair(
             _text(raw, "question", where),
@@ -88,7 +91,7 @@ def parse_item(raw: object, where: str) -> Item:
             _when(raw.get("said_at"), where),
         )
     known = {"id", "task", "label", "speaker", "older", "newer", "older_at", "newer_at"}
-    known |= {"question", "sentence", "said_at", "role", "time"}
+    known |= {"question", "sentence", "said_at", "role", "time", "goal", "item"}
     extra = {k: v for k, v in raw.items() if k not in known}
     return Item(str(raw.get("id", where)), task, pair, label, extra)
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..llm.base import LLMError
-from .base import Judge, RelationPair, Statement, SupportPair, TimeMention, Verdict
+from .base import GoalPair, Judge, RelationPair, Statement, SupportPair, TimeMention, Verdict
 
 BATCH = 10  # pairs per call
 # (prompt module, messages, output type) -> validated output; Core.llm_call fits
@@ -70,6 +70,20 @@ class LLMJudge:
         return self._batched(
             mentions, rows, prompt.build_whens, prompt.WhensOut, self._fallback_whens
         )
+
+    def serves(self, pairs: Sequence[GoalPair]) -> list[Verdict]:
+        """Verdicts for goal pairs, BATCH per call."""
+        from ..prompts import judge_pairs as prompt
+
+        rows = [(p.speaker, p.goal, p.item) for p in pairs]
+        return self._batched(
+            pairs, rows, prompt.build_serves, prompt.ServesOut, self._fallback_serves
+        )
+
+    def _fallback_serves(self, pairs: Sequence[Any]) -> list[Verdict]:
+        if self.fallback is None:
+            return [Verdict("unrelated", 0.0, "not judged") for _ in pairs]
+        return self.fallback.serves(pairs)
 
     def _fallback_whens(self, mentions: Sequence[Any]) -> list[Verdict]:
         if self.fallback is None:

@@ -21,6 +21,7 @@ import numpy as np
 from ..embed.local import TOKENIZER_PATH, padded
 from ..errors import ConfigError
 from .base import (
+    GoalPair,
     RelationPair,
     Statement,
     SupportPair,
@@ -61,6 +62,7 @@ class TrainedJudge:
         self._session: Any = None
         self._tokenizer: Any = None
         self._card: dict = {}
+        self._vectors: Any = None  # the bundled embedder, for the serves head
         self.name = "model"
 
     def __repr__(self) -> str:
@@ -91,6 +93,38 @@ class TrainedJudge:
         if "when" not in self._card["labels"]:
             return [Verdict("ahead", 0.0, "no when task in this model") for _ in mentions]
         return self._judge("when", [encode_when(m) for m in mentions])
+
+    def serves(self, pairs: Sequence[GoalPair]) -> list[Verdict]:
+        """One verdict per pair: serves, hinders or unrelated, read by the small head on
+        the bundled embedder's vectors (judge/serves.py). Without the head (a folder
+        trained before the task, or for another embedder) every pair is an unsure
+        unrelated (p 0), so nothing is linked."""
+        from . import serves as head_file
+
+        head = head_file.load_head(self.folder)
+        if head is None or not pairs:
+            return [Verdict("unrelated", 0.0, "no serves head in this model") for _ in pairs]
+        embedder = self._embedder()
+        if head[0] != embedder.name:
+            return [Verdict("unrelated", 0.0, "the serves head fits another embedder")] * len(pairs)
+        texts = list(dict.fromkeys(t for p in pairs for t in (p.goal, p.item)))
+        vectors = dict(zip(texts, embedder.embed_batch(texts), strict=True))
+        goals = np.stack([vectors[p.goal] for p in pairs])
+        items = np.stack([vectors[p.item] for p in pairs])
+        probs = head_file.probabilities(head, goals, items)
+        return [
+            Verdict(head_file.SERVES_LABELS[int(row.argmax())], float(row.max())) for row in probs
+        ]
+
+    def _embedder(self) -> Any:
+        """The bundled embedder the serves head was fitted on (loaded on first use)."""
+        if self._vectors is None:
+            from ..embed.local import MiniLMEmbedder
+
+            with self._lock:
+                if self._vectors is None:
+                    self._vectors = MiniLMEmbedder(threads=max(self.threads, 1))
+        return self._vectors
 
     def probabilities(self, task: str, segments: Sequence[tuple[str, str]]) -> np.ndarray:
         """The task's label probabilities, one row per pair (columns: the card's labels)."""

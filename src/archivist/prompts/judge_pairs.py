@@ -1,7 +1,7 @@
 """Task: judge for the judge seam (relation: does newer end older; support: does a
 sentence settle a question; kind: what kind of memory a sentence is; when: does a time named
-without its direction lie ahead or behind). A short reason comes before each verdict in the
-schema."""
+without its direction lie ahead or behind; serves: does something a person did or does move
+them toward a goal of theirs). A short reason comes before each verdict in the schema."""
 
 from __future__ import annotations
 
@@ -42,6 +42,17 @@ class WhenOut(BaseModel):
     reason: str = Field(description="One short sentence: when the named time is.")
     verdict: Literal["ahead", "behind"]
     confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class ServeOut(BaseModel):
+    item: int = Field(description="The number of the pair judged.")
+    reason: str = Field(description="One short sentence: what the item does for the goal.")
+    verdict: Literal["serves", "hinders", "unrelated"]
+    confidence: float = Field(0.8, ge=0.0, le=1.0)
+
+
+class ServesOut(BaseModel):
+    judgements: list[ServeOut] = Field(default_factory=list)
 
 
 class WhensOut(BaseModel):
@@ -105,6 +116,20 @@ someone said on a given day and a TIME it names without saying which one ("in Ma
 Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
 
 
+SERVES_SYSTEM = """You keep a person's long-term memory. Each item is a GOAL of a person and
+another ITEM memory holds of the same person (something they did, do, have, bought, decided
+or plan). Decide what the item does for the goal:
+- serves: it moves them toward the goal, directly or by clear implication ("picked up
+  weekend shifts" serves "pay off my credit card"; "signed up for couch to 5k" serves "run a
+  half marathon");
+- hinders: it works against the goal ("booked a last-minute trip to Ibiza" hinders "save
+  for a deposit");
+- unrelated: neither, also when it only shares the goal's topic: a feeling or opinion about
+  it, a question, the goal wished again, news, or someone else's action ("my sister bought a
+  flat").
+Give a one-sentence reason first, then the verdict and your confidence. JSON only."""
+
+
 def _numbered(system: str, items: Sequence[str]) -> list[dict]:
     """The system message and one user message of ``items`` as "Item 1: …", "Item 2: …"."""
     blocks = [f"Item {i}: {item}" for i, item in enumerate(items, start=1)]
@@ -148,4 +173,12 @@ def build_supports(pairs: Sequence[tuple[str, str, str, str]]) -> list[dict]:
             f"QUESTION: {question}\n  {who} said ({when}): {sentence}"
             for question, who, sentence, when in pairs
         ],
+    )
+
+
+def build_serves(rows: Sequence[tuple[str, str, str]]) -> list[dict]:
+    """Messages for (speaker, goal, item) rows, numbered from 1."""
+    return _numbered(
+        SERVES_SYSTEM,
+        [f"person {who}\n  GOAL: {goal}\n  ITEM: {item}" for who, goal, item in rows],
     )
