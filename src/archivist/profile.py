@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from .judge.base import GoalPair, Judge
 from .lang.text import KIN_WORDS, person_key
 from .model import Claim, ClaimEvent, Conflict
 from .store.sql import Filters
@@ -136,6 +137,19 @@ class Replaced:
 
 
 @dataclass(frozen=True)
+class Link:
+    """Another entry of the person's that serves one of their goals (or works against
+    it), as the judge read the pair, with its probability."""
+
+    claim: int
+    text: str
+    p: float
+
+    def to_dict(self) -> dict:
+        return {"claim": self.claim, "text": self.text, "p": round(self.p, 3)}
+
+
+@dataclass(frozen=True)
 class Entry:
     """One thing that holds for the person: what, since when, who said it, on what evidence."""
 
@@ -149,6 +163,8 @@ class Entry:
     evidence: tuple[tuple[str, str], ...]  # (conversation, message id)
     replaced: tuple[Replaced, ...] = ()
     facet: str = ""  # the kind of memory its sentence is (the judge's): goal, value, ...
+    serves: tuple[Link, ...] = ()  # a goal's: what the person does that serves it
+    hinders: tuple[Link, ...] = ()  # a goal's: what works against it
 
     def to_dict(self) -> dict:
         return {
@@ -162,6 +178,8 @@ class Entry:
             "source": self.source,
             "evidence": [{"conversation": c, "message": m} for c, m in self.evidence],
             "replaced": [r.to_dict() for r in self.replaced],
+            "serves": [x.to_dict() for x in self.serves],
+            "hinders": [x.to_dict() for x in self.hinders],
         }
 
 
@@ -187,7 +205,8 @@ class Profile:
 
     def model(self) -> tuple[tuple[str, tuple[Entry, ...]], ...]:
         """The person model: the standing entries (``in_model``) by the kind of memory
-        they are, in MODEL order (every part, empty ones too), oldest first."""
+        they are, in MODEL order (every part, empty ones too), oldest first; a goal with
+        what serves it and what works against it, when a judge linked them."""
         parts: dict[str, list[Entry]] = {name: [] for name, _, _ in MODEL}
         for group, found in self.groups:
             for e in found:
@@ -236,7 +255,52 @@ def _entry_lines(e: Entry) -> list[str]:
         if r.until and r.until < r.since:  # a plan called off before it began
             to = f", called off {r.until:%Y-%m-%d}"
         lines.append(f"      replaced: {r.value} ({r.since:%Y-%m-%d}{to}; #{r.claim})")
+    lines += [f"      serving it: {x.text} (#{x.claim})" for x in e.serves]
+    lines += [f"      against it: {x.text} (#{x.claim})" for x in e.hinders]
     return lines
+
+
+# A goal's links (``link_goals``): the judge's least probability for one, at most
+# LINKS_SHOWN of each label per goal, among the person's newest LINK_ITEMS entries
+LINK_SURE = 0.6
+LINKS_SHOWN = 3
+LINK_ITEMS = 30  # with an LLM, three calls a goal (cached in the store after)
+
+
+def link_goals(profile: Profile, judge: Judge) -> Profile:
+    """The profile with each goal of the person model linked to the person's other
+    entries the judge reads as serving it or working against it (one batch of
+    ``serves`` pairs: every goal against the newest LINK_ITEMS other entries)."""
+    goals = [e for _, found in profile.model() for e in found if e.facet == "goal"]
+    if not goals:
+        return profile
+    others = sorted(
+        (e for e in profile.entries() if e.facet != "goal"),
+        key=lambda e: (e.since, e.claim),
+        reverse=True,
+    )[:LINK_ITEMS]
+    pairs = [(g, o) for g in goals for o in others]
+    verdicts = judge.serves([GoalPair(g.text, o.text, profile.person) for g, o in pairs])
+    found: dict[int, dict[str, list[Link]]] = {
+        g.claim: {"serves": [], "hinders": []} for g in goals
+    }
+    for (g, o), v in zip(pairs, verdicts, strict=True):
+        if v.label in ("serves", "hinders") and v.p >= LINK_SURE:
+            found[g.claim][v.label].append(Link(o.claim, o.text, v.p))
+    linked = {
+        g.claim: replace(
+            g,
+            **{
+                label: tuple(sorted(links, key=lambda x: (-x.p, x.claim))[:LINKS_SHOWN])
+                for label, links in found[g.claim].items()
+            },
+        )
+        for g in goals
+    }
+    groups = tuple(
+        (name, tuple(linked.get(e.claim, e) for e in entries)) for name, entries in profile.groups
+    )
+    return replace(profile, groups=groups)
 
 
 # The person model's parts (Profile.model), the facet each holds and the head of its
@@ -423,8 +487,10 @@ def build_profile(
     *,
     read_attribute: AttributeReader | None = None,
     conversations: Sequence[str] | None = None,
+    judge: Judge | None = None,
 ) -> Profile:
-    """``person``'s profile at ``at`` from ``store`` (only ``conversations``, when given)."""
+    """``person``'s profile at ``at`` from ``store`` (only ``conversations``, when given);
+    with a ``judge``, each goal linked to what serves it (``link_goals``)."""
     if conversations is not None and not conversations:
         return assemble(person, at, [], {}, [], {}, read_attribute)
     scope = tuple(conversations) if conversations is not None else None
@@ -437,7 +503,10 @@ def build_profile(
         for x in store.list_conflicts(None, person, limit=1_000_000)
         if allowed is None or x.conversation in allowed
     ]
-    return assemble(person, at, claims, histories, conflicts, _roles(store, claims), read_attribute)
+    found = assemble(
+        person, at, claims, histories, conflicts, _roles(store, claims), read_attribute
+    )
+    return found if judge is None else link_goals(found, judge)
 
 
 def _roles(store: Store, claims: Sequence[Claim]) -> dict[int, str]:

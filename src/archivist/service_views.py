@@ -138,7 +138,12 @@ class MemoryViews(Checked):
         person = " ".join(person.split())
         when = check_at(at) or self.core.clock()
         found = build_profile(
-            self.store, person, when, read_attribute=attribute_of, conversations=conversations
+            self.store,
+            person,
+            when,
+            read_attribute=attribute_of,
+            conversations=conversations,
+            judge=self.core.judge,
         )
         if not found.entries() and not self.store.list_claims(Filters(person=person), limit=1):
             if person_key(person) not in {person_key(p) for p in self.core.people()}:
