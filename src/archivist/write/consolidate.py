@@ -174,8 +174,8 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
             new_hash = content_hash(
                 KEY_INFO_FORM,
                 *(
-                    f"{e.claim}:{e.text}:{e.since.isoformat()}:{e.source}:"
-                    f"{','.join(str(x.claim) for x in e.serves[:1] if x.p >= KEY_LINK_SURE)}"
+                    f"{e.claim}:{e.text}:{e.since.isoformat()}:{e.source}"
+                    + "".join(f":{x.claim}" for x in e.serves[:1] if x.p >= KEY_LINK_SURE)
                     for _, e in facts
                 ),
             )
