@@ -401,3 +401,26 @@ def kinds_by_word(kinds: dict[str, str], settings: Settings | None = None):
         )
 
     return factory
+
+
+def person_page(tmp_path: Path, factory, conv: Conversation, name: str, consolidate=False) -> str:
+    """The memory browser's page of ``name`` once ``conv`` is added to the tenant of a real
+    app whose memories ``factory(path)`` opens (logged in with the tenant's key)."""
+    from fastapi.testclient import TestClient
+
+    from archivist.server.app import ServerSettings, create_app
+
+    key = "key-alpha-000001"
+    settings = ServerSettings(
+        data_dir=tmp_path, keys=((key, "alpha"),), extract_delay=0, background="thread"
+    )
+    app = create_app(settings, memory_factory=lambda tenant, path: factory(path))
+    with TestClient(app) as client:
+        m = app.state.registry.tenant("alpha").memory
+        m.add(conv)
+        if consolidate:
+            m.consolidate()
+        (person,) = [p for p in m.persons() if p.name == name]
+        r = client.post("/login", data={"key": key, "next": "/"}, follow_redirects=False)
+        assert r.status_code == 303
+        return client.get(f"/people/{person.id}").text

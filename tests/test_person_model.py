@@ -14,7 +14,7 @@ from archivist.model import estimate_tokens
 from archivist.read.context import DEFAULT_CONTEXT, Candidate, assemble_context, pack
 from archivist.service import MemoryService
 from archivist.write.consolidate import KEY_INFO
-from conftest import kinds_by_word, make_conversation
+from conftest import kinds_by_word, make_conversation, person_page
 
 KINDS = {
     "fair": "value",
@@ -151,22 +151,7 @@ def test_key_info_with_too_little_room_keeps_its_best_facts_whole() -> None:
 def test_the_person_page_shows_the_person_model_apart_from_the_facts(tmp_path: Path) -> None:
     pytest.importorskip("fastapi")
     pytest.importorskip("jinja2")
-    from fastapi.testclient import TestClient
-
-    from archivist.server.app import ServerSettings, create_app
-
-    key = "key-alpha-000001"
-    settings = ServerSettings(
-        data_dir=tmp_path, keys=((key, "alpha"),), extract_delay=0, background="thread"
-    )
-    app = create_app(settings, memory_factory=lambda tenant, path: memory(path))
-    with TestClient(app) as client:
-        m = app.state.registry.tenant("alpha").memory
-        m.add(make_conversation("c", CHAT))
-        m.consolidate()
-        r = client.post("/login", data={"key": key, "next": "/"}, follow_redirects=False)
-        assert r.status_code == 303
-        page = client.get(f"/people/{ana(m).id}").text
+    page = person_page(tmp_path, memory, make_conversation("c", CHAT), "Ana", consolidate=True)
     facts, model = page.split('id="model-h"')
     model = model.split('id="key-h"')[0]
     assert "fair play" in model and "petrol" in model and "Values and beliefs" in model

@@ -19,7 +19,7 @@ from archivist.prompts import judge_pairs
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM
 from archivist.write.archivist import HeuristicArchivist
-from conftest import make_conversation
+from conftest import make_conversation, person_page
 
 KINDS = {"japan": "goal", "overtime": "habit", "ibiza": "plan", "kettle": "event"}
 CHAT = [
@@ -257,22 +257,7 @@ def test_train_serves_fits_a_head_the_judge_reads(tmp_path: Path) -> None:
 def test_the_person_page_shows_what_serves_a_goal(tmp_path: Path) -> None:
     pytest.importorskip("fastapi")
     pytest.importorskip("jinja2")
-    from fastapi.testclient import TestClient
-
-    from archivist.server.app import ServerSettings, create_app
-
-    key = "key-alpha-000001"
-    settings = ServerSettings(
-        data_dir=tmp_path, keys=((key, "alpha"),), extract_delay=0, background="thread"
-    )
-    app = create_app(settings, memory_factory=lambda tenant, path: memory(path))
-    with TestClient(app) as client:
-        m = app.state.registry.tenant("alpha").memory
-        m.add(make_conversation("c", CHAT))
-        (ana,) = [p for p in m.persons() if p.name == "Ana"]
-        r = client.post("/login", data={"key": key, "next": "/"}, follow_redirects=False)
-        assert r.status_code == 303
-        page = client.get(f"/people/{ana.id}").text
+    page = person_page(tmp_path, memory, make_conversation("c", CHAT), "Ana")
     model = page.split('id="model-h"')[1].split('id="key-h"')[0]
     goal = model.split("<h4>Goals</h4>")[1].split("<h4>")[0]
     assert "Japan" in goal

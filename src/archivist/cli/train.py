@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import click
 
+# Each command hands its arguments to its trainer's own parser (--help too: it lists them)
+FORWARD = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+
 
 @click.group()
 def train() -> None:
@@ -15,14 +18,7 @@ def train() -> None:
     """
 
 
-@train.command(
-    "judge",
-    context_settings={
-        "ignore_unknown_options": True,
-        "allow_extra_args": True,
-        "help_option_names": [],  # --help reaches the trainer, which lists its options
-    },
-)
+@train.command("judge", context_settings=FORWARD)
 @click.pass_context
 def judge(ctx: click.Context) -> None:
     """Fine-tune the judge on training/judge/*.jsonl and export it (--help: its options)."""
@@ -35,14 +31,7 @@ def register(cli: click.Group) -> None:
     cli.add_command(train)
 
 
-@train.command(
-    "bears",
-    context_settings={
-        "ignore_unknown_options": True,
-        "allow_extra_args": True,
-        "help_option_names": [],
-    },
-)
+@train.command("bears", context_settings=FORWARD)
 @click.pass_context
 def bears(ctx: click.Context) -> None:
     """Fit the map of what a turn bears on from training/implicit (--help: its options).
@@ -54,14 +43,7 @@ def bears(ctx: click.Context) -> None:
     raise SystemExit(main(list(ctx.args)))
 
 
-@train.command(
-    "serves",
-    context_settings={
-        "ignore_unknown_options": True,
-        "allow_extra_args": True,
-        "help_option_names": [],
-    },
-)
+@train.command("serves", context_settings=FORWARD)
 @click.pass_context
 def serves(ctx: click.Context) -> None:
     """Fit the head that reads what serves a goal from training/serves (--help: its options).
