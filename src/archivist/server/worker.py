@@ -69,12 +69,16 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.process is not None and self.process.is_alive()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Let the current job finish, then stop; queued jobs stay in the stores."""
+    def stop(self, timeout: float = 10.0) -> None:
+        """Let the current job finish, then stop; queued jobs stay in the stores. The
+        worker gets the normal scheduling class back first where this process may give
+        it (an idle-class worker on a busy machine barely runs: it would not finish);
+        past ``timeout`` it is terminated, and its job's lease brings the job back."""
         self._stopping = True
         if self.process is None:
             return
         if self.process.is_alive():
+            raise_priority(self.process.pid)
             self.wake("")  # the stop signal
             self.process.join(timeout)
         if self.process.is_alive():  # a long LLM call: its lease brings the job back later
@@ -117,6 +121,25 @@ def lower_priority(nice: int) -> None:
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         except OSError:  # e.g. a container's seccomp policy
             log.warning("could not put the worker in the idle scheduling class")
+
+
+def raise_priority(pid: int) -> bool:
+    """Put every thread of process ``pid`` back in the normal scheduling class (its nice
+    value stays); whether all of them are. Leaving the idle class needs CAP_SYS_NICE or
+    a RLIMIT_NICE that allows the thread's nice value: otherwise it stays idle."""
+    if not hasattr(os, "SCHED_IDLE"):
+        return True
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    done = True
+    for tid in threads:
+        try:
+            os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+        except OSError:  # not permitted, or the thread ended
+            done = False
+    return done
 
 
 def work(
