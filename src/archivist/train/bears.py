@@ -15,7 +15,6 @@ first, in the top 5 and in the top 10 among all the cues of a split.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..embed import get_embedder
 from ..judge.bears import CARD, MAP_FILE
 from ..judge.trained import MODEL_DIR
 from ..write.heuristic import in_third_person
+from . import file_hash
 
 DATA = Path("training/implicit")
 DECAYS = (0.03, 0.1, 0.3)  # chosen on dev
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         "embedder": embedder.name,
         "fit": {"decay": chosen, "temperature": TAU, "steps": STEPS, "rate": RATE},
         "train_pairs": len(t_train) // 2,
-        "train_files": {f.name: _sha(f) for f in train},
+        "train_files": {f.name: file_hash(f) for f in train},
         "dev": {"cosine": ranks(t_dev, c_dev, None), "map": best, "by_decay": by_decay},
     }
     if fresh:
@@ -127,7 +127,3 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / CARD).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(report, indent=2))
     return 0
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]

@@ -14,7 +14,6 @@ Seeded; needs the ``train`` extra (torch CPU, transformers, the MiniLM weights).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -45,6 +44,7 @@ from ..judge.trained import CARD_FILE, MODEL_DIR, MODEL_FILE, TrainedJudge, pair
 from ..lang.query import names_in
 from ..lang.subject import SECOND_PERSON
 from ..write.heuristic import in_third_person
+from . import file_hash
 
 TASKS = ("relation", "support", "kind", "when")
 OFFSETS = {t: sum(len(LABELS[u]) for u in TASKS[: TASKS.index(t)]) for t in TASKS}
@@ -79,7 +79,7 @@ def load(data: Path) -> tuple[list[Item], dict[str, str]]:
     items, hashes = [], {}
     for path in files:
         items += read_items(path)
-        hashes[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        hashes[path.name] = file_hash(path)
     return items, hashes
 
 

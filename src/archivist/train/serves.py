@@ -17,7 +17,6 @@ as often as the right pairs.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import zlib
@@ -34,6 +33,7 @@ from ..judge.serves import CARD, HEAD_FILE, features, softmax
 from ..judge.trained import MODEL_DIR
 from ..profile import LINK_SURE
 from ..write.heuristic import in_third_person
+from . import file_hash
 
 DATA = Path("training/serves")
 DECAYS = (1e-4, 1e-3, 1e-2)  # chosen on dev
@@ -70,6 +70,120 @@ def fit(x: np.ndarray, y: np.ndarray, decay: float) -> tuple[np.ndarray, np.ndar
     return w.astype(np.float32), b.astype(np.float32)
 
 
+class _Pairs:
+    """Goal/item pairs as the head reads them: the bundled embedder's vectors, each text
+    embedded once."""
+
+    def __init__(self) -> None:
+        self.embedder = MiniLMEmbedder()
+        self._cache: dict[str, np.ndarray] = {}
+
+    def vectors(self, texts: list[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        for at in range(0, len(todo), 256):
+            chunk = todo[at : at + 256]
+            self._cache.update(zip(chunk, self.embedder.embed_batch(chunk), strict=True))
+        return np.stack([self._cache[t] for t in texts])
+
+    def features(
+        self, chosen: list[Item], claims_too: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The head's input and the labels' indexes; ``claims_too``: each pair again as
+        extraction words it ("Tom is saving for ..." for "I'm saving ...")."""
+        goals = [it.pair.goal for it in chosen]  # type: ignore[union-attr]
+        things = [it.pair.item for it in chosen]  # type: ignore[union-attr]
+        labels = [SERVES_LABELS.index(it.label) for it in chosen]
+        if claims_too:
+            who = [it.pair.speaker or "Sam" for it in chosen]  # type: ignore[union-attr]
+            goals += [in_third_person(g, w, None) for g, w in zip(goals, who, strict=True)]
+            things += [in_third_person(t, w, None) for t, w in zip(things, who, strict=True)]
+            labels += labels
+        return features(self.vectors(goals), self.vectors(things)), np.array(labels)
+
+    def cosine(self, chosen: list[Item]) -> np.ndarray:
+        g = self.vectors([it.pair.goal for it in chosen])  # type: ignore[union-attr]
+        i = self.vectors([it.pair.item for it in chosen])  # type: ignore[union-attr]
+        g = g / np.linalg.norm(g, axis=1, keepdims=True)
+        i = i / np.linalg.norm(i, axis=1, keepdims=True)
+        return (g * i).sum(axis=1)
+
+
+def _probs(head: tuple[np.ndarray, np.ndarray], x: np.ndarray) -> np.ndarray:
+    return softmax(x @ head[0] + head[1])
+
+
+def _said(head: tuple[np.ndarray, np.ndarray], x: np.ndarray) -> list[str]:
+    return [SERVES_LABELS[int(r.argmax())] for r in _probs(head, x)]
+
+
+def _scored(chosen: list[Item], said: list[str]) -> dict:
+    return score_task("serves", [it.label for it in chosen], said)
+
+
+def choose_head(
+    pairs: _Pairs, train: list[Item], dev: list[Item]
+) -> tuple[float, tuple[np.ndarray, np.ndarray], dict[str, float]]:
+    """The L2 strength with the best dev macro-F1 (ties: the smaller), its head, and
+    each strength's dev macro-F1."""
+    x_train, y_train = pairs.features(train, claims_too=True)
+    x_dev, _ = pairs.features(dev)
+    heads = {decay: fit(x_train, y_train, decay) for decay in DECAYS}
+    by_decay = {str(d): _scored(dev, _said(h, x_dev))["macro_f1"] for d, h in heads.items()}
+    chosen = max(DECAYS, key=lambda d: (by_decay[str(d)], -d))
+    return chosen, heads[chosen], by_decay
+
+
+def cosine_cut(pairs: _Pairs, dev: list[Item]) -> float:
+    """The cosine above which "serves" (else "unrelated") is right most often on dev."""
+    dev_cos = pairs.cosine(dev)
+    return max(
+        np.unique(np.round(dev_cos, 2)),
+        key=lambda c: sum(
+            ("serves" if s >= c else "unrelated") == it.label
+            for s, it in zip(dev_cos, dev, strict=True)
+        ),
+    )
+
+
+def control(pairs: _Pairs, head: tuple[np.ndarray, np.ndarray], items: list[Item]) -> float:
+    """Each item that serves or hinders its goal, set against the next other goal of the
+    split (sorted): the share the head still links at LINK_SURE (it should be near 0:
+    a head that reads the item alone links them all)."""
+    goals = sorted({it.pair.goal for it in items})  # type: ignore[union-attr]
+    moved = []
+    for it in items:
+        if it.label != "unrelated" and len(goals) > 1:
+            other = goals[(goals.index(it.pair.goal) + 1) % len(goals)]  # type: ignore[union-attr]
+            moved.append(replace(it, pair=replace(it.pair, goal=other), label="unrelated"))
+    if not moved:
+        return 0.0
+    probs = _probs(head, pairs.features(moved)[0])
+    unrelated = SERVES_LABELS.index("unrelated")
+    linked = (probs.argmax(axis=1) != unrelated) & (probs.max(axis=1) >= LINK_SURE)
+    return round(float(linked.mean()), 3)
+
+
+def summary(
+    pairs: _Pairs,
+    head: tuple[np.ndarray, np.ndarray],
+    items: list[Item],
+    majority: str,
+    cut: float,
+) -> dict:
+    """The head on ``items``, beside the majority label, cosine alone and the control."""
+    got = _scored(items, _said(head, pairs.features(items)[0]))
+    cos = ["serves" if s >= cut else "unrelated" for s in pairs.cosine(items)]
+    return {
+        "n": got["n"],
+        "accuracy": round(got["accuracy"], 3),
+        "macro_f1": round(got["macro_f1"], 3),
+        "f1": {k: round(v["f1"], 3) for k, v in got["by_label"].items()},
+        "majority": round(_scored(items, [majority] * len(items))["accuracy"], 3),
+        "cosine": round(_scored(items, cos)["accuracy"], 3),
+        "another_goal_linked": control(pairs, head, items),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="archivist train serves", description=__doc__)
     parser.add_argument("--data", type=Path, default=DATA, help="the pairs' folder")
@@ -82,122 +196,26 @@ def main(argv: list[str] | None = None) -> int:
     items = [it for f in files for it in read_items(f) if it.task == "serves"]
     train = [it for it in items if not _dev(it)]
     dev = [it for it in items if _dev(it)]
-    fresh_files = sorted(args.data.glob("fresh*.jsonl"))  # written apart: reported only
-    fresh = {f.name: [it for it in read_items(f) if it.task == "serves"] for f in fresh_files}
-    embedder = MiniLMEmbedder()
-    cache: dict[str, np.ndarray] = {}
-
-    def vectors(texts: list[str]) -> np.ndarray:
-        todo = [t for t in dict.fromkeys(texts) if t not in cache]
-        for at in range(0, len(todo), 256):
-            chunk = todo[at : at + 256]
-            cache.update(zip(chunk, embedder.embed_batch(chunk), strict=True))
-        return np.stack([cache[t] for t in texts])
-
-    def pairs_of(chosen: list[Item], claims_too: bool) -> tuple[np.ndarray, np.ndarray]:
-        goals = [it.pair.goal for it in chosen]  # type: ignore[union-attr]
-        things = [it.pair.item for it in chosen]  # type: ignore[union-attr]
-        labels = [SERVES_LABELS.index(it.label) for it in chosen]
-        if claims_too:  # as extraction words them: "Tom is saving for ..." ("I'm saving ...")
-            who = [it.pair.speaker or "Sam" for it in chosen]  # type: ignore[union-attr]
-            goals += [in_third_person(g, w, None) for g, w in zip(goals, who, strict=True)]
-            things += [in_third_person(t, w, None) for t, w in zip(things, who, strict=True)]
-            labels += labels
-        return features(vectors(goals), vectors(things)), np.array(labels)
-
-    def cosine(chosen: list[Item]) -> np.ndarray:
-        g = vectors([it.pair.goal for it in chosen])  # type: ignore[union-attr]
-        i = vectors([it.pair.item for it in chosen])  # type: ignore[union-attr]
-        g = g / np.linalg.norm(g, axis=1, keepdims=True)
-        i = i / np.linalg.norm(i, axis=1, keepdims=True)
-        return (g * i).sum(axis=1)
-
-    def scored(chosen: list[Item], said: list[str]) -> dict:
-        return score_task("serves", [it.label for it in chosen], said)
-
-    x_train, y_train = pairs_of(train, claims_too=True)
-    x_dev, _ = pairs_of(dev, claims_too=False)
-    heads, by_decay = {}, {}
-    for decay in DECAYS:
-        heads[decay] = fit(x_train, y_train, decay)
-        said = [
-            SERVES_LABELS[int(r.argmax())]
-            for r in softmax(x_dev @ heads[decay][0] + heads[decay][1])
-        ]
-        by_decay[str(decay)] = scored(dev, said)["macro_f1"]
-    chosen = max(DECAYS, key=lambda d: (by_decay[str(d)], -d))
-    w, b = heads[chosen]
-
-    def predict(items_: list[Item]) -> list[str]:
-        x, _ = pairs_of(items_, claims_too=False)
-        return [SERVES_LABELS[int(r.argmax())] for r in softmax(x @ w + b)]
-
-    dev_cos = cosine(dev)
-    cut = max(
-        np.unique(np.round(dev_cos, 2)),
-        key=lambda c: sum(
-            ("serves" if s >= c else "unrelated") == it.label
-            for s, it in zip(dev_cos, dev, strict=True)
-        ),
-    )
-
-    def baselines(items_: list[Item]) -> dict:
-        majority = max(SERVES_LABELS, key=lambda lab: sum(it.label == lab for it in train))
-        cos = ["serves" if s >= cut else "unrelated" for s in cosine(items_)]
-        return {
-            "majority": round(scored(items_, [majority] * len(items_))["accuracy"], 3),
-            "cosine": round(scored(items_, cos)["accuracy"], 3),
-        }
-
-    def swapped(items_: list[Item]) -> float:
-        """The control: each item that serves or hinders its goal, set against the next
-        other goal of the split (sorted); the share the head still links at LINK_SURE
-        (it should be near 0: a head that reads the item alone links them all)."""
-        goals = sorted({it.pair.goal for it in items_})  # type: ignore[union-attr]
-        moved = []
-        for it in items_:
-            if it.label != "unrelated" and len(goals) > 1:
-                other = goals[(goals.index(it.pair.goal) + 1) % len(goals)]  # type: ignore[union-attr]
-                moved.append(replace(it, pair=replace(it.pair, goal=other), label="unrelated"))
-        if not moved:
-            return 0.0
-        x, _ = pairs_of(moved, claims_too=False)
-        probs = softmax(x @ w + b)
-        linked = (probs.argmax(axis=1) != SERVES_LABELS.index("unrelated")) & (
-            probs.max(axis=1) >= LINK_SURE
-        )
-        return round(float(linked.mean()), 3)
-
-    def summary(items_: list[Item]) -> dict:
-        got = scored(items_, predict(items_))
-        by_label = {k: round(v["f1"], 3) for k, v in got["by_label"].items()}
-        return {
-            "n": got["n"],
-            "accuracy": round(got["accuracy"], 3),
-            "macro_f1": round(got["macro_f1"], 3),
-            "f1": by_label,
-            **baselines(items_),
-            "another_goal_linked": swapped(items_),
-        }
-
+    pairs = _Pairs()
+    chosen, head, by_decay = choose_head(pairs, train, dev)
+    cut = cosine_cut(pairs, dev)
+    majority = max(SERVES_LABELS, key=lambda lab: sum(it.label == lab for it in train))
     report = {
-        "embedder": embedder.name,
+        "embedder": pairs.embedder.name,
         "labels": list(SERVES_LABELS),
         "fit": {"decay": chosen, "steps": STEPS, "rate": RATE, "by_decay_dev_macro_f1": by_decay},
         "cosine_cut": float(cut),
         "train_items": len(train),
-        "train_files": {f.name: _sha(f) for f in files},
-        "dev": summary(dev),
+        "train_files": {f.name: file_hash(f) for f in files},
+        "dev": summary(pairs, head, dev, majority, cut),
     }
-    for f in fresh_files:
-        report[f.stem] = summary(fresh[f.name])
-        report[f"{f.stem}_file"] = {f.name: _sha(f)}
+    for f in sorted(args.data.glob("fresh*.jsonl")):  # written apart: reported only
+        fresh = [it for it in read_items(f) if it.task == "serves"]
+        report[f.stem] = summary(pairs, head, fresh, majority, cut)
+        report[f"{f.stem}_file"] = {f.name: file_hash(f)}
     args.out.mkdir(parents=True, exist_ok=True)
+    w, b = head
     np.savez(args.out / HEAD_FILE, w=w.astype(np.float16), b=b)
     (args.out / CARD).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(report, indent=2))
     return 0
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
