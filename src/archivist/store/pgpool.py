@@ -81,6 +81,10 @@ class PgPool:
                 self._opened += 1
         if conn is not None and not conn.closed:
             return conn
+        return self._open_counted()
+
+    def _open_counted(self) -> psycopg.Connection:
+        """A new connection, already counted in ``_opened``; uncounted if it fails."""
         try:
             return self._connect()
         except BaseException:
@@ -216,12 +220,7 @@ class PgPool:
                     if self._closed or self._opened >= self.size:
                         break
                     self._opened += 1
-                try:
-                    conn = self._connect()
-                except BaseException:
-                    with self._free:
-                        self._opened -= 1
-                    raise
+                conn = self._open_counted()
                 opened.append(conn)
                 conn.execute(prime).fetchall()
         finally:
