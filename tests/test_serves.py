@@ -1,6 +1,6 @@
-"""What serves a goal, the judge's fifth task: the shipped head, an LLM and FakeJudge; a
+"""What serves a goal, the judge's fifth task: the shipped model, an LLM and FakeJudge; a
 person model's goals linked to what serves them and what works against them, in the
-profile and in key info; ``bench judge`` items; and ``archivist train serves``."""
+profile and in key info; and ``bench judge`` items."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from archivist.cli.main import cli
 from archivist.config import Settings
-from archivist.judge import GoalPair, LLMJudge, TrainedJudge, Verdict
+from archivist.judge import GoalPair, LLMJudge, Statement, TrainedJudge, Verdict
+from archivist.judge.base import SERVES_LABELS, encode_serves
 from archivist.judge.items import parse_item
-from archivist.judge.serves import load_head
 from archivist.prompts import judge_pairs
 from archivist.service import MemoryService
 from archivist.testing import FakeEmbedder, FakeJudge, FakeLLM
@@ -165,11 +165,12 @@ def test_with_an_llm_the_profile_links_goals_through_it(tmp_path: Path) -> None:
 
 
 def test_offline_the_shipped_judge_links_no_goal(tmp_path: Path) -> None:
-    """No head ships (the one fitted reads the item, not the pair: docs/judge.md), so the
-    trained judge answers an unsure unrelated and a profile shows no link."""
+    """The shipped model was trained without the task (docs/judge.md: the models trained
+    with it cost LoCoMo recall), so it answers an unsure unrelated and links nothing."""
     model = TrainedJudge()
-    (v,) = model.serves([GoalPair("run a half marathon", "signed up for couch to 5k", "Tom")])
-    assert v == Verdict("unrelated", 0.0, "no serves head in this model")
+    assert "serves" not in model.card["labels"]
+    (v,) = model.serves([GoalPair("run a half marathon", "long run sunday, 18k done", "Tom")])
+    assert v == Verdict("unrelated", 0.0, "no serves task in this model")
     assert model.serves([]) == []
     with MemoryService(
         tmp_path / "m.db",
@@ -183,10 +184,23 @@ def test_offline_the_shipped_judge_links_no_goal(tmp_path: Path) -> None:
     assert goal.serves == () and goal.hinders == ()
 
 
-def test_a_judge_folder_without_the_head_links_nothing(tmp_path: Path) -> None:
-    bare = TrainedJudge(tmp_path)
-    (v,) = bare.serves([GoalPair("save for a deposit", "cancelled netflix", "Ana")])
-    assert v.label == "unrelated" and v.p == 0.0
+def test_a_model_trained_with_the_task_reads_it_at_its_offset(tmp_path: Path) -> None:
+    """A card that lists ``serves`` is read at its offset, as its three labels (here the
+    shipped network's first three logits stand in for a trained head: the reading, not
+    the verdict, is under test); the other tasks read as before."""
+    shipped = TrainedJudge().folder
+    card = json.loads((shipped / "judge.json").read_text(encoding="utf-8"))
+    card["labels"]["serves"], card["offsets"]["serves"] = list(SERVES_LABELS), 0
+    (tmp_path / "judge.json").write_text(json.dumps(card), encoding="utf-8")
+    (tmp_path / "judge.onnx").symlink_to(shipped / "judge.onnx")
+    trained = TrainedJudge(tmp_path)
+    pair = GoalPair("save for a deposit", "cancelled netflix", "Ana")
+    (v,) = trained.serves([pair])
+    probs = trained.probabilities("serves", [encode_serves(pair)])[0]
+    assert v.label == SERVES_LABELS[int(probs.argmax())] and v.p == pytest.approx(probs.max())
+    assert probs.sum() == pytest.approx(1.0, abs=1e-5)
+    (k,) = trained.kinds([Statement("I love jazz.", "Ana")])
+    assert k == TrainedJudge().kinds([Statement("I love jazz.", "Ana")])[0]
 
 
 def test_serves_items_parse_and_bench(tmp_path: Path) -> None:
@@ -212,46 +226,6 @@ def test_serves_items_parse_and_bench(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     got = json.loads(r.output)["tasks"]["serves"]
     assert got["n"] == 2 and got["accuracy"] == 0.5  # no rule links a goal
-
-
-def test_train_serves_fits_a_head_the_judge_reads(tmp_path: Path) -> None:
-    data, out = tmp_path / "data", tmp_path / "out"
-    data.mkdir()
-    goals = ["save for a deposit", "run a marathon", "learn spanish", "quit smoking", "sleep more"]
-    steps = ["cut takeaways", "long run sunday", "duolingo daily", "nicotine patches", "bed by ten"]
-    rows = []
-    for i, (goal, step) in enumerate(zip(goals, steps, strict=True)):
-        for j, (item, label) in enumerate(
-            [
-                (step, "serves"),
-                (f"binge spent on {i} things", "hinders"),
-                ("nice weather", "unrelated"),
-            ]
-        ):
-            rows.append(
-                {"id": f"t{i}{j}", "task": "serves", "speaker": "Ana", "goal": goal,
-                 "item": item, "label": label}
-            )  # fmt: skip
-    (data / "serves-a.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
-    (data / "fresh.jsonl").write_text(json.dumps(rows[0]), encoding="utf-8")
-    (data / "fresh2.jsonl").write_text(json.dumps(rows[1]), encoding="utf-8")
-    r = CliRunner().invoke(cli, ["train", "serves", "--data", str(data), "--out", str(out)])
-    assert r.exit_code == 0, r.output
-    card = json.loads((out / "serves.json").read_text(encoding="utf-8"))
-    assert card["train_items"] + card["dev"]["n"] == len(rows)
-    assert card["fresh"]["n"] == card["fresh2"]["n"] == 1
-    assert "majority" in card["dev"] and "cosine" in card["dev"]
-    assert 0.0 <= card["dev"]["another_goal_linked"] <= 1.0
-    pair = GoalPair("learn spanish", "duolingo daily", "Ana")
-    for control, used in ((0.5, False), (0.0, True)):  # a head is used only past its control
-        card["dev"]["another_goal_linked"] = control
-        (out / "serves.json").write_text(json.dumps(card), encoding="utf-8")
-        load_head.cache_clear()
-        (v,) = TrainedJudge(out).serves([pair])
-        assert (v.p > 0.0) is used, (control, v)
-    first = (out / "serves.npz").read_bytes()
-    CliRunner().invoke(cli, ["train", "serves", "--data", str(data), "--out", str(out)])
-    assert (out / "serves.npz").read_bytes() == first  # the same data, the same head
 
 
 def test_the_person_page_shows_what_serves_a_goal(tmp_path: Path) -> None:

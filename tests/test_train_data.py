@@ -1,12 +1,16 @@
 """The pairs training adds to the written ones (archivist.train.judge): strangers, hard
-strangers and answers said by someone other than the person asked about."""
+strangers, answers said by someone other than the person asked about, and steps set
+against another goal; and the files it reads."""
 
 from __future__ import annotations
 
-from archivist.judge.base import RelationPair, SupportPair
+import json
+from pathlib import Path
+
+from archivist.judge.base import GoalPair, RelationPair, SupportPair
 from archivist.judge.items import Item
 from archivist.testing import FakeEmbedder
-from archivist.train.judge import hard_strangers, other_speakers
+from archivist.train.judge import hard_strangers, load, other_goals, other_speakers, segments
 
 
 def _rel(i: str, area: str, older: str, newer: str, label: str = "ends") -> Item:
@@ -61,3 +65,39 @@ def test_an_answer_said_by_someone_else_settles_nothing() -> None:
         assert source.id in ("s1", "s2")  # a question about its speaker, settled, no "you"
         assert it.pair.speaker != source.pair.speaker  # type: ignore[union-attr]
         assert it.pair.speaker.split()[0] not in it.pair.question  # type: ignore[union-attr]
+
+
+def _goal(i: str, goal: str, item: str, label: str) -> Item:
+    return Item(i, "serves", GoalPair(goal, item, "Ana"), label)
+
+
+def test_a_step_toward_one_goal_is_set_against_another_as_unrelated() -> None:
+    goals = [f"goal {n}" for n in range(9)]
+    items = [_goal(f"g{n}", g, f"step {n}", "serves") for n, g in enumerate(goals)]
+    items += [_goal("h", "goal 0", "spent it all", "hinders")]
+    items += [_goal("u", "goal 1", "nice weather", "unrelated"), _rel("r", "home", "a", "b")]
+    made = other_goals(items)
+    assert len(made) == 10  # each serves or hinders pair once; unrelated and others none
+    assert all(it.task == "serves" and it.label == "unrelated" for it in made)
+    for source, it in zip(items[:10], made, strict=True):
+        assert it.pair.item == source.pair.item  # type: ignore[union-attr]
+        assert it.pair.goal != source.pair.goal  # type: ignore[union-attr]
+    assert segments(made[0]) == ("serves. Ana's goal: goal 7", "Ana: step 0")
+    assert other_goals(items) == made  # no randomness
+
+
+def test_load_reads_the_goal_pairs_after_the_judge_files(tmp_path: Path) -> None:
+    judge, serves = tmp_path / "judge", tmp_path / "serves"
+    judge.mkdir(), serves.mkdir()
+    rel = {"id": "r1", "task": "relation", "speaker": "Ana", "older": "vegan",
+           "newer": "eating fish again", "label": "ends"}  # fmt: skip
+    goal = {"id": "s1", "task": "serves", "speaker": "Ana", "goal": "save",
+            "item": "cancelled netflix", "label": "serves"}  # fmt: skip
+    (judge / "a.jsonl").write_text(json.dumps(rel), encoding="utf-8")
+    (judge / "fresh-a.jsonl").write_text(json.dumps(rel), encoding="utf-8")  # kept out
+    (serves / "serves-a.jsonl").write_text(json.dumps(goal), encoding="utf-8")
+    (serves / "fresh.jsonl").write_text(json.dumps(goal), encoding="utf-8")  # kept out
+    items, hashes = load(judge, serves)
+    assert [it.id for it in items] == ["r1", "s1"]
+    assert list(hashes) == ["a.jsonl", "serves-a.jsonl"]
+    assert [it.id for it in load(judge)[0]] == ["r1"]

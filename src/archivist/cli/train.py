@@ -1,4 +1,4 @@
-"""``archivist train judge|bears|serves``: train what the package ships (the judge needs the
+"""``archivist train judge|bears``: train what the package ships (the judge needs the
 ``train`` extra; the map of what a turn bears on needs numpy only)."""
 
 from __future__ import annotations
@@ -39,17 +39,5 @@ def bears(ctx: click.Context) -> None:
     Numpy only: needs no train extra.
     """
     from ..train.bears import main
-
-    raise SystemExit(main(list(ctx.args)))
-
-
-@train.command("serves", context_settings=FORWARD)
-@click.pass_context
-def serves(ctx: click.Context) -> None:
-    """Fit the head that reads what serves a goal from training/serves (--help: its options).
-
-    Numpy only: needs no train extra.
-    """
-    from ..train.serves import main
 
     raise SystemExit(main(list(ctx.args)))

@@ -172,3 +172,10 @@ def encode_when(mention: TimeMention) -> tuple[str, str]:
     """The two segments the cross-encoder reads for a time mention (training uses this too)."""
     who = mention.speaker.strip() or "someone"
     return f"when. {mention.time}", f"{who} said: {mention.sentence}"
+
+
+def encode_serves(pair: GoalPair) -> tuple[str, str]:
+    """The two segments the cross-encoder reads for a goal and an item (training uses this
+    too)."""
+    who = pair.speaker.strip() or "someone"
+    return f"serves. {who}'s goal: {pair.goal}", f"{who}: {pair.item}"

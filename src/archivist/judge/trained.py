@@ -1,9 +1,9 @@
 """The trained judge: a MiniLM cross-encoder (int8 ONNX) shipped inside the package.
 
 Trained by ``archivist train judge`` (archivist/train/) on the team's written
-pairs (training/judge/), one network with one head for all tasks (three logits
-for ``relation``, four for ``support``, nine for ``kind``, two for ``when``);
-each task reads only its own. The
+pairs (training/judge/), one network with one head for all tasks (three logits for
+``relation``, four for ``support``, nine for ``kind``, two for ``when``; three for
+``serves`` in a model trained with training/serves/); each task reads only its own. The
 tokenizer is the embedder's (same vocabulary). onnxruntime and tokenizers load
 on the first judgement, so constructing costs nothing.
 """
@@ -29,6 +29,7 @@ from .base import (
     Verdict,
     encode_kind,
     encode_relation,
+    encode_serves,
     encode_support,
     encode_when,
 )
@@ -62,7 +63,6 @@ class TrainedJudge:
         self._session: Any = None
         self._tokenizer: Any = None
         self._card: dict = {}
-        self._vectors: Any = None  # the bundled embedder, for the serves head
         self.name = "model"
 
     def __repr__(self) -> str:
@@ -95,36 +95,12 @@ class TrainedJudge:
         return self._judge("when", [encode_when(m) for m in mentions])
 
     def serves(self, pairs: Sequence[GoalPair]) -> list[Verdict]:
-        """One verdict per pair: serves, hinders or unrelated, read by the small head on
-        the bundled embedder's vectors (judge/serves.py). Without the head (a folder
-        trained before the task, or for another embedder) every pair is an unsure
-        unrelated (p 0), so nothing is linked."""
-        from . import serves as head_file
-
-        head = head_file.load_head(self.folder)
-        if head is None or not pairs:
-            return [Verdict("unrelated", 0.0, "no serves head in this model") for _ in pairs]
-        embedder = self._embedder()
-        if head[0] != embedder.name:
-            return [Verdict("unrelated", 0.0, "the serves head fits another embedder")] * len(pairs)
-        texts = list(dict.fromkeys(t for p in pairs for t in (p.goal, p.item)))
-        vectors = dict(zip(texts, embedder.embed_batch(texts), strict=True))
-        goals = np.stack([vectors[p.goal] for p in pairs])
-        items = np.stack([vectors[p.item] for p in pairs])
-        probs = head_file.probabilities(head, goals, items)
-        return [
-            Verdict(head_file.SERVES_LABELS[int(row.argmax())], float(row.max())) for row in probs
-        ]
-
-    def _embedder(self) -> Any:
-        """The bundled embedder the serves head was fitted on (loaded on first use)."""
-        if self._vectors is None:
-            from ..embed.local import MiniLMEmbedder
-
-            with self._lock:
-                if self._vectors is None:
-                    self._vectors = MiniLMEmbedder(threads=max(self.threads, 1))
-        return self._vectors
+        """One verdict per pair: serves, hinders or unrelated. A model trained before the
+        task existed answers unsure (p 0), so nothing is linked."""
+        self._load()
+        if "serves" not in self._card["labels"]:
+            return [Verdict("unrelated", 0.0, "no serves task in this model") for _ in pairs]
+        return self._judge("serves", [encode_serves(p) for p in pairs])
 
     def probabilities(self, task: str, segments: Sequence[tuple[str, str]]) -> np.ndarray:
         """The task's label probabilities, one row per pair (columns: the card's labels)."""

@@ -3,7 +3,8 @@
 ``archivist train judge`` reads the team's labelled pairs (training/judge/*.jsonl;
 files named ``fresh-*`` are kept out: they are written after training, to see
 whether it generalises), keeps whole scenario groups aside as the dev split,
-fine-tunes one network for the four tasks (one head; each task reads its own logits),
+fine-tunes one network for the four tasks (one head; each task reads its own logits;
+with ``--serves training/serves`` a fifth, what serves a goal, from its goal pairs),
 exports it to ONNX, quantises it to int8 and writes ``judge.onnx`` and
 ``judge.json`` (labels, metrics, data hashes) where the package loads them.
 With ``--compare`` it also fits the cheaper alternative, a logistic head on the
@@ -29,12 +30,14 @@ from ..embed.local import padded
 from ..errors import ConfigError
 from ..judge.base import (
     LABELS,
+    GoalPair,
     RelationPair,
     Statement,
     SupportPair,
     TimeMention,
     encode_kind,
     encode_relation,
+    encode_serves,
     encode_support,
     encode_when,
 )
@@ -46,9 +49,10 @@ from ..lang.subject import SECOND_PERSON
 from ..write.heuristic import in_third_person
 from . import file_hash
 
-TASKS = ("relation", "support", "kind", "when")
+# every task's logits in one head, in this order; a model has those of the tasks it was
+# trained on (serves only with --serves), so the four first keep their places
+TASKS = ("relation", "support", "kind", "when", "serves")
 OFFSETS = {t: sum(len(LABELS[u]) for u in TASKS[: TASKS.index(t)]) for t in TASKS}
-N_OUT = sum(len(LABELS[t]) for t in TASKS)
 NEEDS_EXTRA = (
     "training needs the train extra: pip install 'archivist[train]' "
     "(in a clone: pip install '.[train]')"
@@ -64,6 +68,8 @@ def segments(item: Item) -> tuple[str, str]:
         return encode_kind(item.pair)
     if isinstance(item.pair, TimeMention):
         return encode_when(item.pair)
+    if isinstance(item.pair, GoalPair):
+        return encode_serves(item.pair)
     return encode_support(item.pair)
 
 
@@ -71,9 +77,23 @@ def target(item: Item) -> int:
     return OFFSETS[item.task] + LABELS[item.task].index(item.label)
 
 
-def load(data: Path) -> tuple[list[Item], dict[str, str]]:
-    """Every training item under ``data`` and the sha256 of each file read."""
+def trained_tasks(items: list[Item]) -> tuple[str, ...]:
+    """The tasks ``items`` teach, in the head's order."""
+    present = {it.task for it in items}
+    return tuple(t for t in TASKS if t in present)
+
+
+def head_width(tasks: tuple[str, ...]) -> int:
+    """How many logits a head for ``tasks`` has (up to the last one's)."""
+    return OFFSETS[tasks[-1]] + len(LABELS[tasks[-1]]) if tasks else 0
+
+
+def load(data: Path, serves: Path | None = None) -> tuple[list[Item], dict[str, str]]:
+    """Every training item under ``data`` (then the goal pairs of ``serves``, its
+    ``serves-*.jsonl``) and the sha256 of each file read."""
     files = sorted(p for p in data.glob("*.jsonl") if not p.name.startswith("fresh"))
+    if serves is not None:
+        files += sorted(serves.glob("serves-*.jsonl"))
     if not files:
         raise ConfigError(f"no training files (*.jsonl) in {data}")
     items, hashes = [], {}
@@ -130,6 +150,20 @@ def strangers(items: list[Item], n: int, seed: int) -> list[Item]:
             continue
         pair = replace(a.pair, newer=b.pair.newer, newer_at=b.pair.newer_at)  # type: ignore[arg-type]
         out.append(Item(f"stranger-{len(out)}", "relation", pair, "unrelated"))
+    return out
+
+
+def other_goals(items: list[Item]) -> list[Item]:
+    """Each goal pair that serves or hinders again, set against another goal (the 7th
+    after its own, sorted) and labelled ``unrelated``: the judge must read the pair, not
+    the item alone (an item that serves one goal is no step toward every goal)."""
+    goals = sorted({it.pair.goal for it in items if isinstance(it.pair, GoalPair)})
+    out: list[Item] = []
+    for it in items:
+        if isinstance(it.pair, GoalPair) and it.label != "unrelated":
+            other = goals[(goals.index(it.pair.goal) + 7) % len(goals)]
+            moved = replace(it.pair, goal=other)
+            out.append(Item(f"swap-{len(out)}", "serves", moved, "unrelated"))
     return out
 
 
@@ -295,34 +329,41 @@ class _Batches:
     """Tokenised pairs (with their task and target) in batches padded per batch."""
 
     def __init__(
-        self, segs: list[tuple[str, str]], tasks: list[str], targets: list[int], max_tokens: int
+        self,
+        segs: list[tuple[str, str]],
+        tasks: list[str],
+        targets: list[int],
+        max_tokens: int,
+        width: int,
     ) -> None:
         tok = pair_tokenizer(max_tokens)
         self.encodings = tok.encode_batch(segs) if segs else []
         self.targets = targets
         self.tasks = tasks
+        self.width = width  # the head's logits
 
     @classmethod
-    def of(cls, items: list[Item], max_tokens: int) -> _Batches:
+    def of(cls, items: list[Item], max_tokens: int, width: int) -> _Batches:
         return cls(
             [segments(it) for it in items],
             [it.task for it in items],
             [target(it) for it in items],
             max_tokens,
+            width,
         )
 
     def tensors(self, rows: list[int]):
         import torch
 
         ids, mask, types = (torch.from_numpy(a) for a in padded([self.encodings[r] for r in rows]))
-        task_mask = torch.full((len(rows), N_OUT), float("-inf"))
+        task_mask = torch.full((len(rows), self.width), float("-inf"))
         for i, r in enumerate(rows):
             start = OFFSETS[self.tasks[r]]
             task_mask[i, start : start + len(LABELS[self.tasks[r]])] = 0.0
         return ids, mask, types, task_mask, torch.tensor([self.targets[r] for r in rows])
 
 
-def _network(base: Path, dropout: float, layers: int):
+def _network(base: Path, dropout: float, layers: int, width: int):
     import torch
     from transformers import BertModel
 
@@ -336,7 +377,7 @@ def _network(base: Path, dropout: float, layers: int):
                 self.bert.encoder.layer = self.bert.encoder.layer[:layers]
                 self.bert.config.num_hidden_layers = layers
             self.drop = torch.nn.Dropout(dropout)
-            self.head = torch.nn.Linear(self.bert.config.hidden_size, N_OUT)
+            self.head = torch.nn.Linear(self.bert.config.hidden_size, width)
 
         def forward(self, input_ids, attention_mask, token_type_ids):
             hidden = self.bert(
@@ -366,13 +407,14 @@ def fine_tune(train: list[Item], dev: list[Item], args: argparse.Namespace):
     import torch
 
     torch.manual_seed(args.seed)
-    net = _network(base_weights(), args.dropout, args.layers)
+    width = head_width(trained_tasks(train + dev))
+    net = _network(base_weights(), args.dropout, args.layers, width)
     # the word embeddings stay as trained: most of the vocabulary is never seen here, and
     # updating 12M rows each step costs more than the rest of the network
     net.bert.embeddings.word_embeddings.weight.requires_grad_(False)
     for layer in net.bert.encoder.layer[: args.freeze]:  # the lowest layers read words
         layer.requires_grad_(False)
-    data = _Batches.of(train, args.max_tokens)
+    data = _Batches.of(train, args.max_tokens, width)
     steps_per_epoch = (len(train) + args.batch - 1) // args.batch
     total = steps_per_epoch * args.epochs
     opt = torch.optim.AdamW(
@@ -432,7 +474,8 @@ def _torch_predict(net, max_tokens: int):
     import torch
 
     def predict(task: str, segs: list[tuple[str, str]]) -> list[str]:
-        data = _Batches(segs, [task] * len(segs), [OFFSETS[task]] * len(segs), max_tokens)
+        width = net.head.out_features
+        data = _Batches(segs, [task] * len(segs), [OFFSETS[task]] * len(segs), max_tokens, width)
         net.eval()
         out: list[str] = []
         with torch.no_grad():
@@ -489,6 +532,13 @@ def export(net, out: Path, max_tokens: int, keep_fp32: bool = False) -> int:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="archivist train judge", description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=Path("training/judge"), help="folder of *.jsonl")
+    p.add_argument(
+        "--serves",
+        type=Path,
+        default=None,
+        help="also learn what serves a goal from this folder's serves-*.jsonl "
+        "(training/serves; the shipped model was trained without)",
+    )
     p.add_argument("--out", type=Path, default=MODEL_DIR, help="where judge.onnx goes")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--batch", type=int, default=32)
@@ -538,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     random.seed(args.seed)
     np.random.seed(args.seed)
     started = time.monotonic()
-    items, hashes = load(args.data)
+    items, hashes = load(args.data, args.serves)
     train, dev = split(items, args.dev_share)
     if args.limit:
         random.Random(args.seed).shuffle(train)
@@ -547,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = strangers(fit_on, args.strangers, args.seed)
     extra += hard_strangers(fit_on, args.hard_strangers, args.seed)
     extra += other_speakers(fit_on, args.other_speakers, args.seed)
+    extra += other_goals(fit_on)
     fit_on = as_claims(fit_on + extra)
     print(f"{len(items)} items: train {len(train)}, dev {len(dev)} ({len(hashes)} files)")
     print("  labels:", dict(Counter(f"{it.task}:{it.label}" for it in items)))
@@ -558,8 +609,8 @@ def main(argv: list[str] | None = None) -> int:
     net, history = fine_tune(fit_on, dev, args)
     size = export(net, args.out, args.max_tokens, args.keep_fp32)
     card.update(
-        labels={t: list(LABELS[t]) for t in TASKS},
-        offsets=OFFSETS,
+        labels={t: list(LABELS[t]) for t in trained_tasks(fit_on + dev)},
+        offsets={t: OFFSETS[t] for t in trained_tasks(fit_on + dev)},
         max_tokens=args.max_tokens,
         epochs=args.epochs,
         frozen_layers=args.freeze,
