@@ -153,3 +153,24 @@ def test_a_memory_whose_time_is_up_says_so(tmp_path) -> None:
         assert item["status"] == "expired"
     finally:
         m.memory.close()
+
+
+def test_short_likes_and_dislikes_are_memories_and_filler_is_not(tmp_path) -> None:
+    """The shipped judge's call, as a mem0 user meets it: "I love jazz." is a memory, the
+    assistant's "Sounds lovely, tell me more." never is."""
+    m = Memory.from_config({"path": str(tmp_path / "j.db"), "embedder": FakeEmbedder()})
+    try:
+        chat = [
+            {"role": "user", "content": "I love jazz."},
+            {"role": "assistant", "content": "Sounds lovely, tell me more."},
+        ]
+        assert [r["memory"] for r in m.add(chat, user_id="alice")["results"]] == [
+            "alice loves jazz."
+        ]
+        assert [r["memory"] for r in m.add("I hate mushrooms.", user_id="alice")["results"]] == [
+            "alice hates mushrooms."
+        ]
+        memories = [r["memory"] for r in m.get_all(user_id="alice")["results"]]
+        assert sorted(memories) == ["alice hates mushrooms.", "alice loves jazz."]
+    finally:
+        m.memory.close()
