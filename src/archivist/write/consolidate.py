@@ -32,6 +32,7 @@ from ..profile import (
     GROUPS,
     MODEL_HEAD,
     Entry,
+    Link,
     build_profile,
     in_model,
 )
@@ -149,6 +150,11 @@ PLAIN = "+plain"  # the hash mark of a key info written without the model
 KEY_INFO_FORM = "ranked-1"  # in its hash: a key info written in an older form is rewritten
 
 
+def key_link(e: Entry) -> Link | None:
+    """The step toward a goal that key info names: its surest, when sure enough."""
+    return e.serves[0] if e.serves and e.serves[0].p >= KEY_LINK_SURE else None
+
+
 def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> dict:
     """Job handler: refresh each person's key info from their profile and person model.
 
@@ -176,7 +182,7 @@ def run_key_info(core: Core, payload: dict, config: DigestConfig = KEY_INFO) -> 
                 KEY_INFO_FORM,
                 *(
                     f"{e.claim}:{e.text}:{e.since.isoformat()}:{e.source}"
-                    + "".join(f":{x.claim}" for x in e.serves[:1] if x.p >= KEY_LINK_SURE)
+                    + (f":{link.claim}" if (link := key_link(e)) else "")
                     for _, e in facts
                 ),
             )
@@ -283,8 +289,8 @@ def key_info_text(facts: Sequence[tuple[str, Entry]], cap: int, tokens: int = 0)
             # its last day (ends are exclusive): a reader at a later time sees it expired
             when += f" until {last_day(e.until):%Y-%m-%d}"
         who = "" if e.source == FIRST_HAND else f"; {e.source}"
-        if e.serves and e.serves[0].p >= KEY_LINK_SURE:  # a goal: the surest step toward it
-            who += f"; serving it: {sentence(e.serves[0].text).rstrip('.!?')}"
+        if link := key_link(e):  # a goal: the surest step toward it
+            who += f"; serving it: {sentence(link.text).rstrip('.!?')}"
         head = MODEL_HEAD[e.facet] if in_model(e, group) else ""
         heads.append(f"{head or group.capitalize()}: ")  # "other" too: never read as another
         pieces.append(f"{body} ({when}{who}).")
