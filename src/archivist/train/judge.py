@@ -608,9 +608,10 @@ def main(argv: list[str] | None = None) -> int:
         report(f"(a) embedding head, {time.monotonic() - t0:.0f} s", head)
     net, history = fine_tune(fit_on, dev, args)
     size = export(net, args.out, args.max_tokens, args.keep_fp32)
+    tasks = trained_tasks(fit_on + dev)  # the head fine_tune built
     card.update(
-        labels={t: list(LABELS[t]) for t in trained_tasks(fit_on + dev)},
-        offsets={t: OFFSETS[t] for t in trained_tasks(fit_on + dev)},
+        labels={t: list(LABELS[t]) for t in tasks},
+        offsets={t: OFFSETS[t] for t in tasks},
         max_tokens=args.max_tokens,
         epochs=args.epochs,
         frozen_layers=args.freeze,
