@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from archivist.errors import ConfigError
 from archivist.judge.base import GoalPair, RelationPair, SupportPair
 from archivist.judge.items import Item
 from archivist.testing import FakeEmbedder
@@ -101,3 +104,5 @@ def test_load_reads_the_goal_pairs_after_the_judge_files(tmp_path: Path) -> None
     assert [it.id for it in items] == ["r1", "s1"]
     assert list(hashes) == ["a.jsonl", "serves-a.jsonl"]
     assert [it.id for it in load(judge)[0]] == ["r1"]
+    with pytest.raises(ConfigError, match="no goal pairs"):
+        load(judge, tmp_path / "nowhere")

@@ -93,7 +93,10 @@ def load(data: Path, serves: Path | None = None) -> tuple[list[Item], dict[str, 
     ``serves-*.jsonl``) and the sha256 of each file read."""
     files = sorted(p for p in data.glob("*.jsonl") if not p.name.startswith("fresh"))
     if serves is not None:
-        files += sorted(serves.glob("serves-*.jsonl"))
+        goal_files = sorted(serves.glob("serves-*.jsonl"))
+        if not goal_files:
+            raise ConfigError(f"no goal pairs (serves-*.jsonl) in {serves}")
+        files += goal_files
     if not files:
         raise ConfigError(f"no training files (*.jsonl) in {data}")
     items, hashes = [], {}
